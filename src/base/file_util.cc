@@ -1,0 +1,130 @@
+#include "base/file_util.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+namespace ferry {
+namespace {
+
+// Closes a descriptor on scope exit.
+class FdCloser {
+ public:
+  explicit FdCloser(int fd) : fd_(fd) {}
+  ~FdCloser() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FdCloser(const FdCloser&) = delete;
+  FdCloser& operator=(const FdCloser&) = delete;
+  int release() { return std::exchange(fd_, -1); }
+
+ private:
+  int fd_;
+};
+
+Status WriteAll(int fd, std::string_view data, const std::filesystem::path& path) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoToStatus(errno, "write", path);
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ErrnoToStatus(int error_number, std::string_view what, const std::filesystem::path& path) {
+  std::string message =
+      fmt::format("{}: {} failed: {}", path.string(), what, std::strerror(error_number));
+  switch (error_number) {
+    case ENOENT:
+    case ENOTDIR:
+      return NotFoundError(std::move(message));
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return PermissionDeniedError(std::move(message));
+    case ENOSPC:
+    case EDQUOT:
+    case EMFILE:
+    case ENFILE:
+    case ENOMEM:
+      return ResourceExhaustedError(std::move(message));
+    case EEXIST:
+      return AlreadyExistsError(std::move(message));
+    case EINTR:
+    case EAGAIN:
+    case EIO:
+      return UnavailableError(std::move(message));
+    case EISDIR:
+    case EINVAL:
+    case ENAMETOOLONG:
+      return InvalidArgumentError(std::move(message));
+    default:
+      return InternalError(std::move(message));
+  }
+}
+
+Result<std::string> ReadFileToString(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoToStatus(errno, "open", path);
+  FdCloser closer(fd);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return ErrnoToStatus(errno, "stat", path);
+  if (S_ISDIR(st.st_mode)) return ErrnoToStatus(EISDIR, "read", path);
+  std::string out;
+  out.reserve(static_cast<size_t>(st.st_size));
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoToStatus(errno, "read", path);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+std::filesystem::path TemporaryPathFor(const std::filesystem::path& path) {
+  static std::atomic<uint64_t> counter{0};
+  std::filesystem::path tmp = path;
+  tmp += fmt::format(".tmp.{}.{}", ::getpid(), counter.fetch_add(1));
+  return tmp;
+}
+
+Status WriteFileAtomically(const std::filesystem::path& path, std::string_view contents) {
+  const std::filesystem::path tmp = TemporaryPathFor(path);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoToStatus(errno, "create", tmp);
+  FdCloser closer(fd);
+  Status status = WriteAll(fd, contents, tmp);
+  if (status.ok() && ::fsync(fd) != 0) status = ErrnoToStatus(errno, "fsync", tmp);
+  if (status.ok() && ::close(closer.release()) != 0) status = ErrnoToStatus(errno, "close", tmp);
+  if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    status = ErrnoToStatus(errno, "rename", path);
+  }
+  if (!status.ok()) {
+    ::unlink(tmp.c_str());
+    return status;
+  }
+  // Make the rename itself durable.
+  const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : ".";
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);
+    ::close(dir_fd);
+  }
+  return Status::Ok();
+}
+
+}  // namespace ferry

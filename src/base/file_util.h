@@ -1,0 +1,33 @@
+// Small POSIX file helpers shared by every layer that touches local disk.
+//
+// Files that others may read are written under a temporary name in the same folder, flushed and
+// renamed into place (WriteFileAtomically): a crash leaves either nothing or the whole file,
+// never a partial one under the final name.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "ferry/result.h"
+
+namespace ferry {
+
+/// A Status for a failed system call: ENOENT/ENOTDIR -> kNotFound, EACCES/EPERM/EROFS ->
+/// kPermissionDenied, ENOSPC/EDQUOT/EMFILE/ENFILE/ENOMEM -> kResourceExhausted, EEXIST ->
+/// kAlreadyExists, EINTR/EAGAIN/EIO -> kUnavailable, EISDIR/EINVAL/ENAMETOOLONG ->
+/// kInvalidArgument, else kInternal. The message is "<path>: <what> failed: <strerror>".
+Status ErrnoToStatus(int error_number, std::string_view what, const std::filesystem::path& path);
+
+/// The whole file. kNotFound names the path when it does not exist.
+Result<std::string> ReadFileToString(const std::filesystem::path& path);
+
+/// Writes `contents` to `path` through a unique temporary file in the same folder: write, fsync,
+/// rename over `path`, fsync the folder. On error the temporary is removed.
+Status WriteFileAtomically(const std::filesystem::path& path, std::string_view contents);
+
+/// A unique temporary name beside `path` (same folder, so rename is atomic), e.g.
+/// "shard.00000.mds.tmp.4242.7".
+std::filesystem::path TemporaryPathFor(const std::filesystem::path& path);
+
+}  // namespace ferry
