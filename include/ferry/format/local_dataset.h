@@ -1,0 +1,73 @@
+// LocalDataset: an MDS dataset in a local folder, read in place.
+//
+// Opens <root>[/<split>]/index.json, then opens shards on first use: a raw shard file is
+// memory-mapped; a shard present only in compressed form is decompressed into memory (never
+// written next to the dataset, which may be read-only). With `validate_hash`, the file that is
+// read (compressed if present, else raw) is checked against that digest in the index first.
+// Datasets with an unsafe (pkl) column are refused unless `allow_unsafe_types`.
+//
+// Shard readers are kept in a small LRU (`max_open_shards`); a reader handed out stays valid
+// for as long as the caller holds it.
+//
+// Thread-safety: all methods may be called concurrently.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ferry/format/index.h"
+#include "ferry/format/shard_reader.h"
+#include "ferry/format/value.h"
+#include "ferry/result.h"
+
+namespace ferry {
+
+struct LocalDatasetOptions {
+  std::string split;                         // optional sub-folder of the root
+  bool allow_unsafe_types = false;           // accept pkl columns (read as raw bytes)
+  std::optional<std::string> validate_hash;  // e.g. "sha1": check each shard file first
+  size_t max_open_shards = 64;
+};
+
+class LocalDataset {
+ public:
+  /// kInvalidArgument when the folder holds no index.json or uses unsupported features;
+  /// kDataLoss when index.json is malformed.
+  static Result<std::unique_ptr<LocalDataset>> Open(const std::filesystem::path& root,
+                                                    LocalDatasetOptions options = {});
+
+  const Index& index() const { return index_; }
+  /// The folder that holds index.json.
+  const std::filesystem::path& folder() const { return folder_; }
+  uint64_t num_samples() const { return num_samples_; }
+
+  /// (shard, sample within shard) of global sample `i`. kOutOfRange past the end.
+  Result<std::pair<size_t, uint32_t>> Locate(uint64_t i) const;
+
+  /// The validated reader of shard `k`, opened (and decompressed) on first use.
+  Result<std::shared_ptr<const MdsShardReader>> Shard(size_t k) const;
+
+  /// Decoded values of global sample `i`, in column order.
+  Result<std::vector<Value>> Get(uint64_t i) const;
+
+ private:
+  LocalDataset() = default;
+  Result<std::shared_ptr<const MdsShardReader>> OpenShard(size_t k) const;
+
+  std::filesystem::path folder_;
+  LocalDatasetOptions options_;
+  Index index_;
+  uint64_t num_samples_ = 0;
+  std::vector<uint64_t> shard_starts_;  // prefix sums of samples, one per shard
+
+  mutable std::mutex mu_;
+  mutable std::vector<std::pair<size_t, std::shared_ptr<const MdsShardReader>>> open_;  // MRU first
+};
+
+}  // namespace ferry

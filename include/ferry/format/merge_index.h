@@ -1,0 +1,30 @@
+// Combining the indexes of sub-datasets into one (spec §10), as Mosaic's merge_index does.
+//
+// Each sub-index's shards are appended in order, with every non-null raw_data/zip_data basename
+// prefixed by the name of the folder that directly holds that index.json ("part_a/shard..."),
+// and nothing else changed. The output is {"version": 2, "shards": [...]} with keys in the
+// order they were read (not sorted), Python separators and ASCII escapes - byte-identical to the
+// reference's output. An existing output index.json is never overwritten (kAlreadyExists).
+//
+// Unlike the reference's root form, which takes every *.json below the root (and then fails on
+// unrelated JSON files), MergeIndexUnder takes only files named index.json. Each sub-index is
+// validated with ParseIndex first, so a broken part is reported by name before anything is
+// written.
+#pragma once
+
+#include <filesystem>
+#include <vector>
+
+#include "ferry/result.h"
+
+namespace ferry {
+
+/// The list form: merges the given index.json files (duplicates dropped, first kept) into
+/// `out`/index.json. Returns the number of shards written.
+Result<size_t> MergeIndexFiles(const std::vector<std::filesystem::path>& index_files,
+                               const std::filesystem::path& out);
+
+/// The root form: every index.json below `root` (not directly in it), in sorted path order.
+Result<size_t> MergeIndexUnder(const std::filesystem::path& root);
+
+}  // namespace ferry

@@ -1,0 +1,50 @@
+// VerifyDataset: checks every byte of a local MDS dataset against its index.
+//
+// For each shard: the files exist with the sizes the index gives; every listed hash of every
+// file matches; a compressed shard decompresses to exactly raw_data.bytes and the raw hashes;
+// the raw shard's header, config block and every offset are valid (MdsShardReader); and every
+// sample splits into its columns and each payload decodes (ndarray shapes, image list tables,
+// UTF-8 text, numeric text, ...). All problems are collected, one line per bad file or sample,
+// rather than stopping at the first.
+//
+// Thread-safety: a free function; it reads the dataset folder only.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ferry/result.h"
+
+namespace ferry {
+
+struct VerifyOptions {
+  std::string split;
+  bool decode_samples = true;  // also decode every payload, not only the layout
+  /// Called after each shard with (shards done, total shards, bytes read so far).
+  std::function<void(size_t, size_t, uint64_t)> progress;
+};
+
+struct ShardProblem {
+  size_t shard = 0;
+  std::string file;     // basename of the file at fault
+  std::string problem;  // what is wrong
+};
+
+struct VerifyReport {
+  size_t shards = 0;
+  uint64_t samples = 0;
+  uint64_t bytes_read = 0;
+  std::vector<ShardProblem> problems;
+
+  bool ok() const { return problems.empty(); }
+  /// Indexes of the shards with at least one problem, ascending.
+  std::vector<size_t> bad_shards() const;
+};
+
+/// A report (possibly listing problems), or an error when the index itself cannot be read.
+Result<VerifyReport> VerifyDataset(const std::filesystem::path& root, const VerifyOptions& options);
+
+}  // namespace ferry

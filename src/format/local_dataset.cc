@@ -1,0 +1,156 @@
+#include "ferry/format/local_dataset.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <system_error>
+
+#include "base/file_util.h"
+#include "base/mapped_file.h"
+#include "format/compression.h"
+#include "format/hash.h"
+
+namespace ferry {
+namespace {
+
+Status CheckHash(std::string_view data, const FileInfo& info, std::string_view algorithm,
+                 const std::filesystem::path& path) {
+  const std::string* expected = info.FindHash(algorithm);
+  if (expected == nullptr) {
+    return InvalidArgumentError(fmt::format("{}: the index has no '{}' digest to validate against",
+                                            path.string(), algorithm));
+  }
+  FERRY_ASSIGN_OR_RETURN(std::string actual, HashHex(algorithm, data));
+  if (actual != *expected) {
+    return DataLossError(fmt::format("{}: {} digest is {} but the index says {}", path.string(),
+                                     algorithm, actual, *expected));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<LocalDataset>> LocalDataset::Open(const std::filesystem::path& root,
+                                                         LocalDatasetOptions options) {
+  std::unique_ptr<LocalDataset> ds(new LocalDataset());
+  ds->folder_ = options.split.empty() ? root : root / options.split;
+  const std::filesystem::path index_path = ds->folder_ / "index.json";
+  auto text = ReadFileToString(index_path);
+  if (!text) {
+    if (text.error().code() == StatusCode::kNotFound) {
+      return InvalidArgumentError(fmt::format("{} is not an MDS dataset: {} does not exist",
+                                              ds->folder_.string(), index_path.string()));
+    }
+    return text.error();
+  }
+  FERRY_ASSIGN_OR_RETURN(ds->index_, ParseIndex(*text, index_path.string()));
+  if (options.validate_hash && !IsKnownHash(*options.validate_hash)) {
+    return InvalidArgumentError(
+        fmt::format("validate_hash: unknown hash '{}'", *options.validate_hash));
+  }
+  for (size_t k = 0; k < ds->index_.shards.size(); ++k) {
+    const ShardConfig& config = *ds->index_.shards[k].config;
+    if (config.HasUnsafeColumn() && !options.allow_unsafe_types) {
+      return InvalidArgumentError(fmt::format(
+          "{}: shard {} has a pkl column, which runs arbitrary code when unpickled; pass "
+          "allow_unsafe_types to read it as raw bytes",
+          index_path.string(), k));
+    }
+  }
+  ds->options_ = std::move(options);
+  ds->options_.max_open_shards = std::max<size_t>(1, ds->options_.max_open_shards);
+  ds->shard_starts_.reserve(ds->index_.shards.size());
+  for (const auto& s : ds->index_.shards) {
+    ds->shard_starts_.push_back(ds->num_samples_);
+    ds->num_samples_ += s.samples;
+  }
+  return ds;
+}
+
+Result<std::pair<size_t, uint32_t>> LocalDataset::Locate(uint64_t i) const {
+  if (i >= num_samples_) {
+    return OutOfRangeError(fmt::format("sample {} is past the end of {} ({} samples)", i,
+                                       folder_.string(), num_samples_));
+  }
+  // The last shard whose start is <= i and that holds samples (empty shards cover nothing).
+  auto it = std::upper_bound(shard_starts_.begin(), shard_starts_.end(), i);
+  size_t k = static_cast<size_t>(it - shard_starts_.begin()) - 1;
+  while (index_.shards[k].samples == 0) --k;  // equal starts: step back past empty shards
+  return std::pair<size_t, uint32_t>(k, static_cast<uint32_t>(i - shard_starts_[k]));
+}
+
+Result<std::shared_ptr<const MdsShardReader>> LocalDataset::Shard(size_t k) const {
+  if (k >= index_.shards.size()) {
+    return OutOfRangeError(fmt::format("shard {} does not exist in {} ({} shards)", k,
+                                       folder_.string(), index_.shards.size()));
+  }
+  {
+    std::lock_guard lock(mu_);
+    for (size_t j = 0; j < open_.size(); ++j) {
+      if (open_[j].first == k) {
+        std::rotate(open_.begin(), open_.begin() + static_cast<ptrdiff_t>(j),
+                    open_.begin() + static_cast<ptrdiff_t>(j) + 1);
+        return open_.front().second;
+      }
+    }
+  }
+  // Open outside the lock: decompression may take a while. Two threads may race to open the same
+  // shard; both results are valid and one wins the cache slot.
+  FERRY_ASSIGN_OR_RETURN(auto reader, OpenShard(k));
+  std::lock_guard lock(mu_);
+  open_.insert(open_.begin(), {k, reader});
+  if (open_.size() > options_.max_open_shards) open_.pop_back();
+  return reader;
+}
+
+Result<std::shared_ptr<const MdsShardReader>> LocalDataset::OpenShard(size_t k) const {
+  const ShardEntry& entry = index_.shards[k];
+  const std::filesystem::path raw_path = folder_ / entry.raw_data.basename;
+  std::error_code ec;
+  if (std::filesystem::exists(raw_path, ec) || !entry.zip_data) {
+    if (options_.validate_hash) {
+      FERRY_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(raw_path));
+      FERRY_RETURN_IF_ERROR(
+          CheckHash(file.data(), entry.raw_data, *options_.validate_hash, raw_path));
+    }
+    FERRY_ASSIGN_OR_RETURN(MdsShardReader reader, MdsShardReader::Open(raw_path, entry));
+    return std::make_shared<const MdsShardReader>(std::move(reader));
+  }
+  const std::filesystem::path zip_path = folder_ / entry.zip_data->basename;
+  FERRY_ASSIGN_OR_RETURN(MappedFile zipped, MappedFile::Open(zip_path));
+  if (zipped.size() != entry.zip_data->bytes) {
+    return DataLossError(fmt::format("{}: file holds {} bytes but the index says {}",
+                                     zip_path.string(), zipped.size(), entry.zip_data->bytes));
+  }
+  if (options_.validate_hash) {
+    FERRY_RETURN_IF_ERROR(
+        CheckHash(zipped.data(), *entry.zip_data, *options_.validate_hash, zip_path));
+  }
+  FERRY_ASSIGN_OR_RETURN(Compression compression, Compression::Parse(*entry.config->compression));
+  auto raw = compression.Decompress(zipped.data(), entry.raw_data.bytes);
+  if (!raw) return raw.error().WithContext(zip_path.string());
+  FERRY_ASSIGN_OR_RETURN(
+      MdsShardReader reader,
+      MdsShardReader::FromBuffer(std::move(*raw), entry, zip_path.string() + " (decompressed)"));
+  return std::make_shared<const MdsShardReader>(std::move(reader));
+}
+
+Result<std::vector<Value>> LocalDataset::Get(uint64_t i) const {
+  FERRY_ASSIGN_OR_RETURN(auto where, Locate(i));
+  FERRY_ASSIGN_OR_RETURN(auto shard, Shard(where.first));
+  FERRY_ASSIGN_OR_RETURN(auto fields, shard->Fields(where.second));
+  const ShardConfig& config = shard->config();
+  std::vector<Value> values;
+  values.reserve(fields.size());
+  for (size_t c = 0; c < fields.size(); ++c) {
+    auto v = DecodeValue(config.column_encodings[c], fields[c]);
+    if (!v) {
+      return v.error().WithContext(fmt::format("{}: sample {}: column '{}'", shard->origin(),
+                                               where.second, config.column_names[c]));
+    }
+    values.push_back(std::move(*v));
+  }
+  return values;
+}
+
+}  // namespace ferry
