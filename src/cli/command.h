@@ -1,0 +1,34 @@
+// The `ferry` command's subcommands. Each lives in its own file and adds itself to the CLI11
+// app with its options; main() runs the one that was parsed and turns its Status into a
+// message and an exit code (the CLI is one of the two places where errors leave the library).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+#include "ferry/result.h"
+
+namespace ferry::cli {
+
+struct Command {
+  CLI::App* app = nullptr;
+  /// Runs after parsing: the exit code when the command did its job (verify returns 1 when it
+  /// found problems), or the error that stopped it.
+  std::function<Result<int>()> run;
+};
+
+Command AddConvertCommand(CLI::App& parent);
+Command AddInspectCommand(CLI::App& parent);
+Command AddVerifyCommand(CLI::App& parent);
+Command AddCatCommand(CLI::App& parent);
+Command AddMergeIndexCommand(CLI::App& parent);
+
+/// Exit codes, one per family of failure (documented in `ferry --help` and docs/cli.md):
+/// 0 ok, 1 verification found problems / other failure, 2 bad arguments, 3 not found,
+/// 4 already exists, 5 permission or authentication, 6 corrupt data, 7 transient (retry).
+int ExitCodeFor(const Status& status);
+
+/// Runs the CLI; returns the process exit code.
+int Main(int argc, char** argv);
+
+}  // namespace ferry::cli

@@ -1,0 +1,107 @@
+#include "cli/image_folder.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <system_error>
+
+#include "base/file_util.h"
+#include "base/utf8.h"
+
+namespace ferry {
+namespace {
+
+bool IsHidden(const std::filesystem::path& p) {
+  const std::string name = p.filename().string();
+  return !name.empty() && name.front() == '.';
+}
+
+bool HasJpegName(const std::filesystem::path& p) {
+  std::string ext = p.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return ext == ".jpg" || ext == ".jpeg";
+}
+
+Status AddFile(const std::filesystem::path& root, const std::filesystem::directory_entry& entry,
+               int64_t label, FolderListing& out) {
+  std::error_code ec;
+  FolderFile f;
+  f.path = entry.path();
+  f.relative = entry.path().lexically_relative(root).generic_string();
+  if (!IsValidUtf8(f.relative)) {
+    return InvalidArgumentError(
+        fmt::format("{}: file name is not UTF-8, so it cannot be stored in a str column",
+                    entry.path().string()));
+  }
+  f.label = label;
+  f.bytes = entry.file_size(ec);
+  if (ec) return ErrnoToStatus(ec.value(), "stat", entry.path());
+  out.total_bytes += f.bytes;
+  out.files.push_back(std::move(f));
+  return Status::Ok();
+}
+
+Status AddTree(const std::filesystem::path& root, const std::filesystem::path& dir, int64_t label,
+               FolderListing& out) {
+  std::error_code ec;
+  auto it = std::filesystem::recursive_directory_iterator(
+      dir, std::filesystem::directory_options::follow_directory_symlink, ec);
+  for (; !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (IsHidden(it->path())) {
+      if (it->is_directory()) it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_regular_file()) FERRY_RETURN_IF_ERROR(AddFile(root, *it, label, out));
+  }
+  if (ec) return ErrnoToStatus(ec.value(), "list folder", dir);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<FolderListing> ListImageFolder(const std::filesystem::path& root) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(root, ec)) {
+    return InvalidArgumentError(fmt::format("{}: not a folder", root.string()));
+  }
+  FolderListing out;
+  std::vector<std::filesystem::directory_entry> top_files;
+  for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
+    if (IsHidden(entry.path())) continue;
+    if (entry.is_directory()) {
+      out.classes.push_back(entry.path().filename().string());
+    } else if (entry.is_regular_file()) {
+      top_files.push_back(entry);
+    }
+  }
+  if (ec) return ErrnoToStatus(ec.value(), "list folder", root);
+  std::sort(out.classes.begin(), out.classes.end());
+  out.labeled = !out.classes.empty();
+  if (out.labeled) {
+    for (const auto& name : out.classes) {
+      if (!IsValidUtf8(name)) {
+        return InvalidArgumentError(
+            fmt::format("{}: class folder name is not UTF-8", (root / name).string()));
+      }
+    }
+    for (size_t label = 0; label < out.classes.size(); ++label) {
+      FERRY_RETURN_IF_ERROR(
+          AddTree(root, root / out.classes[label], static_cast<int64_t>(label), out));
+    }
+    out.skipped_top_level = top_files.size();
+  } else {
+    for (const auto& entry : top_files) FERRY_RETURN_IF_ERROR(AddFile(root, entry, -1, out));
+  }
+  if (out.files.empty())
+    return InvalidArgumentError(fmt::format("{}: holds no files to convert", root.string()));
+  std::sort(out.files.begin(), out.files.end(), [](const FolderFile& a, const FolderFile& b) {
+    return a.label != b.label ? a.label < b.label : a.relative < b.relative;
+  });
+  out.all_jpeg_names = std::all_of(out.files.begin(), out.files.end(),
+                                   [](const FolderFile& f) { return HasJpegName(f.path); });
+  return out;
+}
+
+}  // namespace ferry

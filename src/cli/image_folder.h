@@ -1,0 +1,37 @@
+// Listing a folder of files for `ferry convert`, with torchvision ImageFolder's conventions:
+// every non-hidden sub-folder of the root is a class (sorted by name, index = position), and
+// its files, found recursively, are that class's samples. A root without sub-folders is a plain
+// folder of files, without labels. Hidden files and folders (leading '.') are skipped. Files
+// are ordered by class, then by relative path, so the same folder always converts to the same
+// dataset.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "ferry/result.h"
+
+namespace ferry {
+
+struct FolderFile {
+  std::filesystem::path path;  // absolute or as given
+  std::string relative;        // '/'-separated, relative to the root
+  int64_t label = -1;          // class index; -1 in a plain folder
+  uint64_t bytes = 0;
+};
+
+struct FolderListing {
+  bool labeled = false;              // ImageFolder layout (class sub-folders)
+  std::vector<std::string> classes;  // sorted class names
+  std::vector<FolderFile> files;
+  uint64_t total_bytes = 0;
+  size_t skipped_top_level = 0;  // files directly in the root of an ImageFolder (ignored)
+  bool all_jpeg_names = false;   // every file ends in .jpg/.jpeg (any case)
+};
+
+/// kInvalidArgument when `root` is not a folder, holds no files, or a file name is not UTF-8.
+Result<FolderListing> ListImageFolder(const std::filesystem::path& root);
+
+}  // namespace ferry

@@ -1,0 +1,184 @@
+// ferry inspect DATASET [--json]: what a dataset holds, from its index alone (no shard is read):
+// shards, samples, columns with encodings, raw and compressed bytes, compression, hashes and
+// size_limit. Datasets merged from parts with different settings list each distinct config.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <system_error>
+
+#include "base/file_util.h"
+#include "base/human_size.h"
+#include "base/python_json.h"
+#include "cli/command.h"
+#include "ferry/format/index.h"
+
+namespace ferry::cli {
+namespace {
+
+struct InspectOptions {
+  std::string dataset;
+  std::string split;
+  bool json = false;
+  bool shards = false;
+};
+
+struct ConfigSummary {
+  const ShardConfig* config;
+  size_t shards = 0;
+  uint64_t samples = 0;
+};
+
+nlohmann::ordered_json ConfigJson(const ConfigSummary& s) {
+  nlohmann::ordered_json columns = nlohmann::ordered_json::array();
+  for (size_t c = 0; c < s.config->column_names.size(); ++c) {
+    const auto& size = s.config->column_sizes[c];
+    columns.push_back({{"name", s.config->column_names[c]},
+                       {"encoding", s.config->column_encodings[c].text()},
+                       {"size", size ? nlohmann::ordered_json(*size) : nlohmann::ordered_json()}});
+  }
+  return {{"shards", s.shards},
+          {"samples", s.samples},
+          {"columns", std::move(columns)},
+          {"compression", s.config->compression ? nlohmann::ordered_json(*s.config->compression)
+                                                : nlohmann::ordered_json()},
+          {"hashes", s.config->hashes},
+          {"size_limit", s.config->size_limit ? nlohmann::ordered_json(*s.config->size_limit)
+                                              : nlohmann::ordered_json()}};
+}
+
+Result<int> RunInspect(const InspectOptions& o) {
+  const std::filesystem::path folder = o.split.empty() ? std::filesystem::path(o.dataset)
+                                                       : std::filesystem::path(o.dataset) / o.split;
+  const std::filesystem::path index_path = folder / "index.json";
+  auto text = ReadFileToString(index_path);
+  if (!text) {
+    if (text.error().code() == StatusCode::kNotFound) {
+      return InvalidArgumentError(fmt::format("{} is not an MDS dataset: {} does not exist",
+                                              folder.string(), index_path.string()));
+    }
+    return text.error();
+  }
+  FERRY_ASSIGN_OR_RETURN(Index index, ParseIndex(*text, index_path.string()));
+
+  std::vector<ConfigSummary> configs;
+  uint64_t raw_bytes = 0, zip_bytes = 0;
+  size_t empty = 0, missing = 0;
+  for (const auto& s : index.shards) {
+    auto it = std::find_if(configs.begin(), configs.end(), [&](const ConfigSummary& c) {
+      return c.config == s.config.get() || *c.config == *s.config;
+    });
+    if (it == configs.end()) it = configs.insert(configs.end(), {s.config.get(), 0, 0});
+    ++it->shards;
+    it->samples += s.samples;
+    raw_bytes += s.raw_data.bytes;
+    if (s.zip_data) zip_bytes += s.zip_data->bytes;
+    if (s.samples == 0) ++empty;
+    std::error_code ec;
+    const bool present = std::filesystem::exists(folder / s.raw_data.basename, ec) ||
+                         (s.zip_data && std::filesystem::exists(folder / s.zip_data->basename, ec));
+    if (!present) ++missing;
+  }
+  std::optional<std::vector<std::string>> classes;
+  if (auto classes_text = ReadFileToString(folder / "classes.json")) {
+    try {
+      classes = nlohmann::json::parse(*classes_text).get<std::vector<std::string>>();
+    } catch (const nlohmann::json::exception&) {
+      // Not ours; ignore rather than fail an inspection.
+    }
+  }
+
+  if (o.json) {
+    nlohmann::ordered_json out;
+    out["dataset"] = folder.string();
+    out["shards"] = index.shards.size();
+    out["empty_shards"] = empty;
+    out["missing_shards"] = missing;
+    out["samples"] = index.num_samples();
+    out["raw_bytes"] = raw_bytes;
+    out["zip_bytes"] = zip_bytes;
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const auto& c : configs) list.push_back(ConfigJson(c));
+    out["configs"] = std::move(list);
+    if (classes) out["classes"] = *classes;
+    if (o.shards) {
+      nlohmann::ordered_json shards = nlohmann::ordered_json::array();
+      for (const auto& s : index.shards) {
+        shards.push_back({{"raw", s.raw_data.basename},
+                          {"zip", s.zip_data ? nlohmann::ordered_json(s.zip_data->basename)
+                                             : nlohmann::ordered_json()},
+                          {"samples", s.samples},
+                          {"raw_bytes", s.raw_data.bytes},
+                          {"zip_bytes", s.zip_data ? nlohmann::ordered_json(s.zip_data->bytes)
+                                                   : nlohmann::ordered_json()}});
+      }
+      out["shard_list"] = std::move(shards);
+    }
+    std::printf("%s\n", DumpPythonJson(out, JsonKeyOrder::kInsertion).c_str());
+    return 0;
+  }
+
+  std::string r;
+  r += fmt::format("dataset      {}\n", folder.string());
+  r += fmt::format("shards       {}{}{}\n", index.shards.size(),
+                   empty ? fmt::format(" ({} empty)", empty) : "",
+                   missing ? fmt::format(" ({} with no file here)", missing) : "");
+  r += fmt::format("samples      {}\n", index.num_samples());
+  r += fmt::format("raw bytes    {} ({})\n", raw_bytes, FormatBytes(raw_bytes));
+  if (zip_bytes > 0) {
+    r += fmt::format("compressed   {} ({}, raw/compressed {:.2f})\n", zip_bytes,
+                     FormatBytes(zip_bytes),
+                     static_cast<double>(raw_bytes) / static_cast<double>(zip_bytes));
+  }
+  if (classes) r += fmt::format("classes      {} (classes.json)\n", classes->size());
+  for (size_t k = 0; k < configs.size(); ++k) {
+    const ShardConfig& c = *configs[k].config;
+    if (configs.size() > 1) {
+      r += fmt::format("\nconfig {} of {}: {} shards, {} samples\n", k + 1, configs.size(),
+                       configs[k].shards, configs[k].samples);
+    }
+    r += fmt::format("compression  {}\n", c.compression.value_or("none"));
+    r += fmt::format("hashes       {}\n",
+                     c.hashes.empty() ? "none" : fmt::format("{}", fmt::join(c.hashes, ", ")));
+    r += fmt::format("size_limit   {}\n", c.size_limit ? fmt::format("{} ({})", *c.size_limit,
+                                                                     FormatBytes(*c.size_limit))
+                                                       : std::string("none (one shard)"));
+    r += fmt::format("columns      {}\n", c.column_names.size());
+    size_t width = 4;
+    for (const auto& n : c.column_names) width = std::max(width, n.size());
+    for (size_t i = 0; i < c.column_names.size(); ++i) {
+      r += fmt::format(
+          "  {:<{}}  {:<24} {}\n", c.column_names[i], width, c.column_encodings[i].text(),
+          c.column_sizes[i] ? fmt::format("{} bytes", *c.column_sizes[i]) : "variable");
+    }
+  }
+  if (o.shards) {
+    r += "\n  #  samples  raw bytes  zip bytes  file\n";
+    for (size_t k = 0; k < index.shards.size(); ++k) {
+      const auto& s = index.shards[k];
+      r += fmt::format("{:3}  {:7}  {:9}  {:>9}  {}\n", k, s.samples, s.raw_data.bytes,
+                       s.zip_data ? std::to_string(s.zip_data->bytes) : "-",
+                       s.zip_data ? s.zip_data->basename : s.raw_data.basename);
+    }
+  }
+  std::fputs(r.c_str(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+Command AddInspectCommand(CLI::App& parent) {
+  auto o = std::make_shared<InspectOptions>();
+  CLI::App* app = parent.add_subcommand(
+      "inspect", "Show shards, samples, columns, sizes, compression and hashes of a dataset");
+  app->add_option("dataset", o->dataset, "Dataset folder (holds index.json)")->required();
+  app->add_option("--split", o->split, "Sub-folder of the dataset to inspect");
+  app->add_flag("--json", o->json, "Print one JSON object instead of text");
+  app->add_flag("--shards", o->shards, "Also list every shard");
+  return {app, [o] { return RunInspect(*o); }};
+}
+
+}  // namespace ferry::cli

@@ -1,0 +1,230 @@
+// End-to-end tests of the `ferry` command: it is run as a separate process on folders made by
+// the test, and its exit codes, output and datasets are checked.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "base/file_util.h"
+#include "base/temp_dir_testutil.h"
+#include "ferry/format/local_dataset.h"
+#include "format/hash.h"
+#include "image/jpeg_codec.h"
+
+namespace ferry {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct CliRun {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs `ferry <args>` (args are shell words; the test only passes its own temp paths).
+CliRun Ferry(const std::string& args, const testing::TempDir& tmp) {
+  const auto out = tmp / ".stdout", err = tmp / ".stderr";
+  const std::string command =
+      std::string(FERRY_CLI_PATH) + " " + args + " >" + out.string() + " 2>" + err.string();
+  const int status = std::system(command.c_str());
+  CliRun r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = ReadFileToString(out).value_or("");
+  r.err = ReadFileToString(err).value_or("");
+  return r;
+}
+
+std::string Jpeg(uint32_t seed, uint32_t width = 24, uint32_t height = 16) {
+  PilImage image{width, height, "RGB", std::string(width * height * 3, '\0')};
+  for (size_t i = 0; i < image.pixels.size(); ++i) {
+    image.pixels[i] = static_cast<char>((i * 7 + seed * 31) % 251);
+  }
+  return EncodeJpeg(image, 90).value();
+}
+
+void Put(const std::filesystem::path& path, const std::string& data) {
+  std::filesystem::create_directories(path.parent_path());
+  ASSERT_TRUE(WriteFileAtomically(path, data).ok());
+}
+
+// An ImageFolder: 2 classes, a nested folder, a hidden file and a stray top-level file.
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    src_ = tmp_ / "images";
+    Put(src_ / "dog" / "b.jpg", Jpeg(1));
+    Put(src_ / "dog" / "a.jpg", Jpeg(2));
+    Put(src_ / "cat" / "z.jpeg", Jpeg(3));
+    Put(src_ / "cat" / "nested" / "y.JPG", Jpeg(4));
+    Put(src_ / "cat" / ".hidden.jpg", "not an image");
+    Put(src_ / "README.txt", "stray");
+  }
+  std::string Src() const { return src_.string(); }
+  std::string Out(const std::string& name = "out") const { return (tmp_ / name).string(); }
+
+  testing::TempDir tmp_;
+  std::filesystem::path src_;
+};
+
+TEST_F(CliTest, ConvertsAnImageFolderThatReadsBackExactly) {
+  CliRun r = Ferry("convert " + Src() + " " + Out() + " -q", tmp_);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("converted 4 files"));
+  EXPECT_THAT(r.out, HasSubstr("2 classes"));
+  EXPECT_THAT(r.out, HasSubstr("skipped 1 files"));
+  EXPECT_EQ(ReadFileToString(tmp_ / "out" / "classes.json").value(), R"(["cat", "dog"])");
+
+  auto ds = LocalDataset::Open(Out());
+  ASSERT_TRUE(ds.has_value()) << ds.status().ToString();
+  const ShardConfig& config = *(*ds)->index().shards[0].config;
+  EXPECT_EQ(config.column_names, (std::vector<std::string>{"image", "label", "path"}));
+  EXPECT_EQ(config.column_encodings[0].text(), "jpeg");
+  // Class order, then path order; image bytes stored exactly as the files.
+  const std::vector<std::pair<int64_t, std::string>> want = {
+      {0, "cat/nested/y.JPG"}, {0, "cat/z.jpeg"}, {1, "dog/a.jpg"}, {1, "dog/b.jpg"}};
+  ASSERT_EQ((*ds)->num_samples(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    auto v = (*ds)->Get(i).value();
+    EXPECT_EQ(std::get<Bytes>(v[0]).data, ReadFileToString(src_ / want[i].second).value());
+    EXPECT_EQ(std::get<int64_t>(v[1]), want[i].first);
+    EXPECT_EQ(std::get<std::string>(v[2]), want[i].second);
+  }
+}
+
+TEST_F(CliTest, InspectVerifyAndCatDescribeTheDataset) {
+  ASSERT_EQ(
+      Ferry("convert " + Src() + " " + Out() + " -q --size-limit 2kb --hashes sha1,xxh64", tmp_)
+          .code,
+      0);
+  CliRun inspect = Ferry("inspect " + Out() + " --json", tmp_);
+  ASSERT_EQ(inspect.code, 0) << inspect.err;
+  auto j = nlohmann::json::parse(inspect.out);
+  EXPECT_EQ(j["samples"], 4);
+  EXPECT_GE(j["shards"].get<int>(), 2);
+  EXPECT_EQ(j["configs"][0]["hashes"], nlohmann::json({"sha1", "xxh64"}));
+  EXPECT_EQ(j["configs"][0]["size_limit"], 2048);
+  EXPECT_EQ(j["configs"][0]["columns"][1]["encoding"], "int");
+  EXPECT_EQ(j["classes"], nlohmann::json({"cat", "dog"}));
+
+  CliRun text = Ferry("inspect " + Out(), tmp_);
+  EXPECT_THAT(text.out, HasSubstr("samples      4"));
+  EXPECT_THAT(text.out, HasSubstr("jpeg"));
+
+  CliRun verify = Ferry("verify " + Out() + " -q", tmp_);
+  EXPECT_EQ(verify.code, 0) << verify.out << verify.err;
+  EXPECT_THAT(verify.out, HasSubstr("ok: "));
+
+  CliRun cat = Ferry("cat " + Out() + " --start 1 --count 2", tmp_);
+  ASSERT_EQ(cat.code, 0) << cat.err;
+  std::istringstream lines(cat.out);
+  std::string line;
+  std::vector<nlohmann::json> rows;
+  while (std::getline(lines, line)) rows.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0]["path"], "cat/z.jpeg");
+  EXPECT_EQ(rows[1]["label"], 1);
+  const std::string file = ReadFileToString(src_ / "dog" / "a.jpg").value();
+  EXPECT_EQ(rows[1]["image"]["sha256"], HashHex("sha256", file).value());
+  EXPECT_EQ(rows[1]["image"]["num_bytes"], file.size());
+  EXPECT_EQ(rows[1]["image"]["width"], 24);
+  EXPECT_EQ(rows[1]["image"]["mode"], "RGB");
+
+  EXPECT_EQ(Ferry("cat " + Out() + " --start 9", tmp_).code, 2);
+}
+
+TEST_F(CliTest, VerifyNamesCorruptAndTruncatedShards) {
+  ASSERT_EQ(
+      Ferry("convert " + Src() + " " + Out() + " -q --size-limit 1kb --hashes sha1", tmp_).code, 0);
+  auto index = ParseIndex(ReadFileToString(tmp_ / "out" / "index.json").value(), "index").value();
+  ASSERT_GE(index.shards.size(), 3u);
+  // Flip one byte inside shard 1's records; truncate shard 2.
+  const auto shard1 = tmp_ / "out" / index.shards[1].raw_data.basename;
+  std::string data = ReadFileToString(shard1).value();
+  data[data.size() - 10] ^= 0x55;
+  ASSERT_TRUE(WriteFileAtomically(shard1, data).ok());
+  const auto shard2 = tmp_ / "out" / index.shards[2].raw_data.basename;
+  std::filesystem::resize_file(shard2, std::filesystem::file_size(shard2) - 7);
+
+  CliRun r = Ferry("verify " + Out() + " -q", tmp_);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.out,
+              HasSubstr("shard 1 " + index.shards[1].raw_data.basename + ": hash mismatch: sha1"));
+  EXPECT_THAT(r.out, HasSubstr("shard 2 " + index.shards[2].raw_data.basename));
+  EXPECT_THAT(r.out, HasSubstr("FAILED: 2 of"));
+  EXPECT_THAT(r.out, HasSubstr(": 1, 2"));
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("shard 0 ")));
+}
+
+TEST_F(CliTest, CompressedDatasetCatsTheSameAsUncompressed) {
+  ASSERT_EQ(Ferry("convert " + Src() + " " + Out("plain") + " -q", tmp_).code, 0);
+  CliRun z = Ferry(
+      "convert " + Src() + " " + Out("zstd") + " -q --compression zstd:5 --size-limit 1kb", tmp_);
+  ASSERT_EQ(z.code, 0) << z.err;
+  EXPECT_THAT(z.out, HasSubstr("compressed"));
+  EXPECT_EQ(Ferry("verify " + Out("zstd") + " -q", tmp_).code, 0);
+  const std::string a = Ferry("cat " + Out("plain"), tmp_).out;
+  const std::string b = Ferry("cat " + Out("zstd"), tmp_).out;
+  EXPECT_FALSE(a.empty());
+  EXPECT_EQ(a, b);
+}
+
+TEST_F(CliTest, RefusesToOverwriteUnlessAsked) {
+  ASSERT_EQ(Ferry("convert " + Src() + " " + Out() + " -q", tmp_).code, 0);
+  CliRun again = Ferry("convert " + Src() + " " + Out() + " -q", tmp_);
+  EXPECT_EQ(again.code, 4);
+  EXPECT_THAT(again.err, HasSubstr("--overwrite"));
+  EXPECT_EQ(
+      Ferry("convert " + Src() + " " + Out() + " -q --overwrite --columns image,path", tmp_).code,
+      0);
+  auto ds = LocalDataset::Open(Out());
+  EXPECT_EQ((*ds)->index().shards[0].config->column_names,
+            (std::vector<std::string>{"image", "path"}));
+}
+
+TEST_F(CliTest, RejectsBadInputWithAClearMessage) {
+  Put(src_ / "dog" / "fake.jpg", "definitely not a jpeg");
+  CliRun fake = Ferry("convert " + Src() + " " + Out() + " -q", tmp_);
+  EXPECT_EQ(fake.code, 2);
+  EXPECT_THAT(fake.err, HasSubstr("fake.jpg"));
+  EXPECT_THAT(fake.err, HasSubstr("not one"));
+  EXPECT_FALSE(std::filesystem::exists(tmp_ / "out" / "index.json"));
+
+  CliRun inside = Ferry("convert " + Src() + " " + (src_ / "out").string() + " -q", tmp_);
+  EXPECT_EQ(inside.code, 2);
+  EXPECT_THAT(inside.err, HasSubstr("inside the source folder"));
+
+  CliRun missing = Ferry("inspect " + (tmp_ / "nothing").string(), tmp_);
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_THAT(missing.err, HasSubstr("is not an MDS dataset"));
+
+  CliRun bad_option = Ferry("convert " + Src() + " " + Out() + " --compression lzma", tmp_);
+  EXPECT_EQ(bad_option.code, 2);
+  EXPECT_THAT(bad_option.err, HasSubstr("unknown compression 'lzma'"));
+
+  EXPECT_EQ(Ferry("frobnicate", tmp_).code, 2);
+  CliRun help = Ferry("--help", tmp_);
+  EXPECT_EQ(help.code, 0);
+  for (const char* command : {"convert", "inspect", "verify", "cat", "merge-index"}) {
+    EXPECT_THAT(help.out, HasSubstr(command));
+  }
+}
+
+TEST_F(CliTest, MergeIndexCombinesParts) {
+  ASSERT_EQ(Ferry("convert " + Src() + " " + Out("root/a") + " -q --size-limit 1kb", tmp_).code, 0);
+  ASSERT_EQ(Ferry("convert " + Src() + " " + Out("root/b") + " -q --compression gz", tmp_).code, 0);
+  CliRun merge = Ferry("merge-index " + Out("root"), tmp_);
+  ASSERT_EQ(merge.code, 0) << merge.err;
+  auto ds = LocalDataset::Open(Out("root"));
+  ASSERT_TRUE(ds.has_value()) << ds.status().ToString();
+  EXPECT_EQ((*ds)->num_samples(), 8u);
+  EXPECT_EQ((*ds)->index().shards.back().zip_data->basename.substr(0, 2), "b/");
+  EXPECT_EQ(Ferry("verify " + Out("root") + " -q", tmp_).code, 0);
+  EXPECT_EQ(Ferry("merge-index " + Out("root"), tmp_).code, 4);  // never overwrites
+}
+
+}  // namespace
+}  // namespace ferry
