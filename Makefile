@@ -1,0 +1,54 @@
+# ferry: the two commands a fresh machine needs are `make demo` and `make test`.
+# Every target installs what it needs first (scripts/install-deps.sh is idempotent and quick
+# when nothing is missing).
+
+JOBS ?= 2
+FUZZ_RUNS ?= 100000
+FUZZ_SECONDS ?= 300
+DEMO_IMAGES ?= 2000
+
+.PHONY: all deps build build-dev test fuzz-build fuzz-smoke fuzz demo bench format format-check clean
+
+all: build
+
+deps:
+	@./scripts/install-deps.sh
+
+# Release build: the ferry CLI, the benchmark tools and the image generator.
+build: deps
+	@cmake --preset release >/dev/null
+	@cmake --build --preset release -j$(JOBS)
+
+build-dev: deps
+	@cmake --preset dev >/dev/null
+	@cmake --build --preset dev -j$(JOBS)
+
+# Unit, compatibility and CLI tests under ASan+UBSan, then a short fixed-count fuzz run.
+test: build-dev
+	@ctest --preset dev -j$(JOBS) --timeout 600
+	@$(MAKE) --no-print-directory fuzz-smoke
+
+fuzz-build: deps
+	@cmake --preset fuzz >/dev/null
+	@cmake --build --preset fuzz -j$(JOBS)
+
+fuzz-smoke: fuzz-build
+	@./scripts/run-fuzzers.sh --runs $(FUZZ_RUNS)
+
+fuzz: fuzz-build
+	@./scripts/run-fuzzers.sh --seconds $(FUZZ_SECONDS)
+
+demo: build
+	@./scripts/demo.sh --images $(DEMO_IMAGES)
+
+bench: build
+	@./bench/run.sh
+
+format:
+	@git ls-files '*.h' '*.cc' | xargs clang-format -i
+
+format-check:
+	@git ls-files '*.h' '*.cc' | xargs clang-format --dry-run --Werror
+
+clean:
+	@rm -rf build

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# `make bench`: every benchmark that exists so far, each printing its baseline from the same
+# run beside ferry's figure. Results go to stdout; docs/benchmarks.md records them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+echo "== format inner loops (Google Benchmark; BM_CopySample is the caller's copy, the baseline)"
+build/release/bench/ferry_format_benchmark --benchmark_min_time=0.5
+echo
+echo "== convert vs cp -r"
+bench/convert_vs_cp.sh "$@"

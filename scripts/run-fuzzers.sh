@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Runs the libFuzzer targets built by the `fuzz` preset, seeded from the MDS fixtures.
+#   scripts/run-fuzzers.sh --runs N      fixed number of inputs per target (make test)
+#   scripts/run-fuzzers.sh --seconds S   time budget per target (make fuzz)
+# Crashes are written to build/fuzz/crashes/<target>/ and make the script fail.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=(-runs=20000)
+case "${1:-}" in
+  --runs) mode=(-runs="$2") ;;
+  --seconds) mode=(-max_total_time="$2") ;;
+esac
+fixtures="${FERRY_FIXTURES_DIR:-$(pwd)/../shared/fixtures/mds}"
+build=build/fuzz
+
+seed() {  # seed <corpus> <find predicate...>
+  local corpus=$1; shift
+  mkdir -p "$corpus"
+  if [ -d "$fixtures" ]; then
+    find "$fixtures" "$@" -size -200k -print0 | while IFS= read -r -d '' f; do
+      cp -f "$f" "$corpus/$(echo "$f" | md5sum | cut -c1-16)"
+    done
+  fi
+}
+
+seed "$build/corpus/index_fuzzer" -name index.json
+seed "$build/corpus/shard_reader_fuzzer" -name '*.mds'
+
+status=0
+for target in index_fuzzer shard_reader_fuzzer; do
+  crashes="$build/crashes/$target"
+  mkdir -p "$crashes"
+  echo "fuzz: $target ${mode[*]} ($(ls "$build/corpus/$target" | wc -l) seeds)"
+  if ! timeout 900 "$build/fuzz/ferry_$target" "${mode[@]}" -max_len=262144 -timeout=10 \
+       -rss_limit_mb=2048 -print_final_stats=0 -artifact_prefix="$crashes/" \
+       "$build/corpus/$target" > "$build/$target.log" 2>&1; then
+    echo "fuzz: $target FAILED; see $build/$target.log and $crashes/"
+    tail -n 30 "$build/$target.log"
+    status=1
+  else
+    grep -E "^#[0-9]+.*DONE|^Done" "$build/$target.log" | tail -n 1 || true
+  fi
+done
+exit $status
