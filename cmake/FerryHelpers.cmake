@@ -1,6 +1,6 @@
 # Small helpers so that each src/<layer>/CMakeLists.txt is a short list of explicit sources.
 
-set(FERRY_WARNINGS -Wall -Wextra -Wpedantic -Wshadow=local -Wnon-virtual-dtor
+set(FERRY_WARNINGS -Wall -Wextra -Wpedantic $<$<CXX_COMPILER_ID:GNU>:-Wshadow=local> -Wnon-virtual-dtor
     -Wno-missing-field-initializers -Werror=unused-result -Werror=return-type)
 if(FERRY_WERROR)
   list(APPEND FERRY_WARNINGS -Werror)

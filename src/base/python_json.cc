@@ -25,17 +25,6 @@ void AppendEscapedUnit(std::string& out, unsigned unit) {
   out += kHex[unit & 0xF];
 }
 
-// Python renders non-finite floats as bare tokens (not valid strict JSON, but what it stores).
-void AppendJsonFloat(std::string& out, double v) {
-  if (std::isnan(v)) {
-    out += "NaN";
-  } else if (std::isinf(v)) {
-    out += v < 0 ? "-Infinity" : "Infinity";
-  } else {
-    AppendPythonFloat(out, v);
-  }
-}
-
 void Dump(std::string& out, const nlohmann::ordered_json& v, JsonKeyOrder order) {
   using Type = nlohmann::ordered_json::value_t;
   switch (v.type()) {
@@ -53,7 +42,7 @@ void Dump(std::string& out, const nlohmann::ordered_json& v, JsonKeyOrder order)
       out += std::to_string(v.get<uint64_t>());
       return;
     case Type::number_float:
-      AppendJsonFloat(out, v.get<double>());
+      AppendPythonJsonFloat(out, v.get<double>());
       return;
     case Type::string:
       AppendPythonJsonString(out, v.get_ref<const std::string&>());
@@ -175,7 +164,7 @@ Replacements ReplacePythonOnlyNumbers(std::string& text) {
         if (token.find_first_of(".eE") == std::string_view::npos) {
           python = token;  // an integer: Python keeps it exact, and JSON's form is canonical
         } else {
-          AppendJsonFloat(python, *value);
+          AppendPythonJsonFloat(python, *value);
         }
         replacements.emplace_back(ordinal, std::move(python));
         text.replace(i, end - i, "0" + std::string(end - i - 1, ' '));
@@ -230,7 +219,7 @@ class PythonJsonRenderer {
       // so the token is already canonical.
       out += token;
     } else {
-      AppendJsonFloat(out, v);
+      AppendPythonJsonFloat(out, v);
     }
     return true;
   }
@@ -313,6 +302,17 @@ class PythonJsonRenderer {
 };
 
 }  // namespace
+
+// Python renders non-finite floats as bare tokens (not valid strict JSON, but what it stores).
+void AppendPythonJsonFloat(std::string& out, double v) {
+  if (std::isnan(v)) {
+    out += "NaN";
+  } else if (std::isinf(v)) {
+    out += v < 0 ? "-Infinity" : "Infinity";
+  } else {
+    AppendPythonFloat(out, v);
+  }
+}
 
 void AppendPythonJsonString(std::string& out, std::string_view utf8) {
   out += '"';

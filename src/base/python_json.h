@@ -20,6 +20,9 @@ enum class JsonKeyOrder { kInsertion, kSorted };
 /// Appends `utf8` as a quoted, ASCII-only JSON string. \pre `utf8` is valid UTF-8.
 void AppendPythonJsonString(std::string& out, std::string_view utf8);
 
+/// Appends a float as json.dumps writes it: Python's repr, or NaN / Infinity / -Infinity.
+void AppendPythonJsonFloat(std::string& out, double value);
+
 /// Python `json.dumps(value, sort_keys=...)`.
 std::string DumpPythonJson(const nlohmann::ordered_json& value, JsonKeyOrder order);
 

@@ -15,6 +15,7 @@
 #include "base/python_json.h"
 #include "cli/command.h"
 #include "ferry/format/index.h"
+#include "ferry/format/local_dataset.h"
 
 namespace ferry::cli {
 namespace {
@@ -53,16 +54,7 @@ nlohmann::ordered_json ConfigJson(const ConfigSummary& s) {
 Result<int> RunInspect(const InspectOptions& o) {
   const std::filesystem::path folder = o.split.empty() ? std::filesystem::path(o.dataset)
                                                        : std::filesystem::path(o.dataset) / o.split;
-  const std::filesystem::path index_path = folder / "index.json";
-  auto text = ReadFileToString(index_path);
-  if (!text) {
-    if (text.error().code() == StatusCode::kNotFound) {
-      return InvalidArgumentError(fmt::format("{} is not an MDS dataset: {} does not exist",
-                                              folder.string(), index_path.string()));
-    }
-    return text.error();
-  }
-  FERRY_ASSIGN_OR_RETURN(Index index, ParseIndex(*text, index_path.string()));
+  FERRY_ASSIGN_OR_RETURN(Index index, ReadLocalIndex(folder));
 
   std::vector<ConfigSummary> configs;
   uint64_t raw_bytes = 0, zip_bytes = 0;

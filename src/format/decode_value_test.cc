@@ -124,7 +124,8 @@ TEST(DecodeValue, NdarrayShapeThatOverflowsOrExceedsThePayloadIsDataLoss) {
   // Element count fits 64 bits but count * itemsize does not.
   ExpectDataLoss("ndarray:uint64", HexBytes("07 0000000000000020 0011223344556677"), "needs");
   // A large but representable shape with a tiny payload.
-  ExpectDataLoss("ndarray:uint8", HexBytes("0a ffffffff ffffffff 00"), "needs 18446744065119617025");
+  ExpectDataLoss("ndarray:uint8", HexBytes("0a ffffffff ffffffff 00"),
+                 "needs 18446744065119617025");
   ExpectDataLoss("ndarray", HexBytes("08 06 ffffffff 0102"), "needs 4294967295");
 }
 
@@ -164,8 +165,8 @@ TEST(DecodeValue, ImageListErrors) {
   // A broken pil element names its position.
   ExpectDataLoss("list[pil]",
                  HexBytes("00000000 02000000 0e000000 04000000"
-                         "010000000100000001000000 4c 7f"
-                         "00000000"),
+                          "010000000100000001000000 4c 7f"
+                          "00000000"),
                  "element 1");
 }
 

@@ -126,13 +126,7 @@ Status AppendJson(const ColumnEncoding& encoding, const Value& value, std::strin
         } else if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, uint64_t>) {
           out += std::to_string(v);
         } else if constexpr (std::is_same_v<T, double>) {
-          if (std::isnan(v)) {
-            out += "NaN";
-          } else if (std::isinf(v)) {
-            out += v < 0 ? "-Infinity" : "Infinity";
-          } else {
-            AppendPythonFloat(out, v);
-          }
+          AppendPythonJsonFloat(out, v);
         } else if constexpr (std::is_same_v<T, std::string>) {
           if (auto bad = FindInvalidUtf8(v)) {
             return InvalidArgumentError(fmt::format("string is not UTF-8 at byte {}", *bad));

@@ -12,21 +12,18 @@
 
 #include "base/file_util.h"
 #include "base/little_endian.h"
+#include "format/fixture_testutil.h"
 
 namespace ferry {
 namespace {
 
+using testing::FileText;
+
 using ::testing::HasSubstr;
 using OrderedJson = nlohmann::ordered_json;
 
-const std::filesystem::path kFixtures = FERRY_FIXTURES_DIR;
+const std::filesystem::path kFixtures = testing::FixturesDir();
 constexpr std::string_view kOrigin = "some/dataset/index.json";
-
-std::string FileText(const std::filesystem::path& path) {
-  auto text = ReadFileToString(path);
-  EXPECT_TRUE(text.has_value()) << text.status().ToString();
-  return text.value_or("");
-}
 
 Index LoadFixtureIndex(const std::string& name) {
   const auto path = kFixtures / name / "index.json";

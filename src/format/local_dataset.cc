@@ -30,20 +30,25 @@ Status CheckHash(std::string_view data, const FileInfo& info, std::string_view a
 
 }  // namespace
 
+Result<Index> ReadLocalIndex(const std::filesystem::path& folder) {
+  const std::filesystem::path index_path = folder / "index.json";
+  auto text = ReadFileToString(index_path);
+  if (!text) {
+    if (text.error().code() == StatusCode::kNotFound) {
+      return InvalidArgumentError(fmt::format("{} is not an MDS dataset: {} does not exist",
+                                              folder.string(), index_path.string()));
+    }
+    return text.error();
+  }
+  return ParseIndex(*text, index_path.string());
+}
+
 Result<std::unique_ptr<LocalDataset>> LocalDataset::Open(const std::filesystem::path& root,
                                                          LocalDatasetOptions options) {
   std::unique_ptr<LocalDataset> ds(new LocalDataset());
   ds->folder_ = options.split.empty() ? root : root / options.split;
   const std::filesystem::path index_path = ds->folder_ / "index.json";
-  auto text = ReadFileToString(index_path);
-  if (!text) {
-    if (text.error().code() == StatusCode::kNotFound) {
-      return InvalidArgumentError(fmt::format("{} is not an MDS dataset: {} does not exist",
-                                              ds->folder_.string(), index_path.string()));
-    }
-    return text.error();
-  }
-  FERRY_ASSIGN_OR_RETURN(ds->index_, ParseIndex(*text, index_path.string()));
+  FERRY_ASSIGN_OR_RETURN(ds->index_, ReadLocalIndex(ds->folder_));
   if (options.validate_hash && !IsKnownHash(*options.validate_hash)) {
     return InvalidArgumentError(
         fmt::format("validate_hash: unknown hash '{}'", *options.validate_hash));

@@ -15,31 +15,19 @@
 #include "base/file_util.h"
 #include "base/temp_dir_testutil.h"
 #include "ferry/format/mds_writer.h"
+#include "format/fixture_testutil.h"
 
 namespace ferry {
 namespace {
+
+using testing::CopyFixture;
+using testing::FileText;
 
 using ::testing::HasSubstr;
 using OrderedJson = nlohmann::ordered_json;
 namespace fs = std::filesystem;
 
-const fs::path kFixtures = FERRY_FIXTURES_DIR;
-
-std::string FileText(const fs::path& path) {
-  auto text = ReadFileToString(path);
-  EXPECT_TRUE(text.has_value()) << text.status().ToString();
-  return text.value_or("");
-}
-
-// A writable copy of a fixture folder at `to`.
-void CopyFixture(const std::string& name, const fs::path& to) {
-  fs::create_directories(to);
-  fs::copy(kFixtures / name, to,
-           fs::copy_options::recursive | fs::copy_options::overwrite_existing);
-  for (const auto& entry : fs::recursive_directory_iterator(to)) {
-    fs::permissions(entry.path(), fs::perms::owner_write, fs::perm_options::add);
-  }
-}
+const fs::path kFixtures = testing::FixturesDir();
 
 // The sorted names of the files in `folder`.
 std::set<std::string> Listing(const fs::path& folder) {

@@ -11,13 +11,14 @@
 #include "base/temp_dir_testutil.h"
 #include "ferry/format/local_dataset.h"
 #include "ferry/format/verify.h"
+#include "format/fixture_testutil.h"
 
 namespace ferry {
 namespace {
 
-using ::testing::HasSubstr;
+using testing::FileText;
 
-std::string FileText(const std::filesystem::path& p) { return ReadFileToString(p).value(); }
+using ::testing::HasSubstr;
 
 std::unique_ptr<MdsWriter> MakeWriter(MdsWriterOptions options) {
   auto writer = MdsWriter::Create(std::move(options));

@@ -10,20 +10,17 @@
 #include "base/temp_dir_testutil.h"
 #include "ferry/format/index.h"
 #include "ferry/format/local_dataset.h"
+#include "format/fixture_testutil.h"
 
 namespace ferry {
 namespace {
 
+using testing::FileText;
+
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-const fs::path kFixtures = FERRY_FIXTURES_DIR;
-
-std::string FileText(const fs::path& path) {
-  auto text = ReadFileToString(path);
-  EXPECT_TRUE(text.has_value()) << text.status().ToString();
-  return text.value_or("");
-}
+const fs::path kFixtures = testing::FixturesDir();
 
 // Copies the two parts of the merged fixture (their index.json and shard files) under `root`,
 // as `root`/<name_a> and `root`/<name_b>.

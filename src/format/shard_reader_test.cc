@@ -13,20 +13,17 @@
 #include "base/file_util.h"
 #include "base/little_endian.h"
 #include "base/temp_dir_testutil.h"
+#include "format/fixture_testutil.h"
 
 namespace ferry {
 namespace {
 
+using testing::FileText;
+
 using ::testing::HasSubstr;
 
-const std::filesystem::path kFixtures = FERRY_FIXTURES_DIR;
+const std::filesystem::path kFixtures = testing::FixturesDir();
 constexpr char kOrigin[] = "data/shard.00000.mds";
-
-std::string FileText(const std::filesystem::path& path) {
-  auto text = ReadFileToString(path);
-  EXPECT_TRUE(text.has_value()) << text.status().ToString();
-  return text.value_or("");
-}
 
 // The spec §4 worked example: columns {id: int, text: str}, hashes ["sha1"], samples
 // {id 5, text "hi"} and {id -1, text ""}; 233 bytes.

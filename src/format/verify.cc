@@ -9,6 +9,7 @@
 #include "base/file_util.h"
 #include "base/mapped_file.h"
 #include "ferry/format/index.h"
+#include "ferry/format/local_dataset.h"
 #include "ferry/format/shard_reader.h"
 #include "format/compression.h"
 #include "format/hash.h"
@@ -144,16 +145,7 @@ std::vector<size_t> VerifyReport::bad_shards() const {
 Result<VerifyReport> VerifyDataset(const std::filesystem::path& root,
                                    const VerifyOptions& options) {
   const std::filesystem::path folder = options.split.empty() ? root : root / options.split;
-  const std::filesystem::path index_path = folder / "index.json";
-  auto text = ReadFileToString(index_path);
-  if (!text) {
-    if (text.error().code() == StatusCode::kNotFound) {
-      return InvalidArgumentError(fmt::format("{} is not an MDS dataset: {} does not exist",
-                                              folder.string(), index_path.string()));
-    }
-    return text.error();
-  }
-  FERRY_ASSIGN_OR_RETURN(Index index, ParseIndex(*text, index_path.string()));
+  FERRY_ASSIGN_OR_RETURN(Index index, ReadLocalIndex(folder));
   VerifyReport report;
   ShardVerifier verifier(folder, options, report);
   for (size_t k = 0; k < index.shards.size(); ++k) {

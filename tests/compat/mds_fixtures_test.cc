@@ -21,23 +21,21 @@
 #include "ferry/format/mds_writer.h"
 #include "ferry/format/merge_index.h"
 #include "format/compression.h"
+#include "format/fixture_testutil.h"
 #include "format/hash.h"
 
 namespace ferry {
 namespace {
 
-using OrderedJson = nlohmann::ordered_json;
+using testing::FileText;
 
-std::filesystem::path FixturesRoot() {
-  if (const char* env = std::getenv("FERRY_FIXTURES_DIR")) return env;
-  return FERRY_FIXTURES_DIR;
-}
+using OrderedJson = nlohmann::ordered_json;
 
 // Every folder below the fixtures root that holds an expected.json.
 std::vector<std::string> FixtureNames() {
   std::vector<std::string> names;
   std::error_code ec;
-  const auto root = FixturesRoot();
+  const auto root = testing::FixturesDir();
   for (auto it = std::filesystem::recursive_directory_iterator(root, ec);
        !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
     if (it->path().filename() == "expected.json") {
@@ -52,12 +50,6 @@ OrderedJson LoadJson(const std::filesystem::path& path) {
   auto text = ReadFileToString(path);
   EXPECT_TRUE(text.has_value()) << text.status().ToString();
   return text ? OrderedJson::parse(*text) : OrderedJson();
-}
-
-std::string FileText(const std::filesystem::path& path) {
-  auto text = ReadFileToString(path);
-  EXPECT_TRUE(text.has_value()) << text.status().ToString();
-  return text.value_or("");
 }
 
 // The raw shard bytes of a fixture or of our output, decompressing when needed.
@@ -81,7 +73,7 @@ Index LoadIndex(const std::filesystem::path& folder) {
 std::vector<std::string> MergedFixtureNames() {
   std::vector<std::string> names;
   for (const auto& name : FixtureNames()) {
-    auto text = ReadFileToString(FixturesRoot() / name / "expected.json");
+    auto text = ReadFileToString(testing::FixturesDir() / name / "expected.json");
     if (text && OrderedJson::parse(*text).contains("parts")) names.push_back(name);
   }
   return names;
@@ -89,12 +81,12 @@ std::vector<std::string> MergedFixtureNames() {
 
 class FixtureTest : public ::testing::TestWithParam<std::string> {
  protected:
-  std::filesystem::path folder() const { return FixturesRoot() / GetParam(); }
+  std::filesystem::path folder() const { return testing::FixturesDir() / GetParam(); }
 };
 
 TEST(FixtureFolder, HoldsTheFixtures) {
-  ASSERT_TRUE(std::filesystem::is_directory(FixturesRoot()))
-      << "fixtures not found at " << FixturesRoot() << " (set FERRY_FIXTURES_DIR)";
+  ASSERT_TRUE(std::filesystem::is_directory(testing::FixturesDir()))
+      << "fixtures not found at " << testing::FixturesDir() << " (set FERRY_FIXTURES_DIR)";
   EXPECT_GE(FixtureNames().size(), 13u);
 }
 

@@ -28,6 +28,10 @@
 
 namespace ferry {
 
+/// Reads and parses `folder`/index.json. kInvalidArgument naming the folder when there is no
+/// index.json (the folder is not a dataset); ParseIndex's errors otherwise.
+Result<Index> ReadLocalIndex(const std::filesystem::path& folder);
+
 struct LocalDatasetOptions {
   std::string split;                         // optional sub-folder of the root
   bool allow_unsafe_types = false;           // accept pkl columns (read as raw bytes)
