@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -80,18 +81,21 @@ Result<std::string> ReadFileToString(const std::filesystem::path& path) {
   struct stat st;
   if (::fstat(fd, &st) != 0) return ErrnoToStatus(errno, "stat", path);
   if (S_ISDIR(st.st_mode)) return ErrnoToStatus(EISDIR, "read", path);
-  std::string out;
-  out.reserve(static_cast<size_t>(st.st_size));
-  char buf[1 << 16];
+  // Read straight into the result: the size from stat is a hint (the file may change, and
+  // /proc files report 0), so keep reading until EOF and grow when needed.
+  std::string out(static_cast<size_t>(st.st_size) + 1, '\0');
+  size_t used = 0;
   for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (used == out.size()) out.resize(std::max<size_t>(out.size() * 2, 1 << 16));
+    const ssize_t n = ::read(fd, out.data() + used, out.size() - used);
     if (n < 0) {
       if (errno == EINTR) continue;
       return ErrnoToStatus(errno, "read", path);
     }
     if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
+    used += static_cast<size_t>(n);
   }
+  out.resize(used);
   return out;
 }
 

@@ -204,6 +204,11 @@ std::string_view Compression::extension() const { return InfoOf(family_).name; }
 
 Result<std::string> Compression::Compress(std::string_view raw) const {
   std::string out;
+  FERRY_RETURN_IF_ERROR(CompressInto(raw, out));
+  return out;
+}
+
+Status Compression::CompressInto(std::string_view raw, std::string& out) const {
   switch (family_) {
     case CompressionFamily::kZstd: {
       // One frame with Frame_Content_Size: the one-shot API always records it.
@@ -211,7 +216,7 @@ Result<std::string> Compression::Compress(std::string_view raw) const {
       const size_t n = ZSTD_compress(out.data(), out.size(), raw.data(), raw.size(), level_);
       if (ZSTD_isError(n)) return InternalError(fmt::format("zstd: {}", ZSTD_getErrorName(n)));
       out.resize(n);
-      return out;
+      return Status::Ok();
     }
     case CompressionFamily::kGzip: {
       z_stream zs{};
@@ -230,7 +235,7 @@ Result<std::string> Compression::Compress(std::string_view raw) const {
       zs.avail_out = static_cast<uInt>(out.size());
       if (deflate(&zs, Z_FINISH) != Z_STREAM_END) return InternalError("zlib deflate failed");
       out.resize(zs.total_out);
-      return out;
+      return Status::Ok();
     }
     case CompressionFamily::kBrotli: {
       size_t n = BrotliEncoderMaxCompressedSize(raw.size());
@@ -242,7 +247,7 @@ Result<std::string> Compression::Compress(std::string_view raw) const {
         return InternalError("brotli compression failed");
       }
       out.resize(n);
-      return out;
+      return Status::Ok();
     }
     case CompressionFamily::kBzip2: {
       unsigned n = static_cast<unsigned>(raw.size() + raw.size() / 100 + 600);
@@ -251,11 +256,12 @@ Result<std::string> Compression::Compress(std::string_view raw) const {
                                               static_cast<unsigned>(raw.size()), level_, 0, 0);
       if (rc != BZ_OK) return InternalError(fmt::format("bzip2 compression failed ({})", rc));
       out.resize(n);
-      return out;
+      return Status::Ok();
     }
     case CompressionFamily::kSnappy:
+      out.clear();
       snappy::Compress(raw.data(), raw.size(), &out);
-      return out;
+      return Status::Ok();
   }
   return InternalError("unhandled compression family");
 }

@@ -33,6 +33,10 @@ class Compression {
 
   Result<std::string> Compress(std::string_view raw) const;
 
+  /// Compress into `out` (replacing its contents), reusing its capacity: a writer that
+  /// compresses shard after shard does not fault in fresh pages for each.
+  Status CompressInto(std::string_view raw, std::string& out) const;
+
   /// Decompresses a whole file. `max_size` bounds the output: a stream that would expand past
   /// it is kDataLoss (a corrupt or hostile size field never makes us allocate more).
   Result<std::string> Decompress(std::string_view compressed, uint64_t max_size) const;

@@ -141,7 +141,7 @@ class MdsWriter::Impl {
       std::string record = body_.substr(start);
       body_.resize(start);
       FERRY_RETURN_IF_ERROR(FlushShard());
-      body_ = std::move(record);
+      body_.append(record);  // keeps body_'s capacity for the next shard
     }
     if (shard_size_ + s >= kMaxShardBytes) {
       body_.resize(body_.size() - (s - 4));
@@ -202,7 +202,7 @@ class MdsWriter::Impl {
   Status FlushShard() {
     const uint64_t n = offsets_.size();
     const uint64_t header = 4 + 4 * (n + 1) + config_text_.size();
-    std::string raw;
+    std::string raw = TakeBuffer();
     raw.resize(header + body_.size());
     char* p = raw.data();
     StoreU32LE(p, static_cast<uint32_t>(n));
@@ -226,6 +226,10 @@ class MdsWriter::Impl {
       if (!BackgroundStatus().ok()) continue;  // first error wins; drain the rest
       auto entry = WriteShard(*job);
       std::lock_guard lock(mu_);
+      if (spare_.size() < options_.max_pending_shards + options_.flush_threads) {
+        job->raw.clear();
+        spare_.push_back(std::move(job->raw));
+      }
       if (!entry) {
         background_status_ = entry.error();
       } else {
@@ -259,11 +263,23 @@ class MdsWriter::Impl {
       FERRY_ASSIGN_OR_RETURN(std::string digest, HashHex(algo, job.raw));
       entry.raw_data.hashes.emplace_back(algo, std::move(digest));
     }
-    FERRY_ASSIGN_OR_RETURN(std::string zipped, compression_->Compress(job.raw));
+    // One output buffer per flush thread, reused shard after shard.
+    thread_local std::string zipped;
+    FERRY_RETURN_IF_ERROR(compression_->CompressInto(job.raw, zipped));
     FERRY_ASSIGN_OR_RETURN(
         entry.zip_data,
         WriteFile(fmt::format("{}.{}", raw_name, compression_->extension()), zipped));
     return entry;
+  }
+
+  // Shard-sized buffers cycle between the caller and the flush threads, so that each shard does
+  // not fault in (and zero) tens of megabytes of fresh pages.
+  std::string TakeBuffer() {
+    std::lock_guard lock(mu_);
+    if (spare_.empty()) return {};
+    std::string buffer = std::move(spare_.back());
+    spare_.pop_back();
+    return buffer;
   }
 
   Status BackgroundStatus() const {
@@ -290,6 +306,7 @@ class MdsWriter::Impl {
   mutable std::mutex mu_;
   Status background_status_;                           // guarded by mu_
   std::vector<std::pair<uint64_t, ShardEntry>> done_;  // guarded by mu_
+  std::vector<std::string> spare_;                     // guarded by mu_
   // Last: started after everything they use, joined (destroyed) first.
   std::vector<std::jthread> flushers_;
 };
