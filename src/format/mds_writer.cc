@@ -175,7 +175,10 @@ class MdsWriter::Impl {
     finished_ = true;
     if (!offsets_.empty()) FERRY_RETURN_IF_ERROR(FlushShard());
     queue_.Close();
-    flushers_.clear();  // joins: every queued shard is on disk (or failed) after this
+    // Join without requesting a stop (a jthread's destructor would, and the flushers would then
+    // drop the shards still queued): they drain the closed queue and return.
+    for (auto& f : flushers_) f.join();
+    flushers_.clear();
     FERRY_RETURN_IF_ERROR(BackgroundStatus());
     Index index;
     {

@@ -463,3 +463,35 @@ TEST(MdsWriterProperty, RandomSchemasRoundTripThroughTheReader) {
 
 }  // namespace
 }  // namespace ferry
+
+namespace ferry {
+namespace {
+
+// Finish must wait for every shard still queued for the flush threads, not drop them.
+TEST(MdsWriter, FinishWritesEveryQueuedShard) {
+  testing::TempDir tmp;
+  auto writer = MakeWriter({.out = tmp.path(),
+                            .columns = {{"x", "str"}},
+                            .hashes = {"sha256"},
+                            .size_limit = 300,
+                            .max_pending_shards = 64,
+                            .flush_threads = 1});
+  for (int i = 0; i < 3000; ++i) {
+    ASSERT_TRUE(
+        writer->Write({{"x", Value(std::string(40, static_cast<char>('a' + i % 26)))}}).ok());
+  }
+  Index index = writer->Finish().value();
+  EXPECT_EQ(index.num_samples(), 3000u);
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(tmp.path())) {
+    files += entry.path().filename().string().starts_with("shard.");
+  }
+  EXPECT_EQ(files, index.shards.size());
+  auto report = VerifyDataset(tmp.path(), {});
+  ASSERT_TRUE(report.has_value());
+  EXPECT_TRUE(report->ok());
+  EXPECT_EQ(report->samples, 3000u);
+}
+
+}  // namespace
+}  // namespace ferry
