@@ -10,7 +10,7 @@ packages=(
   # libraries linked by libferry
   libssl-dev libcurl4-openssl-dev libzstd-dev liblz4-dev libbrotli-dev libsnappy-dev zlib1g-dev
   libbz2-dev libxxhash-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
-  libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev
+  libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev libexpat1-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # Python package (Debian's interpreter; there is no PyPI here)
@@ -19,6 +19,11 @@ packages=(
 )
 
 missing=()
+# Node.js runs the s3rver and Azurite test servers. This kind of machine ships it (with npm);
+# Debian's own nodejs + npm are only installed where there is none.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  packages+=(nodejs npm)
+fi
 for p in "${packages[@]}"; do
   status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
   [ "$status" = "installed" ] || missing+=("$p")

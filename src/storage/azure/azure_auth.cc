@@ -1,0 +1,248 @@
+#include "storage/azure/azure_auth.h"
+
+#include <fmt/format.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <ctime>
+#include <map>
+#include <vector>
+
+namespace ferry::internal_azure {
+namespace {
+
+std::string ToLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// The value the string-to-sign takes for one standard header ("" when absent).
+std::string_view StandardHeader(const http::Request& request, std::string_view name) {
+  return request.headers.Get(name).value_or(std::string_view());
+}
+
+std::string ContentLengthToSign(const http::Request& request) {
+  std::string length;
+  if (auto header = request.headers.Get("Content-Length")) {
+    length = std::string(Trim(*header));
+  } else if (request.body) {
+    length = std::to_string(request.body->size);
+  }
+  return length == "0" ? std::string() : length;
+}
+
+std::string CanonicalizedHeaders(const http::Request& request) {
+  // Lowercase name -> values in the order sent; a repeated header is joined with ','.
+  std::map<std::string, std::vector<std::string_view>> headers;
+  for (const auto& field : request.headers.fields()) {
+    std::string name = ToLower(Trim(field.name));
+    if (name.starts_with("x-ms-")) headers[std::move(name)].push_back(Trim(field.value));
+  }
+  std::string out;
+  for (const auto& [name, values] : headers) {
+    out += name;
+    out += ':';
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (i > 0) out += ',';
+      out += values[i];
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+std::string CanonicalizedResource(std::string_view url, std::string_view account) {
+  std::string_view rest = url;
+  if (const size_t scheme_end = rest.find("://"); scheme_end != std::string_view::npos) {
+    rest.remove_prefix(scheme_end + 3);
+  }
+  const size_t query_start = rest.find('?');
+  std::string_view query;
+  if (query_start != std::string_view::npos) {
+    query = rest.substr(query_start + 1);
+    rest = rest.substr(0, query_start);
+  }
+  const size_t path_start = rest.find('/');
+  const std::string_view path =
+      path_start == std::string_view::npos ? std::string_view("/") : rest.substr(path_start);
+
+  std::string out = fmt::format("/{}{}", account, path);
+  std::map<std::string, std::vector<std::string>> params;  // sorted by lowercase name
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    if (!pair.empty()) {
+      const size_t eq = pair.find('=');
+      const std::string_view name = pair.substr(0, eq);
+      const std::string_view value =
+          eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
+      params[ToLower(PercentDecode(name))].push_back(PercentDecode(value));
+    }
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  for (auto& [name, values] : params) {
+    std::sort(values.begin(), values.end());
+    out += fmt::format("\n{}:{}", name, fmt::join(values, ","));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string PercentEncode(std::string_view text, bool keep_slash) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(text.size());
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' ||
+        (keep_slash && c == '/')) {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 0xF];
+    }
+  }
+  return out;
+}
+
+std::string PercentDecode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size()) {
+      const int hi = HexValue(s[i + 1]);
+      const int lo = HexValue(s[i + 2]);
+      if (hi >= 0 && lo >= 0) {
+        out += static_cast<char>(hi * 16 + lo);
+        i += 2;
+        continue;
+      }
+    }
+    out += s[i];
+  }
+  return out;
+}
+
+std::string Base64Encode(std::string_view bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(bytes.data()),
+                                static_cast<int>(bytes.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+std::optional<std::string> Base64Decode(std::string_view text) {
+  if (text.size() % 4 != 0) return std::nullopt;
+  size_t padding = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '=') {
+      // Padding only in the last two places, and nothing but padding after it.
+      if (i + 2 < text.size()) return std::nullopt;
+      ++padding;
+    } else if (padding > 0 ||
+               !(std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '/')) {
+      return std::nullopt;
+    }
+  }
+  std::string out(text.size() / 4 * 3, '\0');
+  if (text.empty()) return out;
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(text.data()),
+                                static_cast<int>(text.size()));
+  if (n < 0) return std::nullopt;
+  // EVP_DecodeBlock counts the padding as zero bytes.
+  out.resize(static_cast<size_t>(n) - padding);
+  return out;
+}
+
+std::string FormatHttpDate(std::chrono::system_clock::time_point time) {
+  static constexpr std::array<const char*, 7> kDays = {"Sun", "Mon", "Tue", "Wed",
+                                                       "Thu", "Fri", "Sat"};
+  static constexpr std::array<const char*, 12> kMonths = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                                          "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  const std::time_t t = std::chrono::system_clock::to_time_t(time);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  return fmt::format("{}, {:02} {} {:04} {:02}:{:02}:{:02} GMT", kDays[tm.tm_wday], tm.tm_mday,
+                     kMonths[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+std::string SharedKeyStringToSign(const http::Request& request, std::string_view account) {
+  std::string out = request.method;
+  out += '\n';
+  for (std::string_view name : {"Content-Encoding", "Content-Language"}) {
+    out += StandardHeader(request, name);
+    out += '\n';
+  }
+  out += ContentLengthToSign(request);
+  out += '\n';
+  for (std::string_view name : {"Content-MD5", "Content-Type", "Date", "If-Modified-Since",
+                                "If-Match", "If-None-Match", "If-Unmodified-Since", "Range"}) {
+    out += StandardHeader(request, name);
+    out += '\n';
+  }
+  out += CanonicalizedHeaders(request);
+  out += CanonicalizedResource(request.url, account);
+  return out;
+}
+
+std::string SharedKeySignature(std::string_view key, std::string_view string_to_sign) {
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int mac_size = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(string_to_sign.data()), string_to_sign.size(), mac,
+       &mac_size);
+  return Base64Encode(std::string_view(reinterpret_cast<const char*>(mac), mac_size));
+}
+
+void SignSharedKey(http::Request& request, std::string_view account, std::string_view key,
+                   std::chrono::system_clock::time_point now) {
+  if (!request.headers.Get("x-ms-date")) request.headers.Set("x-ms-date", FormatHttpDate(now));
+  const std::string signature = SharedKeySignature(key, SharedKeyStringToSign(request, account));
+  request.headers.Set("Authorization", fmt::format("SharedKey {}:{}", account, signature));
+}
+
+std::string AppendSasToken(std::string_view url, std::string_view sas_token) {
+  if (sas_token.starts_with('?')) sas_token.remove_prefix(1);
+  if (sas_token.empty()) return std::string(url);
+  const char separator =
+      url.find('?') == std::string_view::npos ? '?' : (url.ends_with('?') ? '\0' : '&');
+  std::string out(url);
+  if (separator != '\0') out += separator;
+  out += sas_token;
+  return out;
+}
+
+void Authorize(http::Request& request, const AzureCredentials& credentials,
+               std::chrono::system_clock::time_point now) {
+  if (credentials.has_shared_key()) {
+    SignSharedKey(request, credentials.account, credentials.account_key, now);
+  } else {
+    // SAS and anonymous requests still carry a date: harmless, and it makes logs comparable.
+    if (!request.headers.Get("x-ms-date")) request.headers.Set("x-ms-date", FormatHttpDate(now));
+    if (credentials.has_sas()) request.url = AppendSasToken(request.url, credentials.sas_token);
+  }
+}
+
+}  // namespace ferry::internal_azure

@@ -1,0 +1,310 @@
+#include "storage/curl/curl_transport.h"
+
+#include <curl/curl.h>
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+namespace ferry::http {
+namespace {
+
+constexpr size_t kMaxErrorBody = 64 << 10;
+
+void GlobalInit() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+const char* CaBundle() {
+  for (const char* name : {"FERRY_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && *v != '\0') return v;
+  }
+  return nullptr;
+}
+
+// One request in flight.
+struct Transfer {
+  Request request;
+  BodySink sink;
+  Completion done;
+  Response response;
+  CURL* easy = nullptr;
+  curl_slist* header_list = nullptr;
+  uint64_t upload_offset = 0;
+  Status callback_error;  // first error raised inside a callback (sink or body source)
+  char error_buffer[CURL_ERROR_SIZE] = {};
+
+  ~Transfer() {
+    if (header_list != nullptr) curl_slist_free_all(header_list);
+    if (easy != nullptr) curl_easy_cleanup(easy);
+  }
+};
+
+size_t OnHeader(char* data, size_t size, size_t count, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const size_t n = size * count;
+  std::string_view line(data, n);
+  while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.remove_suffix(1);
+  if (line.empty()) {
+    // End of a header block. 1xx blocks (100 Continue) are followed by the real one.
+    long status = 0;
+    curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+    if (status >= 200 && t->request.on_headers) {
+      t->request.on_headers(static_cast<int>(status), t->response.headers);
+    }
+    return n;
+  }
+  if (line.starts_with("HTTP/")) {
+    // A new status line (after 100 Continue, say): the headers so far belong to an earlier one.
+    t->response.headers = Headers();
+    return n;
+  }
+  const size_t colon = line.find(':');
+  if (colon != std::string_view::npos) {
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+      value.remove_prefix(1);
+    t->response.headers.Add(std::string(line.substr(0, colon)), std::string(value));
+  }
+  return n;
+}
+
+size_t OnBody(char* data, size_t size, size_t count, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const size_t n = size * count;
+  long status = 0;
+  curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+  if (status >= 300 || !t->sink) {
+    if (status >= 300 && t->response.body.size() + n > kMaxErrorBody) return n;  // keep the head
+    t->response.body.append(data, n);
+    return n;
+  }
+  Status s = t->sink(std::string_view(data, n));
+  if (!s.ok()) {
+    t->callback_error = std::move(s);
+    return 0;  // aborts the transfer with CURLE_WRITE_ERROR
+  }
+  return n;
+}
+
+size_t OnUpload(char* buffer, size_t size, size_t count, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const BodySource& body = *t->request.body;
+  if (t->upload_offset >= body.size) return 0;
+  const size_t want = std::min<uint64_t>(size * count, body.size - t->upload_offset);
+  auto n = body.read(t->upload_offset, buffer, want);
+  if (!n) {
+    t->callback_error = n.status();
+    return CURL_READFUNC_ABORT;
+  }
+  t->upload_offset += *n;
+  return *n;
+}
+
+int OnSeek(void* user, curl_off_t offset, int origin) {
+  auto* t = static_cast<Transfer*>(user);
+  if (origin != SEEK_SET || offset < 0) return CURL_SEEKFUNC_CANTSEEK;
+  t->upload_offset = static_cast<uint64_t>(offset);
+  return CURL_SEEKFUNC_OK;
+}
+
+Status CurlError(CURLcode code, const Transfer& t) {
+  const std::string url = RedactUrl(t.request.url);
+  std::string detail = curl_easy_strerror(code);
+  if (t.error_buffer[0] != '\0') detail += fmt::format(" ({})", t.error_buffer);
+  std::string message = fmt::format("{} {}: {}", t.request.method, url, detail);
+  switch (code) {
+    case CURLE_OPERATION_TIMEDOUT:
+      return DeadlineExceededError(std::move(message));
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_ISSUER_ERROR:
+      return FailedPreconditionError(std::move(message) + " (TLS verification failed)");
+    case CURLE_URL_MALFORMAT:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+      return InvalidArgumentError(std::move(message));
+    case CURLE_OUT_OF_MEMORY:
+      return ResourceExhaustedError(std::move(message));
+    default:
+      // Connection refused or reset, DNS, a body cut short, TLS handshake: all worth a retry.
+      return UnavailableError(std::move(message));
+  }
+}
+
+class CurlTransport : public Transport {
+ public:
+  explicit CurlTransport(CurlTransportOptions options) : options_(options) {
+    GlobalInit();
+    multi_ = curl_multi_init();
+    curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, options_.max_cached_connections);
+    if (options_.max_connections_per_host > 0) {
+      curl_multi_setopt(multi_, CURLMOPT_MAX_HOST_CONNECTIONS, options_.max_connections_per_host);
+    }
+    thread_ = std::jthread([this](std::stop_token stop) { Loop(stop); });
+  }
+
+  ~CurlTransport() override {
+    thread_.request_stop();
+    curl_multi_wakeup(multi_);
+    thread_.join();
+    curl_multi_cleanup(multi_);
+  }
+
+  void Submit(Request request, BodySink sink, Completion done) override {
+    auto t = std::make_unique<Transfer>();
+    t->request = std::move(request);
+    t->sink = std::move(sink);
+    t->done = std::move(done);
+    bool stopping;
+    {
+      std::lock_guard lock(mu_);
+      stopping = stopping_;
+      if (!stopping) pending_.push_back(std::move(t));
+    }
+    if (stopping) return t->done(CancelledError("transport is shutting down"));
+    curl_multi_wakeup(multi_);
+  }
+
+ private:
+  // Configures the easy handle of `t`; an error completes the transfer at once.
+  Status Prepare(Transfer& t) {
+    t.easy = curl_easy_init();
+    if (t.easy == nullptr) return ResourceExhaustedError("cannot allocate a curl handle");
+    CURL* e = t.easy;
+    const Request& r = t.request;
+    curl_easy_setopt(e, CURLOPT_URL, r.url.c_str());
+    curl_easy_setopt(e, CURLOPT_PRIVATE, &t);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t.error_buffer);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+    // Object keys may hold "." and ".." segments; they name objects, not folders to resolve.
+    curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, OnHeader);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, &t);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, OnBody);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(r.timeouts.connect_ms));
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, static_cast<long>(r.timeouts.low_speed_bytes));
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, static_cast<long>(r.timeouts.low_speed_seconds));
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(r.timeouts.total_ms));
+    curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L << 10);
+    if (const char* ca = CaBundle()) curl_easy_setopt(e, CURLOPT_CAINFO, ca);
+
+    if (r.method == "HEAD") {
+      curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    } else if (r.method != "GET") {
+      curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r.method.c_str());
+    }
+    if (r.body) {
+      curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
+      curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(r.body->size));
+      curl_easy_setopt(e, CURLOPT_READFUNCTION, OnUpload);
+      curl_easy_setopt(e, CURLOPT_READDATA, &t);
+      curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, OnSeek);
+      curl_easy_setopt(e, CURLOPT_SEEKDATA, &t);
+      // CURLOPT_UPLOAD makes the method PUT; CUSTOMREQUEST above overrides it (POST, ...).
+    }
+    for (const auto& f : r.headers.fields()) {
+      const std::string line = f.value.empty() ? f.name + ";" : f.name + ": " + f.value;
+      t.header_list = curl_slist_append(t.header_list, line.c_str());
+    }
+    // No "Expect: 100-continue" round trip before bodies; no transfer-encoding surprises.
+    t.header_list = curl_slist_append(t.header_list, "Expect:");
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t.header_list);
+    return Status::Ok();
+  }
+
+  void Finish(std::unique_ptr<Transfer> t, CURLcode code) {
+    Result<Response> result = Status();
+    if (!t->callback_error.ok()) {
+      result = t->callback_error;
+    } else if (code != CURLE_OK) {
+      result = CurlError(code, *t);
+    } else {
+      long status = 0;
+      curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+      t->response.status = static_cast<int>(status);
+      result = std::move(t->response);
+    }
+    Completion done = std::move(t->done);
+    t.reset();  // release the handle before user code runs
+    done(std::move(result));
+  }
+
+  void Loop(std::stop_token stop) {
+    std::unordered_map<CURL*, std::unique_ptr<Transfer>> active;
+    while (!stop.stop_requested()) {
+      std::deque<std::unique_ptr<Transfer>> incoming;
+      {
+        std::lock_guard lock(mu_);
+        incoming.swap(pending_);
+      }
+      for (auto& t : incoming) {
+        if (Status s = Prepare(*t); !s.ok()) {
+          Completion done = std::move(t->done);
+          t.reset();
+          done(s);
+          continue;
+        }
+        curl_multi_add_handle(multi_, t->easy);
+        CURL* easy = t->easy;
+        active.emplace(easy, std::move(t));
+      }
+      int running = 0;
+      curl_multi_perform(multi_, &running);
+      int queued = 0;
+      while (CURLMsg* msg = curl_multi_info_read(multi_, &queued)) {
+        if (msg->msg != CURLMSG_DONE) continue;
+        CURL* easy = msg->easy_handle;
+        const CURLcode code = msg->data.result;
+        curl_multi_remove_handle(multi_, easy);
+        auto it = active.find(easy);
+        if (it == active.end()) continue;
+        auto t = std::move(it->second);
+        active.erase(it);
+        Finish(std::move(t), code);
+      }
+      curl_multi_poll(multi_, nullptr, 0, 1000, nullptr);
+    }
+    // Shutting down: nothing new is accepted; everything in flight or queued is cancelled.
+    std::deque<std::unique_ptr<Transfer>> leftover;
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+      leftover.swap(pending_);
+    }
+    for (auto& [easy, t] : active) {
+      curl_multi_remove_handle(multi_, easy);
+      leftover.push_back(std::move(t));
+    }
+    for (auto& t : leftover) {
+      Completion done = std::move(t->done);
+      t.reset();
+      done(CancelledError("transport shut down before the request completed"));
+    }
+  }
+
+  const CurlTransportOptions options_;
+  CURLM* multi_ = nullptr;
+  std::mutex mu_;
+  std::deque<std::unique_ptr<Transfer>> pending_;  // guarded by mu_
+  bool stopping_ = false;                          // guarded by mu_
+  std::jthread thread_;                            // last: uses everything above
+};
+
+}  // namespace
+
+std::shared_ptr<Transport> MakeCurlTransport(CurlTransportOptions options) {
+  return std::make_shared<CurlTransport>(options);
+}
+
+}  // namespace ferry::http

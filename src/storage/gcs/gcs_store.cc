@@ -1,0 +1,81 @@
+#include "storage/gcs/gcs_store.h"
+
+#include <fmt/format.h>
+
+#include <string>
+
+#include "storage/s3/s3_credentials.h"
+#include "storage/s3/s3_endpoint.h"
+
+namespace ferry::internal_gcs {
+namespace {
+
+using internal_s3::GetEnv;
+
+// Every environment variable GcsStoreConfigFromEnvironment reads (the store cache's key).
+constexpr const char* kGcsEnvironmentVariables[] = {
+    "GCS_ENDPOINT_URL",
+    "GCS_HMAC_ACCESS_KEY_ID",
+    "GCS_HMAC_SECRET",
+};
+
+}  // namespace
+
+Result<internal_s3::S3StoreConfig> GcsStoreConfigFromEnvironment(std::string_view bucket) {
+  internal_s3::S3StoreConfig config;
+  config.scheme = "gs";
+  config.bucket = std::string(bucket);
+  // HMAC keys sign SigV4 with any region; "auto" is the one Google documents.
+  config.region = "auto";
+  config.service = "s3";
+
+  const std::string endpoint = GetEnv("GCS_ENDPOINT_URL");
+  auto parsed = internal_s3::ParseEndpointUrl(endpoint.empty() ? kGcsEndpoint : endpoint);
+  if (!parsed) return parsed.status().WithContext("GCS_ENDPOINT_URL");
+  config.endpoint = *std::move(parsed);
+  // Path style everywhere: storage.googleapis.com/BUCKET works for every bucket name, dotted
+  // ones included, with one TLS certificate.
+  config.endpoint.style = internal_s3::AddressingStyle::kPath;
+  config.endpoint.custom = !endpoint.empty();
+
+  const std::string key_id = GetEnv("GCS_HMAC_ACCESS_KEY_ID");
+  const std::string secret = GetEnv("GCS_HMAC_SECRET");
+  if (key_id.empty() != secret.empty()) {
+    return InvalidArgumentError(key_id.empty()
+                                    ? "GCS_HMAC_SECRET is set but GCS_HMAC_ACCESS_KEY_ID is not"
+                                    : "GCS_HMAC_ACCESS_KEY_ID is set but GCS_HMAC_SECRET is not");
+  }
+  config.credentials.source = key_id.empty()
+                                  ? "none found: set GCS_HMAC_ACCESS_KEY_ID and GCS_HMAC_SECRET"
+                                  : "environment (GCS_HMAC_*)";
+  config.credentials.access_key_id = key_id;
+  config.credentials.secret_access_key = secret;
+
+  FERRY_RETURN_IF_ERROR(internal_s3::ValidateBucketName(
+      bucket, config.endpoint.custom ? internal_s3::BucketNaming::kPermissive
+                                     : internal_s3::BucketNaming::kGcs));
+  return config;
+}
+
+Result<StoreAndKey> OpenGcsUrl(std::string_view url) {
+  FERRY_ASSIGN_OR_RETURN(internal_s3::BucketAndKey location,
+                         internal_s3::ParseBucketUrl(url, UrlScheme(url)));
+  std::string cache_key = "gs\n" + location.bucket;
+  for (const char* name : kGcsEnvironmentVariables) {
+    cache_key += fmt::format("\n{}={}", name, GetEnv(name));
+  }
+  FERRY_ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store,
+                         internal_s3::CachedStore(cache_key, [&] {
+                           return GcsStoreConfigFromEnvironment(location.bucket);
+                         }));
+  return StoreAndKey{std::move(store), std::move(location.key)};
+}
+
+}  // namespace ferry::internal_gcs
+
+namespace ferry {
+namespace {
+const StoreRegistration kGsRegistration("gs", &internal_gcs::OpenGcsUrl);
+const StoreRegistration kGcsRegistration("gcs", &internal_gcs::OpenGcsUrl);
+}  // namespace
+}  // namespace ferry

@@ -1,0 +1,143 @@
+#include "storage/gcs/gcs_store.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "ferry/storage/registry.h"
+#include "storage/http/recording_transport.h"
+#include "storage/s3/env_testutil.h"
+
+namespace ferry::internal_gcs {
+namespace {
+
+using http::RecordedRequest;
+using http::Response;
+
+constexpr std::string_view kHmacSecret = "bGoa+V7g/yqDXvKRqq+JTFn4uQZbPiQJo4pf9RzJ";
+
+class GcsStoreTest : public ::testing::Test {
+ protected:
+  GcsStoreTest() { http::SetDefaultTransportForTesting(transport_); }
+  ~GcsStoreTest() override { http::SetDefaultTransportForTesting(nullptr); }
+
+  void SetKeys() {
+    env_.Set("GCS_HMAC_ACCESS_KEY_ID", "GOOGTS7C7FUP3AIRVJTE2BCD");
+    env_.Set("GCS_HMAC_SECRET", std::string(kHmacSecret));
+  }
+
+  testing::ScopedEnv env_{testing::kStoreEnvironment};
+  std::shared_ptr<http::RecordingTransport> transport_ =
+      std::make_shared<http::RecordingTransport>([](const RecordedRequest& r) -> Result<Response> {
+        Response response;
+        response.status = 200;
+        if (r.method == "HEAD") response.headers.Set("Content-Length", "7");
+        if (r.method == "GET") {
+          response.body =
+              "<ListBucketResult xmlns=\"http://doc.s3.amazonaws.com/2006-03-01\">"
+              "<IsTruncated>false</IsTruncated><Contents><Key>a/b</Key><Size>1</Size>"
+              "</Contents></ListBucketResult>";
+        }
+        return response;
+      });
+};
+
+TEST_F(GcsStoreTest, ConfigFromEnvironment) {
+  auto config = GcsStoreConfigFromEnvironment("my_bucket.example.com");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->scheme, "gs");
+  EXPECT_EQ(config->region, "auto");
+  EXPECT_EQ(config->endpoint.scheme, "https");
+  EXPECT_EQ(config->endpoint.authority, "storage.googleapis.com");
+  EXPECT_EQ(config->endpoint.style, internal_s3::AddressingStyle::kPath);
+  EXPECT_TRUE(config->credentials.anonymous());
+  EXPECT_NE(config->credentials.ToString().find("GCS_HMAC_ACCESS_KEY_ID"), std::string::npos);
+
+  SetKeys();
+  env_.Set("GCS_ENDPOINT_URL", "http://127.0.0.1:4443");
+  config = GcsStoreConfigFromEnvironment("b");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->endpoint.authority, "127.0.0.1:4443");
+  EXPECT_EQ(config->credentials.access_key_id, "GOOGTS7C7FUP3AIRVJTE2BCD");
+  EXPECT_EQ(config->credentials.secret_access_key, kHmacSecret);
+}
+
+TEST_F(GcsStoreTest, ConfigErrors) {
+  // GCS naming: underscores yes, uppercase no.
+  EXPECT_EQ(GcsStoreConfigFromEnvironment("Bad").status().code(), StatusCode::kInvalidArgument);
+  env_.Set("GCS_HMAC_SECRET", std::string(kHmacSecret));
+  Status s = GcsStoreConfigFromEnvironment("b_ok").status();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message().find(kHmacSecret), std::string::npos);
+  env_.Unset("GCS_HMAC_SECRET");
+  env_.Set("GCS_ENDPOINT_URL", "storage.googleapis.com");
+  EXPECT_EQ(GcsStoreConfigFromEnvironment("b_ok").status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(GcsStoreTest, BothSchemesAreRegistered) {
+  const std::vector<std::string> schemes = RegisteredSchemes();
+  EXPECT_NE(std::find(schemes.begin(), schemes.end(), "gs"), schemes.end());
+  EXPECT_NE(std::find(schemes.begin(), schemes.end(), "gcs"), schemes.end());
+  auto opened = OpenUrl("gcs://public-data/images/cat 1.jpg");
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  EXPECT_EQ(opened->key, "images/cat 1.jpg");
+  EXPECT_EQ(opened->store->scheme(), "gs");
+  EXPECT_EQ(opened->store->ToUrl(opened->key), "gs://public-data/images/cat 1.jpg");
+  auto same = OpenUrl("gs://public-data/other");
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->store.get(), opened->store.get());
+}
+
+TEST_F(GcsStoreTest, AnonymousRequestsAreUnsigned) {
+  auto opened = OpenUrl("gs://public-data/images/cat 1.jpg");
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  auto info = opened->store->Head(opened->key);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->size, 7u);
+  const auto requests = transport_->requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].url, "https://storage.googleapis.com/public-data/images/cat%201.jpg");
+  EXPECT_FALSE(requests[0].headers.Get("Authorization"));
+}
+
+TEST_F(GcsStoreTest, HmacRequestsAreSignedForRegionAuto) {
+  SetKeys();
+  auto opened = OpenUrl("gs://private-data/");
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  auto list = opened->store->List("a/", true);
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  ASSERT_EQ(list->objects.size(), 1u);
+  EXPECT_EQ(list->objects[0].key, "a/b");
+  const auto requests = transport_->requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].url,
+            "https://storage.googleapis.com/private-data?list-type=2&encoding-type=url&"
+            "max-keys=1000&prefix=a%2F");
+  const std::string auth(requests[0].headers.Get("Authorization").value_or(""));
+  EXPECT_TRUE(auth.starts_with("AWS4-HMAC-SHA256 Credential=GOOGTS7C7FUP3AIRVJTE2BCD/")) << auth;
+  EXPECT_NE(auth.find("/auto/s3/aws4_request"), std::string::npos) << auth;
+  EXPECT_EQ(requests[0].headers.Get("Host").value_or(""), "storage.googleapis.com");
+}
+
+TEST_F(GcsStoreTest, ErrorsNameTheGsUrl) {
+  transport_ =
+      std::make_shared<http::RecordingTransport>([](const RecordedRequest&) -> Result<Response> {
+        Response r;
+        r.status = 404;
+        r.body =
+            "<?xml version='1.0' encoding='UTF-8'?><Error><Code>NoSuchKey</Code><Message>The "
+            "specified key does not exist.</Message><Details>No such object: b/k</Details>"
+            "</Error>";
+        return r;
+      });
+  http::SetDefaultTransportForTesting(transport_);
+  auto opened = OpenUrl("gs://bucket-x/missing");
+  ASSERT_TRUE(opened.ok());
+  auto got = opened->store->Get(opened->key);
+  EXPECT_EQ(got.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(got.status().message(),
+            "gs://bucket-x/missing: NoSuchKey: The specified key does not exist.");
+}
+
+}  // namespace
+}  // namespace ferry::internal_gcs

@@ -1,0 +1,67 @@
+#include "storage/http/http_types.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+
+namespace ferry::http {
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::optional<std::string_view> Headers::Get(std::string_view name) const {
+  for (const auto& f : fields_) {
+    if (EqualsIgnoreCase(f.name, name)) return std::string_view(f.value);
+  }
+  return std::nullopt;
+}
+
+void Headers::Set(std::string_view name, std::string value) {
+  Remove(name);
+  fields_.push_back({std::string(name), std::move(value)});
+}
+
+void Headers::Add(std::string name, std::string value) {
+  fields_.push_back({std::move(name), std::move(value)});
+}
+
+void Headers::Remove(std::string_view name) {
+  std::erase_if(fields_, [&](const Field& f) { return EqualsIgnoreCase(f.name, name); });
+}
+
+std::string RedactUrl(std::string_view url) {
+  const size_t q = url.find('?');
+  if (q == std::string_view::npos) return std::string(url);
+  // Every query value whose name looks like a credential is replaced.
+  static constexpr std::string_view kSecretNames[] = {
+      "sig",   "signature", "x-amz-signature", "x-amz-security-token", "x-amz-credential",
+      "token", "sv_token",  "access_token",    "x-goog-signature",     "x-goog-credential"};
+  std::string out(url.substr(0, q + 1));
+  std::string_view query = url.substr(q + 1);
+  bool first = true;
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    const size_t eq = pair.find('=');
+    const std::string_view name = pair.substr(0, eq);
+    if (!first) out += '&';
+    first = false;
+    bool secret = false;
+    for (std::string_view s : kSecretNames) secret = secret || EqualsIgnoreCase(name, s);
+    if (secret && eq != std::string_view::npos) {
+      out += name;
+      out += "=REDACTED";
+    } else {
+      out += pair;
+    }
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return out;
+}
+
+}  // namespace ferry::http

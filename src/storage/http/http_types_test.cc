@@ -1,0 +1,37 @@
+#include "storage/http/http_types.h"
+
+#include <gtest/gtest.h>
+
+namespace ferry::http {
+namespace {
+
+TEST(Headers, AreCaseInsensitiveAndSetReplaces) {
+  Headers h;
+  h.Add("Content-Length", "10");
+  h.Add("x-amz-meta-a", "1");
+  h.Add("X-AMZ-META-A", "2");
+  EXPECT_EQ(h.Get("content-length").value(), "10");
+  EXPECT_EQ(h.Get("X-Amz-Meta-A").value(), "1");  // the first one
+  h.Set("X-Amz-Meta-A", "3");
+  EXPECT_EQ(h.fields().size(), 2u);
+  EXPECT_EQ(h.Get("x-amz-meta-a").value(), "3");
+  h.Remove("CONTENT-LENGTH");
+  EXPECT_FALSE(h.Get("Content-Length").has_value());
+}
+
+TEST(RedactUrl, MasksCredentialsInTheQueryOnly) {
+  EXPECT_EQ(RedactUrl("https://a.blob.core.windows.net/c/k?sv=2021&sig=SECRET%3D&se=x"),
+            "https://a.blob.core.windows.net/c/k?sv=2021&sig=REDACTED&se=x");
+  EXPECT_EQ(RedactUrl("https://s3/b/k?X-Amz-Credential=AKIA&X-Amz-Signature=abc&x=1"),
+            "https://s3/b/k?X-Amz-Credential=REDACTED&X-Amz-Signature=REDACTED&x=1");
+  EXPECT_EQ(RedactUrl("http://h/p?token=t&sig"), "http://h/p?token=REDACTED&sig");
+  EXPECT_EQ(RedactUrl("http://h/path/sig=not-a-query"), "http://h/path/sig=not-a-query");
+}
+
+TEST(EqualsIgnoreCase, ComparesAscii) {
+  EXPECT_TRUE(EqualsIgnoreCase("ETag", "etag"));
+  EXPECT_FALSE(EqualsIgnoreCase("ETag", "etags"));
+}
+
+}  // namespace
+}  // namespace ferry::http

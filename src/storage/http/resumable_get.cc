@@ -1,0 +1,136 @@
+#include "storage/http/resumable_get.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+namespace ferry::http {
+
+std::optional<uint64_t> TotalFromContentRange(std::string_view content_range) {
+  const size_t slash = content_range.rfind('/');
+  if (slash == std::string_view::npos) return std::nullopt;
+  const std::string_view total = content_range.substr(slash + 1);
+  uint64_t v = 0;
+  const auto r = std::from_chars(total.data(), total.data() + total.size(), v);
+  if (r.ec != std::errc() || r.ptr != total.data() + total.size()) return std::nullopt;
+  return v;
+}
+
+std::string UnquoteEtag(std::string_view etag) {
+  if (etag.starts_with("W/")) etag.remove_prefix(2);
+  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') {
+    etag = etag.substr(1, etag.size() - 2);
+  }
+  return std::string(etag);
+}
+
+Status StatusFromHttp(int status, std::string_view url, std::string_view detail) {
+  std::string message = fmt::format("{}: HTTP {}", url, status);
+  if (!detail.empty()) message += fmt::format(": {}", detail);
+  switch (status) {
+    case 404:
+      return NotFoundError(std::move(message));
+    case 401:
+      return UnauthenticatedError(std::move(message));
+    case 403:
+      return PermissionDeniedError(std::move(message));
+    case 408:
+    case 429:
+      return UnavailableError(std::move(message));
+    case 412:
+      return FailedPreconditionError(std::move(message));
+    case 416:
+      return OutOfRangeError(std::move(message));
+    default:
+      if (status >= 500) return UnavailableError(std::move(message));
+      if (status == 400) return InvalidArgumentError(std::move(message));
+      return UnknownError(std::move(message));
+  }
+}
+
+Result<ObjectInfo> ResumableGet(Transport& transport, const ResumableGetOptions& options,
+                                ByteRange range, const ByteSink& sink) {
+  ObjectInfo info;
+  if (range.length && *range.length == 0) return info;  // nothing to fetch; size unknown (0)
+  uint64_t delivered = 0;                           // bytes of the range already handed to the sink
+  std::optional<uint64_t> expected = range.length;  // bytes the whole range holds, once known
+  int attempt_number = 0;
+
+  auto attempt = [&]() -> Status {
+    ++attempt_number;
+    GetAttempt a;
+    a.offset = range.offset + delivered;
+    if (range.length) a.length = *range.length - delivered;
+    a.if_match = info.etag;
+    a.attempt = attempt_number;
+    Headers headers;
+    if (a.offset > 0 || a.length) {
+      headers.Set("Range", a.length ? fmt::format("bytes={}-{}", a.offset, a.offset + *a.length - 1)
+                                    : fmt::format("bytes={}-", a.offset));
+    }
+    if (!a.if_match.empty()) headers.Set("If-Match", "\"" + a.if_match + "\"");
+    FERRY_ASSIGN_OR_RETURN(Request request, options.build(a, std::move(headers)));
+
+    // Learn the object's etag and size as soon as a good response's headers arrive, so that a
+    // body that breaks off later still resumes pinned to this version and knows where it ends.
+    bool ignored_range = false;
+    request.on_headers = [&](int status, const Headers& h) {
+      if (status >= 300) return;
+      if (info.etag.empty()) {
+        if (auto etag = h.Get("ETag")) info.etag = UnquoteEtag(*etag);
+      }
+      std::optional<uint64_t> total;
+      if (status == 206) {
+        if (auto cr = h.Get("Content-Range")) total = TotalFromContentRange(*cr);
+      } else if (auto cl = h.Get("Content-Length")) {
+        uint64_t v = 0;
+        if (std::from_chars(cl->data(), cl->data() + cl->size(), v).ec == std::errc()) total = v;
+        // The server ignored the Range header and is sending the whole object: unusable
+        // without re-reading what the sink already has.
+        ignored_range = a.offset > 0 || a.length.has_value();
+      }
+      if (total && !ignored_range) {
+        info.size = *total;
+        const uint64_t end = range.length ? std::min(*total, range.offset + *range.length) : *total;
+        const uint64_t want = end > range.offset ? end - range.offset : 0;
+        if (!expected || *expected > want) expected = want;
+      }
+    };
+
+    auto result = transport.Execute(std::move(request), [&](std::string_view chunk) -> Status {
+      if (ignored_range) {
+        return DataLossError(fmt::format("{}: the server ignored a range request", options.url));
+      }
+      // Never hand the sink more than the range asked for, whatever the server sends.
+      if (expected && delivered + chunk.size() > *expected) {
+        return DataLossError(
+            fmt::format("{}: the server sent more bytes than the range holds", options.url));
+      }
+      FERRY_RETURN_IF_ERROR(sink(chunk));
+      delivered += chunk.size();
+      return Status::Ok();
+    });
+    if (!result) return result.status();
+    const Response& response = *result;
+    if (response.status == 412 && !info.etag.empty()) {
+      return FailedPreconditionError(fmt::format(
+          "{}: the object changed while it was being read (etag was {})", options.url, info.etag));
+    }
+    if (response.status >= 300) return options.map_error(response);
+    if (ignored_range) {
+      return DataLossError(fmt::format("{}: the server ignored a range request", options.url));
+    }
+    if (expected && delivered < *expected) {
+      // The body ended early without a transport error: resume from where it stopped.
+      return UnavailableError(fmt::format("{}: the response ended after {} of {} bytes",
+                                          options.url, delivered, *expected));
+    }
+    return Status::Ok();
+  };
+
+  FERRY_RETURN_IF_ERROR(Retry(options.retry, attempt));
+  if (!expected) info.size = range.offset + delivered;
+  return info;
+}
+
+}  // namespace ferry::http

@@ -1,0 +1,62 @@
+// ResumableGet: the GET loop shared by every HTTP-based store (S3, GCS, Azure, HTTP).
+//
+// It streams a byte range of one object to a sink, retrying transient failures with the store's
+// RetryPolicy. When a transfer breaks in the middle, the next attempt asks only for the bytes
+// not yet delivered (Range: bytes=<next>-<end>), pinned with If-Match to the etag of the first
+// response, so the sink sees every byte exactly once and a replaced object is an error
+// (kFailedPrecondition), never a splice of two versions. A response that ends early without an
+// error is treated like a break.
+//
+// The store supplies how to build (and sign) a request for a given range, and how to turn an
+// error response into a Status (its XML error codes); everything else is common.
+//
+// Thread-safety: reentrant; the callbacks are called on the calling thread or the transport's.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "ferry/result.h"
+#include "ferry/storage/object_store.h"
+#include "storage/http/transport.h"
+#include "storage/retry_policy.h"
+
+namespace ferry::http {
+
+/// What one attempt asks for.
+struct GetAttempt {
+  uint64_t offset = 0;
+  std::optional<uint64_t> length;  // nullopt: to the end
+  std::string if_match;            // etag (unquoted) to pin, or empty
+  int attempt = 1;
+};
+
+struct ResumableGetOptions {
+  /// Builds the request for an attempt. The store sets method, URL, auth; ResumableGet adds
+  /// Range and If-Match headers from the attempt before calling it (they are in `headers`).
+  std::function<Result<Request>(const GetAttempt& attempt, Headers headers)> build;
+  /// Maps a response with status >= 300 to a Status naming `url`.
+  std::function<Status(const Response& response)> map_error;
+  std::string url;  // for error messages; already redacted
+  RetryPolicy retry;
+};
+
+/// Streams `range` of the object to `sink`. Returns the object's size and etag (key empty). A
+/// range of length 0 makes no request and returns an empty info.
+Result<ObjectInfo> ResumableGet(Transport& transport, const ResumableGetOptions& options,
+                                ByteRange range, const ByteSink& sink);
+
+/// Maps an HTTP status without a parsed body: 404 -> kNotFound, 401 -> kUnauthenticated,
+/// 403 -> kPermissionDenied, 408/429/5xx -> kUnavailable, 412 -> kFailedPrecondition,
+/// 416 -> kOutOfRange, else kUnknown. The message starts with `url`.
+Status StatusFromHttp(int status, std::string_view url, std::string_view detail);
+
+/// "bytes a-b/total" -> total (nullopt when absent or "*").
+std::optional<uint64_t> TotalFromContentRange(std::string_view content_range);
+
+/// `"abc"` -> `abc`; W/"abc" -> abc.
+std::string UnquoteEtag(std::string_view etag);
+
+}  // namespace ferry::http

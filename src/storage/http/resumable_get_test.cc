@@ -1,0 +1,264 @@
+#include "storage/http/resumable_get.h"
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "storage/http/recording_transport.h"
+
+namespace ferry::http {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kObject = "0123456789abcdefghij";  // 20 bytes
+
+// A server for kObject that honours Range/If-Match and can cut bodies short.
+class FakeServer {
+ public:
+  // Bytes to drop from the end of the next `cuts` responses (a broken connection that the
+  // transport did not notice).
+  int cuts = 0;
+  size_t cut_bytes = 0;
+  std::string etag = "v1";
+  bool ignore_range = false;
+
+  Result<Response> operator()(const RecordedRequest& r) {
+    Response response;
+    if (auto im = r.headers.Get("If-Match"); im && *im != "\"" + etag + "\"") {
+      response.status = 412;
+      return response;
+    }
+    size_t begin = 0, end = kObject.size();
+    auto range = r.headers.Get("Range");
+    if (range && !ignore_range) {
+      std::string spec(range->substr(6));  // "bytes="
+      const size_t dash = spec.find('-');
+      begin = std::stoul(spec.substr(0, dash));
+      if (dash + 1 < spec.size()) end = std::min(end, std::stoul(spec.substr(dash + 1)) + 1);
+      response.status = 206;
+      response.headers.Add("Content-Range",
+                           fmt::format("bytes {}-{}/{}", begin, end - 1, kObject.size()));
+    } else {
+      response.status = 200;
+    }
+    response.headers.Add("Content-Length", std::to_string(end - begin));
+    response.headers.Add("ETag", "\"" + etag + "\"");
+    response.body = kObject.substr(begin, end - begin);
+    if (cuts > 0) {
+      --cuts;
+      response.body.resize(response.body.size() - std::min(cut_bytes, response.body.size()));
+    }
+    return response;
+  }
+};
+
+ResumableGetOptions Options() {
+  ResumableGetOptions o;
+  o.url = "http://example/key";
+  o.retry = RetryPolicy{.max_attempts = 5,
+                        .initial_backoff = std::chrono::milliseconds(1),
+                        .max_backoff = std::chrono::milliseconds(1)};
+  o.build = [](const GetAttempt&, Headers headers) -> Result<Request> {
+    Request r;
+    r.url = "http://example/key";
+    r.headers = std::move(headers);
+    return r;
+  };
+  o.map_error = [](const Response& r) {
+    return StatusFromHttp(r.status, "http://example/key", "");
+  };
+  return o;
+}
+
+struct Collected {
+  std::string bytes;
+  ByteSink sink() {
+    return [this](std::string_view c) {
+      bytes.append(c);
+      return Status::Ok();
+    };
+  }
+};
+
+TEST(ResumableGet, ReadsAWholeObject) {
+  FakeServer server;
+  RecordingTransport transport(std::ref(server));
+  Collected out;
+  auto info = ResumableGet(transport, Options(), ByteRange{}, out.sink());
+  ASSERT_TRUE(info.has_value()) << info.status().ToString();
+  EXPECT_EQ(out.bytes, kObject);
+  EXPECT_EQ(info->size, 20u);
+  EXPECT_EQ(info->etag, "v1");
+  ASSERT_EQ(transport.requests().size(), 1u);
+  EXPECT_FALSE(transport.requests()[0].headers.Get("Range").has_value());
+}
+
+TEST(ResumableGet, ReadsARange) {
+  FakeServer server;
+  RecordingTransport transport(std::ref(server));
+  Collected out;
+  auto info = ResumableGet(transport, Options(), ByteRange{5, 4}, out.sink());
+  ASSERT_TRUE(info.has_value()) << info.status().ToString();
+  EXPECT_EQ(out.bytes, "5678");
+  EXPECT_EQ(info->size, 20u);
+  EXPECT_EQ(transport.requests()[0].headers.Get("Range").value(), "bytes=5-8");
+  // A range running past the end stops at the end.
+  Collected tail;
+  ASSERT_TRUE(ResumableGet(transport, Options(), ByteRange{18, 10}, tail.sink()).has_value());
+  EXPECT_EQ(tail.bytes, "ij");
+}
+
+TEST(ResumableGet, ResumesOnlyTheMissingBytesPinnedToTheEtag) {
+  FakeServer server;
+  server.cuts = 2;
+  server.cut_bytes = 7;
+  RecordingTransport transport(std::ref(server));
+  Collected out;
+  auto info = ResumableGet(transport, Options(), ByteRange{}, out.sink());
+  ASSERT_TRUE(info.has_value()) << info.status().ToString();
+  EXPECT_EQ(out.bytes, kObject);  // every byte exactly once
+  const auto requests = transport.requests();
+  ASSERT_EQ(requests.size(), 3u);
+  EXPECT_EQ(requests[1].headers.Get("Range").value(), "bytes=13-");
+  EXPECT_EQ(requests[1].headers.Get("If-Match").value(), "\"v1\"");
+  // The second response (7 bytes) lost all 7: the third asks for the same bytes again.
+  EXPECT_EQ(requests[2].headers.Get("Range").value(), "bytes=13-");
+}
+
+TEST(ResumableGet, AConnectionLostMidBodyResumesPinnedToTheEtag) {
+  FakeServer server;
+  int calls = 0;
+  RecordingTransport transport([&](const RecordedRequest& r) {
+    auto response = server(r);
+    if (++calls == 1)
+      response->headers.Add(std::string(RecordingTransport::kBreakAfterHeader), "6");
+    return response;
+  });
+  Collected out;
+  auto info = ResumableGet(transport, Options(), ByteRange{}, out.sink());
+  ASSERT_TRUE(info.has_value()) << info.status().ToString();
+  EXPECT_EQ(out.bytes, kObject);
+  const auto requests = transport.requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[1].headers.Get("Range").value(), "bytes=6-");
+  // Learned from the broken response's headers, before its body failed.
+  EXPECT_EQ(requests[1].headers.Get("If-Match").value(), "\"v1\"");
+}
+
+TEST(ResumableGet, AnObjectReplacedAfterAConnectionLossIsAnError) {
+  FakeServer server;
+  int calls = 0;
+  RecordingTransport transport([&](const RecordedRequest& r) {
+    auto response = server(r);
+    if (++calls == 1) {
+      response->headers.Add(std::string(RecordingTransport::kBreakAfterHeader), "6");
+      server.etag = "v2";  // replaced (same size) while the connection was down
+    }
+    return response;
+  });
+  Collected out;
+  auto info = ResumableGet(transport, Options(), ByteRange{}, out.sink());
+  ASSERT_FALSE(info.has_value());
+  EXPECT_EQ(info.error().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(out.bytes, kObject.substr(0, 6));
+}
+
+TEST(ResumableGet, AResumedRangeKeepsItsEnd) {
+  FakeServer server;
+  server.cuts = 1;
+  server.cut_bytes = 3;
+  RecordingTransport transport(std::ref(server));
+  Collected out;
+  ASSERT_TRUE(ResumableGet(transport, Options(), ByteRange{2, 10}, out.sink()).has_value());
+  EXPECT_EQ(out.bytes, "23456789ab");
+  EXPECT_EQ(transport.requests()[1].headers.Get("Range").value(), "bytes=9-11");
+}
+
+TEST(ResumableGet, AnObjectReplacedMidReadIsAnErrorNotASplice) {
+  FakeServer server;
+  server.cuts = 1;
+  server.cut_bytes = 5;
+  RecordingTransport transport([&](const RecordedRequest& r) {
+    auto response = server(r);
+    server.etag = "v2";  // replaced after the first response
+    return response;
+  });
+  Collected out;
+  auto info = ResumableGet(transport, Options(), ByteRange{}, out.sink());
+  ASSERT_FALSE(info.has_value());
+  EXPECT_EQ(info.error().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(info.error().message(), HasSubstr("changed while it was being read"));
+  EXPECT_EQ(out.bytes, kObject.substr(0, 15));
+}
+
+TEST(ResumableGet, GivesUpWhenTheBodyKeepsBreaking) {
+  FakeServer server;
+  server.cuts = 100;
+  server.cut_bytes = 20;  // nothing ever arrives
+  RecordingTransport transport(std::ref(server));
+  Collected out;
+  auto info = ResumableGet(transport, Options(), ByteRange{}, out.sink());
+  ASSERT_FALSE(info.has_value());
+  EXPECT_EQ(info.error().code(), StatusCode::kUnavailable);
+  EXPECT_THAT(info.error().message(), HasSubstr("gave up after 5 attempts"));
+  EXPECT_THAT(info.error().message(), HasSubstr("http://example/key"));
+  EXPECT_EQ(transport.requests().size(), 5u);
+}
+
+TEST(ResumableGet, ErrorsGoThroughTheStoreMapping) {
+  RecordingTransport transport([](const RecordedRequest&) -> Result<Response> {
+    return Response{404, {}, "<Error><Code>NoSuchKey</Code></Error>"};
+  });
+  Collected out;
+  auto info = ResumableGet(transport, Options(), ByteRange{}, out.sink());
+  ASSERT_FALSE(info.has_value());
+  EXPECT_EQ(info.error().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(out.bytes.empty());
+  EXPECT_EQ(transport.requests().size(), 1u);  // not retried
+}
+
+TEST(ResumableGet, AServerIgnoringRangeOnAResumeIsDataLoss) {
+  FakeServer server;
+  server.cuts = 1;
+  server.cut_bytes = 5;
+  server.ignore_range = true;
+  RecordingTransport transport(std::ref(server));
+  Collected out;
+  auto info = ResumableGet(transport, Options(), ByteRange{}, out.sink());
+  ASSERT_FALSE(info.has_value());
+  EXPECT_EQ(info.error().code(), StatusCode::kDataLoss);
+}
+
+TEST(ResumableGet, ASinkErrorStopsTheRead) {
+  FakeServer server;
+  RecordingTransport transport(std::ref(server));
+  auto info = ResumableGet(transport, Options(), ByteRange{},
+                           [](std::string_view) { return ResourceExhaustedError("disk full"); });
+  ASSERT_FALSE(info.has_value());
+  EXPECT_EQ(info.error().code(), StatusCode::kResourceExhausted);
+}
+
+TEST(ResumableGet, ZeroLengthRangeMakesNoRequest) {
+  RecordingTransport transport;
+  Collected out;
+  ASSERT_TRUE(ResumableGet(transport, Options(), ByteRange{3, 0}, out.sink()).has_value());
+  EXPECT_TRUE(transport.requests().empty());
+}
+
+TEST(ContentHelpers, ParseTotalsAndEtags) {
+  EXPECT_EQ(TotalFromContentRange("bytes 0-9/20").value(), 20u);
+  EXPECT_FALSE(TotalFromContentRange("bytes 0-9/*").has_value());
+  EXPECT_FALSE(TotalFromContentRange("garbage").has_value());
+  EXPECT_EQ(UnquoteEtag("\"abc\""), "abc");
+  EXPECT_EQ(UnquoteEtag("W/\"abc\""), "abc");
+  EXPECT_EQ(UnquoteEtag("abc"), "abc");
+  EXPECT_EQ(StatusFromHttp(503, "u", "").code(), StatusCode::kUnavailable);
+  EXPECT_EQ(StatusFromHttp(403, "u", "").code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(StatusFromHttp(416, "u", "").code(), StatusCode::kOutOfRange);
+  EXPECT_THAT(StatusFromHttp(500, "http://x/y", "Boom").message(),
+              HasSubstr("http://x/y: HTTP 500: Boom"));
+}
+
+}  // namespace
+}  // namespace ferry::http

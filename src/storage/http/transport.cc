@@ -1,0 +1,57 @@
+#include "storage/http/transport.h"
+
+#include <unistd.h>
+
+#include <future>
+#include <mutex>
+
+#include "storage/curl/curl_transport.h"
+
+namespace ferry::http {
+namespace {
+
+struct DefaultState {
+  std::mutex mu;
+  std::shared_ptr<Transport> transport;
+  pid_t pid = 0;
+  std::shared_ptr<Transport> override_for_testing;
+};
+
+DefaultState& State() {
+  static auto* state = new DefaultState();  // never destroyed: used until process exit
+  return *state;
+}
+
+}  // namespace
+
+Result<Response> Transport::Execute(Request request, BodySink sink) {
+  std::promise<Result<Response>> promise;
+  auto future = promise.get_future();
+  Submit(std::move(request), std::move(sink),
+         [&promise](Result<Response> result) { promise.set_value(std::move(result)); });
+  return future.get();
+}
+
+std::shared_ptr<Transport> DefaultTransport() {
+  DefaultState& s = State();
+  std::lock_guard lock(s.mu);
+  if (s.override_for_testing) return s.override_for_testing;
+  if (!s.transport || s.pid != ::getpid()) {
+    if (s.transport && s.pid != ::getpid()) {
+      // A forked child: the parent's I/O thread does not exist here, so its transport cannot be
+      // shut down (joining would hang). Leak it and start afresh.
+      new std::shared_ptr<Transport>(std::move(s.transport));
+    }
+    s.transport = MakeCurlTransport();
+    s.pid = ::getpid();
+  }
+  return s.transport;
+}
+
+void SetDefaultTransportForTesting(std::shared_ptr<Transport> transport) {
+  DefaultState& s = State();
+  std::lock_guard lock(s.mu);
+  s.override_for_testing = std::move(transport);
+}
+
+}  // namespace ferry::http

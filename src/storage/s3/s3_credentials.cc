@@ -1,0 +1,174 @@
+#include "storage/s3/s3_credentials.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <ostream>
+
+#include "base/file_util.h"
+#include "storage/s3/ini_file.h"
+
+namespace ferry::internal_s3 {
+namespace {
+
+constexpr std::string_view kDefaultRegion = "us-east-1";
+
+std::filesystem::path HomePath(std::string_view rest) {
+  const std::string home = GetEnv("HOME");
+  return std::filesystem::path(home.empty() ? "/" : home) / rest;
+}
+
+std::filesystem::path CredentialsFilePath() {
+  const std::string path = GetEnv("AWS_SHARED_CREDENTIALS_FILE");
+  return path.empty() ? HomePath(".aws/credentials") : std::filesystem::path(path);
+}
+
+std::filesystem::path ConfigFilePath() {
+  const std::string path = GetEnv("AWS_CONFIG_FILE");
+  return path.empty() ? HomePath(".aws/config") : std::filesystem::path(path);
+}
+
+// The parsed file, nullopt when it does not exist.
+Result<std::optional<IniFile>> ReadIniFile(const std::filesystem::path& path) {
+  auto text = ReadFileToString(path);
+  if (!text) {
+    if (text.status().code() == StatusCode::kNotFound) return std::optional<IniFile>();
+    return text.status();
+  }
+  FERRY_ASSIGN_OR_RETURN(IniFile file, ParseIni(*text, path.string()));
+  return std::optional<IniFile>(std::move(file));
+}
+
+// The config file names profiles "[profile NAME]", except the default one, "[default]".
+const IniFile::Section* ConfigSection(const IniFile& config, const std::string& profile) {
+  if (const auto* s = config.FindSection("profile " + profile)) return s;
+  if (profile == "default") return config.FindSection("default");
+  return nullptr;
+}
+
+std::string Lookup(const IniFile::Section& section, std::string_view name) {
+  auto it = section.find(name);
+  return it == section.end() ? std::string() : it->second;
+}
+
+// Credentials from one file section; an empty result when the section has no key id.
+Result<AwsCredentials> FromSection(const IniFile::Section& section, std::string source) {
+  AwsCredentials c;
+  c.access_key_id = Lookup(section, "aws_access_key_id");
+  if (c.access_key_id.empty()) return AwsCredentials();
+  c.secret_access_key = Lookup(section, "aws_secret_access_key");
+  if (c.secret_access_key.empty()) {
+    return InvalidArgumentError(
+        fmt::format("{} sets aws_access_key_id but not aws_secret_access_key", source));
+  }
+  c.session_token = Lookup(section, "aws_session_token");
+  c.source = std::move(source);
+  return c;
+}
+
+bool IsTrue(std::string_view v) {
+  return v == "true" || v == "TRUE" || v == "True" || v == "1" || v == "yes";
+}
+
+}  // namespace
+
+std::string GetEnv(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? std::string() : std::string(v);
+}
+
+std::string AwsCredentials::ToString() const {
+  if (anonymous()) return source.empty() ? "no credentials" : "no credentials (" + source + ")";
+  // The key id is not a secret (it travels in every Authorization header), but a short form is
+  // enough to tell two apart.
+  const std::string id =
+      access_key_id.size() > 8
+          ? access_key_id.substr(0, 4) + "…" + access_key_id.substr(access_key_id.size() - 4)
+          : std::string("…");
+  return fmt::format("{} from {} (secret{} redacted)", id, source.empty() ? "?" : source,
+                     session_token.empty() ? "" : " and session token");
+}
+
+std::ostream& operator<<(std::ostream& os, const AwsCredentials& credentials) {
+  return os << credentials.ToString();
+}
+
+std::string SelectedAwsProfile(const AwsConfigOptions& options) {
+  if (!options.profile.empty()) return options.profile;
+  std::string env = GetEnv("AWS_PROFILE");
+  return env.empty() ? "default" : env;
+}
+
+Result<AwsCredentials> LoadAwsCredentials(const AwsConfigOptions& options) {
+  if (options.anonymous) return AwsCredentials{{}, {}, {}, "anonymous (requested)"};
+  if (IsTrue(GetEnv("AWS_NO_SIGN_REQUEST"))) {
+    return AwsCredentials{{}, {}, {}, "anonymous (AWS_NO_SIGN_REQUEST)"};
+  }
+
+  AwsCredentials env;
+  env.access_key_id = GetEnv("AWS_ACCESS_KEY_ID");
+  env.secret_access_key = GetEnv("AWS_SECRET_ACCESS_KEY");
+  if (!env.access_key_id.empty() || !env.secret_access_key.empty()) {
+    if (env.access_key_id.empty() || env.secret_access_key.empty()) {
+      return InvalidArgumentError(
+          env.access_key_id.empty() ? "AWS_SECRET_ACCESS_KEY is set but AWS_ACCESS_KEY_ID is not"
+                                    : "AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not");
+    }
+    env.session_token = GetEnv("AWS_SESSION_TOKEN");
+    env.source = "environment";
+    return env;
+  }
+
+  const std::string profile = SelectedAwsProfile(options);
+  const bool named = profile != "default";
+  bool profile_seen = false;
+
+  const std::filesystem::path credentials_path = CredentialsFilePath();
+  FERRY_ASSIGN_OR_RETURN(auto credentials_file, ReadIniFile(credentials_path));
+  if (credentials_file) {
+    if (const auto* section = credentials_file->FindSection(profile)) {
+      profile_seen = true;
+      FERRY_ASSIGN_OR_RETURN(
+          AwsCredentials c,
+          FromSection(*section, fmt::format("{} [{}]", credentials_path.string(), profile)));
+      if (!c.anonymous()) return c;
+    }
+  }
+
+  const std::filesystem::path config_path = ConfigFilePath();
+  FERRY_ASSIGN_OR_RETURN(auto config_file, ReadIniFile(config_path));
+  if (config_file) {
+    if (const auto* section = ConfigSection(*config_file, profile)) {
+      profile_seen = true;
+      FERRY_ASSIGN_OR_RETURN(
+          AwsCredentials c,
+          FromSection(*section, fmt::format("{} [profile {}]", config_path.string(), profile)));
+      if (!c.anonymous()) return c;
+    }
+  }
+
+  if (named && !profile_seen) {
+    return InvalidArgumentError(fmt::format("AWS profile '{}' is in neither {} nor {}", profile,
+                                            credentials_path.string(), config_path.string()));
+  }
+  return AwsCredentials{{}, {}, {}, "none found"};
+}
+
+Result<std::string> LoadAwsRegion(const AwsConfigOptions& options) {
+  for (const char* name : {"AWS_REGION", "AWS_DEFAULT_REGION"}) {
+    std::string region = GetEnv(name);
+    if (!region.empty()) return region;
+  }
+  FERRY_ASSIGN_OR_RETURN(auto config_file, ReadIniFile(ConfigFilePath()));
+  if (config_file) {
+    if (const auto* section = ConfigSection(*config_file, SelectedAwsProfile(options))) {
+      std::string region = Lookup(*section, "region");
+      if (!region.empty()) return region;
+    }
+  }
+  return std::string(kDefaultRegion);
+}
+
+}  // namespace ferry::internal_s3

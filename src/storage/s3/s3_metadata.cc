@@ -1,0 +1,157 @@
+#include "storage/s3/s3_metadata.h"
+
+#include <fmt/format.h>
+#include <time.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+
+#include "storage/http/resumable_get.h"
+#include "storage/s3/s3_endpoint.h"
+#include "storage/s3/s3_errors.h"
+#include "storage/xml/xml_tree.h"
+
+namespace ferry::internal_s3 {
+namespace {
+
+std::optional<uint64_t> ParseUint(std::string_view text) {
+  uint64_t v = 0;
+  const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || r.ec != std::errc() || r.ptr != text.data() + text.size()) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::optional<std::chrono::system_clock::time_point> FromTm(struct tm& tm) {
+  const time_t t = timegm(&tm);
+  if (t == static_cast<time_t>(-1)) return std::nullopt;
+  return std::chrono::system_clock::from_time_t(t);
+}
+
+}  // namespace
+
+std::optional<std::chrono::system_clock::time_point> ParseHttpDate(std::string_view text) {
+  const std::string s(text);
+  struct tm tm {};
+  const char* end = strptime(s.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  if (end == nullptr || *end != '\0') return std::nullopt;
+  return FromTm(tm);
+}
+
+std::optional<std::chrono::system_clock::time_point> ParseIso8601(std::string_view text) {
+  const std::string s(text);
+  struct tm tm {};
+  const char* end = strptime(s.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (end == nullptr) return std::nullopt;
+  std::chrono::milliseconds fraction{0};
+  if (*end == '.') {
+    ++end;
+    int digits = 0;
+    int64_t ms = 0;
+    while (*end >= '0' && *end <= '9') {
+      if (digits < 3) ms = ms * 10 + (*end - '0');
+      ++digits;
+      ++end;
+    }
+    if (digits == 0) return std::nullopt;
+    for (int i = digits; i < 3; ++i) ms *= 10;
+    fraction = std::chrono::milliseconds(ms);
+  }
+  if (std::strcmp(end, "Z") != 0 && std::strcmp(end, "+00:00") != 0) return std::nullopt;
+  auto t = FromTm(tm);
+  if (!t) return std::nullopt;
+  return *t + fraction;
+}
+
+Result<ObjectInfo> ObjectInfoFromHeaders(const http::Headers& headers, std::string_view key,
+                                         std::string_view url) {
+  ObjectInfo info;
+  info.key = std::string(key);
+  const auto length = headers.Get("Content-Length");
+  const auto size = length ? ParseUint(*length) : std::nullopt;
+  if (!size) return DataLossError(fmt::format("{}: the reply has no valid Content-Length", url));
+  info.size = *size;
+  if (auto etag = headers.Get("ETag")) info.etag = http::UnquoteEtag(*etag);
+  if (auto modified = headers.Get("Last-Modified")) info.mtime = ParseHttpDate(*modified);
+  return info;
+}
+
+Result<ListPage> ParseListObjectsV2(std::string_view xml, std::string_view url) {
+  auto root = ParseXml(xml);
+  if (!root) return root.status().WithContext(fmt::format("{}: listing", url));
+  if (root->name != "ListBucketResult") {
+    return DataLossError(fmt::format("{}: expected a ListBucketResult, got <{}>", url, root->name));
+  }
+  const bool url_encoded = root->ChildText("EncodingType") == "url";
+  auto decode = [&](const std::string& s) { return url_encoded ? FormDecode(s) : s; };
+
+  ListPage page;
+  for (const XmlElement* contents : root->Children("Contents")) {
+    ObjectInfo info;
+    info.key = decode(contents->ChildText("Key"));
+    const auto size = ParseUint(contents->ChildText("Size"));
+    if (!size) {
+      return DataLossError(
+          fmt::format("{}: listing entry '{}' has no valid <Size>", url, info.key));
+    }
+    info.size = *size;
+    info.etag = http::UnquoteEtag(contents->ChildText("ETag"));
+    info.mtime = ParseIso8601(contents->ChildText("LastModified"));
+    page.objects.push_back(std::move(info));
+  }
+  for (const XmlElement* common : root->Children("CommonPrefixes")) {
+    page.prefixes.push_back(decode(common->ChildText("Prefix")));
+  }
+  if (root->ChildText("IsTruncated") == "true") {
+    std::string token = root->ChildText("NextContinuationToken");
+    if (token.empty()) {
+      return DataLossError(
+          fmt::format("{}: the listing is truncated but gives no NextContinuationToken", url));
+    }
+    page.next_token = std::move(token);
+  }
+  return page;
+}
+
+Result<std::string> ParseInitiateMultipartUpload(std::string_view xml, std::string_view url) {
+  auto root = ParseXml(xml);
+  if (!root) return root.status().WithContext(fmt::format("{}: CreateMultipartUpload", url));
+  std::string id = root->ChildText("UploadId");
+  if (root->name != "InitiateMultipartUploadResult" || id.empty()) {
+    return DataLossError(fmt::format("{}: the CreateMultipartUpload reply has no UploadId", url));
+  }
+  return id;
+}
+
+std::string CompleteMultipartUploadXml(const std::vector<CompletedPart>& parts) {
+  std::string xml = "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">";
+  for (const auto& part : parts) {
+    xml += fmt::format("<Part><PartNumber>{}</PartNumber><ETag>{}</ETag></Part>", part.number,
+                       XmlEscape(part.etag));
+  }
+  xml += "</CompleteMultipartUpload>";
+  return xml;
+}
+
+Status CheckCompleteMultipartUpload(std::string_view xml, std::string_view url) {
+  // Servers differ in the name of the success document (S3: CompleteMultipartUploadResult; moto:
+  // CompleteMultipartUploadResponse) and some send none: only an <Error> is a failure.
+  // S3 keeps a long Complete's connection alive by sending spaces before the document, and an
+  // XML declaration is only valid at the very start.
+  const size_t start = xml.find_first_not_of(" \t\r\n");
+  if (start == std::string_view::npos) return Status::Ok();
+  xml.remove_prefix(start);
+  auto root = ParseXml(xml);
+  if (!root) return root.status().WithContext(fmt::format("{}: CompleteMultipartUpload", url));
+  if (root->name != "Error") return Status::Ok();
+  http::Response response;
+  response.status = 200;
+  response.body = std::string(xml);
+  // An error inside a 200 is S3's way of failing late; InternalError and SlowDown there are
+  // transient like anywhere else, and an unknown code is not a success.
+  return S3ErrorToStatus(response, fmt::format("{} (CompleteMultipartUpload)", url));
+}
+
+}  // namespace ferry::internal_s3

@@ -1,0 +1,87 @@
+// The S3 store's factory: an ObjectStore for one bucket of S3 or of an S3-compatible service
+// (MinIO, moto, Ceph, GCS's XML API). The store itself has no header; this one is for the code
+// that builds stores without going through a URL: the GCS store, integration tests, the CLI.
+//
+// \code
+//   // From the environment, as OpenUrl("s3://my-bucket/...") does:
+//   FERRY_ASSIGN_OR_RETURN(S3StoreConfig config, S3StoreConfigFromEnvironment("my-bucket"));
+//   config.part_size = 8 << 20;
+//   FERRY_ASSIGN_OR_RETURN(auto store, MakeS3Store(std::move(config)));
+// \endcode
+//
+// Thread-safety: the stores are safe for concurrent use; the functions are reentrant.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "ferry/result.h"
+#include "ferry/storage/object_store.h"
+#include "ferry/storage/registry.h"
+#include "storage/http/http_types.h"
+#include "storage/http/transport.h"
+#include "storage/retry_policy.h"
+#include "storage/s3/s3_credentials.h"
+#include "storage/s3/s3_endpoint.h"
+
+namespace ferry::internal_s3 {
+
+/// When a single PUT or an UploadPart signs its body's SHA-256 (reading it once more to hash
+/// it) instead of sending UNSIGNED-PAYLOAD.
+enum class PayloadSigning {
+  kAuto,  // sign over plain http (nothing else protects the body), not over https
+  kAlways,
+  kNever,
+};
+
+struct S3StoreConfig {
+  std::string scheme = "s3";  // of ToUrl and messages: "s3", or "gs" for GCS
+  std::string bucket;
+  S3Endpoint endpoint;
+  std::string region = "us-east-1";
+  std::string service = "s3";  // the SigV4 service name
+  AwsCredentials credentials;  // anonymous: requests go unsigned
+
+  RetryPolicy retry;
+  http::Timeouts timeouts;
+  /// Objects of this size or more go up as multipart uploads.
+  uint64_t multipart_threshold = uint64_t{64} << 20;
+  /// Preferred part size (S3 needs >= 5 MiB for all parts but the last; tests go smaller).
+  uint64_t part_size = uint64_t{16} << 20;
+  int max_parts_in_flight = 8;
+  PayloadSigning payload_signing = PayloadSigning::kAuto;
+  int list_page_size = 1000;  // max-keys of each ListObjectsV2 request
+  /// Ask listings for encoding-type=url (some S3-compatible servers reject it).
+  bool list_url_encoding = true;
+  /// The time requests are signed with; empty: the system clock.
+  std::function<std::chrono::system_clock::time_point()> clock;
+};
+
+/// The store for `config.bucket`. With `transport` null, every request goes through
+/// http::DefaultTransport() looked up afresh, so that a store created before a fork works in
+/// the child. kInvalidArgument for an empty bucket or endpoint, or sizes out of range.
+Result<std::shared_ptr<ObjectStore>> MakeS3Store(S3StoreConfig config,
+                                                 std::shared_ptr<http::Transport> transport = {});
+
+/// The configuration OpenUrl("s3://BUCKET/...") uses: credentials and region (s3_credentials.h),
+/// endpoint and addressing (s3_endpoint.h), AWS bucket naming rules unless the endpoint is
+/// custom.
+Result<S3StoreConfig> S3StoreConfigFromEnvironment(std::string_view bucket,
+                                                   const AwsConfigOptions& options = {});
+
+/// The registered factory of "s3": parses the URL and returns the store for its bucket, built
+/// from the environment. Stores are cached per bucket and per value of every environment
+/// variable that shapes them, so repeated calls are cheap; edits to ~/.aws files after the
+/// first call in a process are not seen (as in the AWS SDKs, which read them once).
+Result<StoreAndKey> OpenS3Url(std::string_view url);
+
+/// A store from the process-wide cache under `cache_key`, built by `make` on a miss. For
+/// stores on top of this one (GCS); the key should hold every input of `make`.
+Result<std::shared_ptr<ObjectStore>> CachedStore(
+    std::string_view cache_key, const std::function<Result<S3StoreConfig>()>& make);
+
+}  // namespace ferry::internal_s3

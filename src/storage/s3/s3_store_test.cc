@@ -1,0 +1,636 @@
+#include "storage/s3/s3_store.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "ferry/storage/registry.h"
+#include "storage/http/recording_transport.h"
+#include "storage/s3/env_testutil.h"
+#include "storage/s3/s3_signer.h"
+
+namespace ferry::internal_s3 {
+namespace {
+
+using namespace std::chrono_literals;
+using http::RecordedRequest;
+using http::Response;
+
+constexpr std::string_view kSecret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+constexpr std::string_view kToken = "FwoGZXIvYXdzEBYaDExampleSessionToken+/=";
+
+Response Reply(int status, std::string body = "",
+               std::vector<std::pair<std::string, std::string>> headers = {}) {
+  Response r;
+  r.status = status;
+  r.body = std::move(body);
+  for (auto& [name, value] : headers) r.headers.Add(std::move(name), std::move(value));
+  return r;
+}
+
+std::string QueryParam(std::string_view url, std::string_view name) {
+  const size_t q = url.find('?');
+  if (q == std::string_view::npos) return "";
+  std::string_view query = url.substr(q + 1);
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    const size_t eq = pair.find('=');
+    if (pair.substr(0, eq) == name) {
+      return PercentDecode(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
+    }
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return "";
+}
+
+// Checks that the signature of `r` is the one the signer computes for what was recorded.
+std::string Signature(const RecordedRequest& r) {
+  const std::string_view auth = r.headers.Get("Authorization").value_or("");
+  const size_t at = auth.find("Signature=");
+  return at == std::string_view::npos ? "" : std::string(auth.substr(at + 10));
+}
+
+class S3StoreTest : public ::testing::Test {
+ protected:
+  S3StoreConfig Config() const {
+    S3StoreConfig c;
+    c.bucket = "bucket";
+    c.endpoint = *ParseEndpointUrl("http://127.0.0.1:9000");
+    c.region = "us-east-1";
+    c.credentials =
+        AwsCredentials{"AKIAIOSFODNN7EXAMPLE", std::string(kSecret), std::string(kToken), "test"};
+    c.retry.initial_backoff = 1ms;
+    c.retry.max_backoff = 2ms;
+    c.retry.max_attempts = 4;
+    c.clock = [] { return std::chrono::system_clock::time_point(1709987696s); };
+    return c;
+  }
+
+  std::shared_ptr<ObjectStore> Make(S3StoreConfig config,
+                                    http::RecordingTransport::Handler handler) {
+    transport_ = std::make_shared<http::RecordingTransport>(std::move(handler));
+    auto store = MakeS3Store(std::move(config), transport_);
+    EXPECT_TRUE(store.ok()) << store.status().ToString();
+    return store.ok() ? *store : nullptr;
+  }
+
+  std::shared_ptr<http::RecordingTransport> transport_;
+};
+
+// No error message may contain a secret, nor any request's signature.
+void ExpectNoSecrets(const Status& s, const std::vector<RecordedRequest>& requests) {
+  EXPECT_EQ(s.message().find(kSecret), std::string::npos) << s.message();
+  EXPECT_EQ(s.message().find(kToken), std::string::npos) << s.message();
+  for (const auto& r : requests) {
+    const std::string sig = Signature(r);
+    if (!sig.empty()) {
+      EXPECT_EQ(s.message().find(sig), std::string::npos) << s.message();
+    }
+  }
+}
+
+TEST_F(S3StoreTest, HeadSignsAndParses) {
+  auto store = Make(Config(), [](const RecordedRequest&) -> Result<Response> {
+    return Reply(200, "",
+                 {{"Content-Length", "1234"},
+                  {"ETag", "\"d41d8cd98f00b204e9800998ecf8427e\""},
+                  {"Last-Modified", "Sat, 09 Mar 2024 12:00:00 GMT"}});
+  });
+  auto info = store->Head("dir/my file+1.bin");
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->key, "dir/my file+1.bin");
+  EXPECT_EQ(info->size, 1234u);
+  EXPECT_EQ(info->etag, "d41d8cd98f00b204e9800998ecf8427e");
+  ASSERT_TRUE(info->mtime.has_value());
+
+  const auto requests = transport_->requests();
+  ASSERT_EQ(requests.size(), 1u);
+  const RecordedRequest& r = requests[0];
+  EXPECT_EQ(r.method, "HEAD");
+  EXPECT_EQ(r.url, "http://127.0.0.1:9000/bucket/dir/my%20file%2B1.bin");
+  EXPECT_EQ(r.headers.Get("Host").value_or(""), "127.0.0.1:9000");
+  EXPECT_EQ(r.headers.Get("x-amz-date").value_or(""), "20240309T123456Z");
+  EXPECT_EQ(r.headers.Get("x-amz-content-sha256").value_or(""), kEmptyPayloadSha256);
+  EXPECT_EQ(r.headers.Get("x-amz-security-token").value_or(""), kToken);
+  EXPECT_TRUE(r.headers.Get("Authorization")
+                  .value_or("")
+                  .starts_with("AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20240309/"
+                               "us-east-1/s3/aws4_request, SignedHeaders=host;"
+                               "x-amz-content-sha256;x-amz-date;x-amz-security-token, "
+                               "Signature="));
+
+  // The recorded request verifies: signing it again gives the same signature.
+  http::Request again;
+  again.method = r.method;
+  again.url = r.url;
+  again.headers = r.headers;
+  SigV4Signer signer(Config().credentials, "us-east-1");
+  ASSERT_TRUE(signer.Sign(again, kEmptyPayloadSha256, Config().clock()).ok());
+  EXPECT_EQ(again.headers.Get("Authorization"), r.headers.Get("Authorization"));
+}
+
+TEST_F(S3StoreTest, HeadOfAMissingKeyIsNotFound) {
+  auto store = Make(Config(), [](const RecordedRequest&) -> Result<Response> {
+    return Reply(404);  // HEAD replies have no body
+  });
+  auto info = store->Head("nope");
+  ASSERT_FALSE(info.ok());
+  EXPECT_EQ(info.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(info.status().message(), "s3://bucket/nope: HTTP 404 Not Found");
+  EXPECT_EQ(transport_->requests().size(), 1u);  // not retried
+}
+
+TEST_F(S3StoreTest, TransientErrorsAreRetriedAndResigned) {
+  int calls = 0;
+  auto store = Make(Config(), [&](const RecordedRequest&) -> Result<Response> {
+    if (++calls == 1) return UnavailableError("GET http://127.0.0.1:9000/bucket/k: reset");
+    if (calls == 2) {
+      return Reply(503,
+                   "<Error><Code>SlowDown</Code><Message>Please reduce your request rate."
+                   "</Message></Error>");
+    }
+    return Reply(200, "", {{"Content-Length", "1"}});
+  });
+  auto info = store->Head("k");
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(transport_->requests().size(), 3u);
+}
+
+TEST_F(S3StoreTest, TransportFailuresNameTheObjectOnce) {
+  S3StoreConfig config = Config();
+  config.retry.max_attempts = 2;
+  auto store = Make(config, [](const RecordedRequest& r) -> Result<Response> {
+    return UnavailableError(r.method + " " + r.url + ": Couldn't connect to server");
+  });
+  for (const Status& s :
+       {store->Head("a b").status(), store->Get("a b").status(), store->Put("a b", "x"),
+        store->Remove("a b"), store->List("a b", true).status()}) {
+    EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+    EXPECT_TRUE(s.message().starts_with("s3://bucket/a b: ")) << s.message();
+    EXPECT_EQ(s.message().find("s3://bucket/a b", 1), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("gave up after 2 attempts"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("http://127.0.0.1:9000/bucket"), std::string::npos) << s.message();
+  }
+}
+
+TEST_F(S3StoreTest, ReadUsesRangesAndResumesPinnedToTheEtag) {
+  int calls = 0;
+  auto store = Make(Config(), [&](const RecordedRequest&) -> Result<Response> {
+    if (++calls == 1) {
+      // The body stops after 4 of the 10 bytes asked for.
+      return Reply(206, "abcd", {{"Content-Range", "bytes 10-19/100"}, {"ETag", "\"v1\""}});
+    }
+    return Reply(206, "efghij", {{"Content-Range", "bytes 14-19/100"}, {"ETag", "\"v1\""}});
+  });
+  std::string got;
+  auto info = store->Read("data/shard.mds", ByteRange{10, 10}, [&](std::string_view chunk) {
+    got.append(chunk);
+    return Status::Ok();
+  });
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(got, "abcdefghij");
+  EXPECT_EQ(info->key, "data/shard.mds");
+  EXPECT_EQ(info->size, 100u);
+  EXPECT_EQ(info->etag, "v1");
+
+  const auto requests = transport_->requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[0].method, "GET");
+  EXPECT_EQ(requests[0].url, "http://127.0.0.1:9000/bucket/data/shard.mds");
+  EXPECT_EQ(requests[0].headers.Get("Range").value_or(""), "bytes=10-19");
+  EXPECT_FALSE(requests[0].headers.Get("If-Match"));
+  EXPECT_EQ(requests[1].headers.Get("Range").value_or(""), "bytes=14-19");
+  EXPECT_EQ(requests[1].headers.Get("If-Match").value_or(""), "\"v1\"");
+  // Range and If-Match are signed like every other header.
+  EXPECT_NE(requests[1].headers.Get("Authorization").value_or("").find("if-match;range"),
+            std::string::npos);
+}
+
+TEST_F(S3StoreTest, ReadOfAMissingKeyNamesTheUrl) {
+  auto store = Make(Config(), [](const RecordedRequest&) -> Result<Response> {
+    return Reply(404,
+                 "<Error><Code>NoSuchKey</Code><Message>The specified key does not exist."
+                 "</Message></Error>");
+  });
+  auto got = store->Get("missing.bin");
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(got.status().message(),
+            "s3://bucket/missing.bin: NoSuchKey: The specified key does not exist.");
+}
+
+TEST_F(S3StoreTest, SmallWriteIsOnePutWithTheBodyHashOverHttp) {
+  auto store = Make(Config(), [](const RecordedRequest&) -> Result<Response> {
+    return Reply(200, "", {{"ETag", "\"e\""}});
+  });
+  ASSERT_TRUE(store->Put("out/a b.txt", "Welcome to Amazon S3.").ok());
+  const auto requests = transport_->requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].method, "PUT");
+  EXPECT_EQ(requests[0].url, "http://127.0.0.1:9000/bucket/out/a%20b.txt");
+  EXPECT_EQ(requests[0].body, "Welcome to Amazon S3.");
+  EXPECT_EQ(requests[0].headers.Get("x-amz-content-sha256").value_or(""),
+            "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072");
+}
+
+TEST_F(S3StoreTest, OverHttpsBodiesAreUnsignedAndHostsVirtual) {
+  S3StoreConfig config = Config();
+  config.endpoint = AwsEndpoint("eu-west-1");
+  config.region = "eu-west-1";
+  auto store = Make(config, [](const RecordedRequest&) -> Result<Response> { return Reply(200); });
+  ASSERT_TRUE(store->Put("k", "data").ok());
+  const auto requests = transport_->requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].url, "https://bucket.s3.eu-west-1.amazonaws.com/k");
+  EXPECT_EQ(requests[0].headers.Get("Host").value_or(""), "bucket.s3.eu-west-1.amazonaws.com");
+  EXPECT_EQ(requests[0].headers.Get("x-amz-content-sha256").value_or(""), kUnsignedPayload);
+}
+
+// A fake S3 multipart endpoint: records parts, answers Create and Complete.
+struct MultipartServer {
+  std::mutex mu;
+  std::map<int, std::string> parts;  // part number -> body
+  std::string complete_body;
+  int fail_part = 0;  // answer this part with 403
+  int aborts = 0;
+
+  Result<Response> Handle(const RecordedRequest& r) {
+    std::lock_guard lock(mu);
+    if (r.method == "POST" && r.url.ends_with("?uploads")) {
+      return Reply(200,
+                   "<InitiateMultipartUploadResult><Bucket>bucket</Bucket><Key>big</Key>"
+                   "<UploadId>up/1+2=</UploadId></InitiateMultipartUploadResult>");
+    }
+    if (r.method == "PUT") {
+      EXPECT_EQ(QueryParam(r.url, "uploadId"), "up/1+2=");
+      const int number = std::stoi(QueryParam(r.url, "partNumber"));
+      if (number == fail_part) {
+        return Reply(403,
+                     "<Error><Code>AccessDenied</Code><Message>Access Denied</Message>"
+                     "</Error>");
+      }
+      parts[number] = r.body;
+      return Reply(200, "", {{"ETag", fmt::format("\"etag{}\"", number)}});
+    }
+    if (r.method == "POST") {
+      complete_body = r.body;
+      return Reply(200,
+                   "<CompleteMultipartUploadResult><ETag>\"x-3\"</ETag>"
+                   "</CompleteMultipartUploadResult>");
+    }
+    if (r.method == "DELETE") {
+      ++aborts;
+      return Reply(204);
+    }
+    return Reply(400);
+  }
+};
+
+S3StoreConfig SmallParts(S3StoreConfig c) {
+  c.multipart_threshold = 10;
+  c.part_size = 4;
+  c.max_parts_in_flight = 2;
+  return c;
+}
+
+TEST_F(S3StoreTest, MultipartCreatePartsComplete) {
+  MultipartServer server;
+  auto store =
+      Make(SmallParts(Config()), [&](const RecordedRequest& r) { return server.Handle(r); });
+  ASSERT_TRUE(store->Put("big", "0123456789A").ok());  // 11 bytes: parts of 4, 4, 3
+
+  EXPECT_EQ(server.parts, (std::map<int, std::string>{{1, "0123"}, {2, "4567"}, {3, "89A"}}));
+  EXPECT_EQ(server.complete_body,
+            "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+            "<Part><PartNumber>1</PartNumber><ETag>&quot;etag1&quot;</ETag></Part>"
+            "<Part><PartNumber>2</PartNumber><ETag>&quot;etag2&quot;</ETag></Part>"
+            "<Part><PartNumber>3</PartNumber><ETag>&quot;etag3&quot;</ETag></Part>"
+            "</CompleteMultipartUpload>");
+  EXPECT_EQ(server.aborts, 0);
+
+  const auto requests = transport_->requests();
+  ASSERT_EQ(requests.size(), 5u);
+  EXPECT_EQ(requests.front().method, "POST");
+  EXPECT_EQ(requests.front().url, "http://127.0.0.1:9000/bucket/big?uploads");
+  EXPECT_EQ(requests.back().method, "POST");
+  EXPECT_EQ(requests.back().url, "http://127.0.0.1:9000/bucket/big?uploadId=up%2F1%2B2%3D");
+  std::set<std::string> part_urls;
+  for (size_t i = 1; i + 1 < requests.size(); ++i) {
+    EXPECT_EQ(requests[i].method, "PUT");
+    // Over http each part's body is hashed and signed.
+    EXPECT_EQ(requests[i].headers.Get("x-amz-content-sha256").value_or(""),
+              Sha256Hex(requests[i].body));
+    part_urls.insert(requests[i].url);
+  }
+  EXPECT_EQ(part_urls,
+            (std::set<std::string>{
+                "http://127.0.0.1:9000/bucket/big?partNumber=1&uploadId=up%2F1%2B2%3D",
+                "http://127.0.0.1:9000/bucket/big?partNumber=2&uploadId=up%2F1%2B2%3D",
+                "http://127.0.0.1:9000/bucket/big?partNumber=3&uploadId=up%2F1%2B2%3D"}));
+}
+
+TEST_F(S3StoreTest, MultipartAbortsWhenAPartFails) {
+  MultipartServer server;
+  server.fail_part = 2;
+  auto store =
+      Make(SmallParts(Config()), [&](const RecordedRequest& r) { return server.Handle(r); });
+  Status s = store->Put("big", "0123456789A");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(s.message(), "s3://bucket/big: part 2 of 3: AccessDenied: Access Denied");
+  EXPECT_EQ(server.aborts, 1);
+  EXPECT_TRUE(server.complete_body.empty());
+  const auto requests = transport_->requests();
+  EXPECT_EQ(requests.back().method, "DELETE");
+  EXPECT_EQ(requests.back().url, "http://127.0.0.1:9000/bucket/big?uploadId=up%2F1%2B2%3D");
+  ExpectNoSecrets(s, requests);
+}
+
+TEST_F(S3StoreTest, MultipartErrorInsideA200CompleteIsRetried) {
+  MultipartServer server;
+  int completes = 0;
+  auto store = Make(SmallParts(Config()), [&](const RecordedRequest& r) -> Result<Response> {
+    if (r.method == "POST" && r.url.find("uploadId=") != std::string::npos && ++completes == 1) {
+      return Reply(200,
+                   "<Error><Code>InternalError</Code><Message>We encountered an internal "
+                   "error. Please try again.</Message></Error>");
+    }
+    return server.Handle(r);
+  });
+  ASSERT_TRUE(store->Put("big", "0123456789A").ok());
+  EXPECT_EQ(completes, 2);
+  EXPECT_EQ(server.aborts, 0);
+}
+
+TEST_F(S3StoreTest, MultipartPermanentErrorInsideA200CompleteAborts) {
+  MultipartServer server;
+  auto store = Make(SmallParts(Config()), [&](const RecordedRequest& r) -> Result<Response> {
+    if (r.method == "POST" && r.url.find("uploadId=") != std::string::npos) {
+      return Reply(200,
+                   "<Error><Code>InvalidPart</Code><Message>One or more of the specified "
+                   "parts could not be found.</Message></Error>");
+    }
+    return server.Handle(r);
+  });
+  Status s = store->Put("big", "0123456789A");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("InvalidPart"), std::string::npos) << s.message();
+  EXPECT_EQ(server.aborts, 1);
+}
+
+TEST_F(S3StoreTest, MultipartCompleteWhoseReplyWasLost) {
+  // The first Complete reached the server but its reply did not come back; the retry then finds
+  // no such upload. The object is there, with our size and part count: the write succeeded.
+  MultipartServer server;
+  int completes = 0;
+  auto store = Make(SmallParts(Config()), [&](const RecordedRequest& r) -> Result<Response> {
+    if (r.method == "POST" && r.url.find("uploadId=") != std::string::npos) {
+      if (++completes == 1) return UnavailableError("connection reset");
+      return Reply(404, "<Error><Code>NoSuchUpload</Code><Message>gone</Message></Error>");
+    }
+    if (r.method == "HEAD") {
+      return Reply(200, "", {{"Content-Length", "11"}, {"ETag", "\"abc-3\""}});
+    }
+    return server.Handle(r);
+  });
+  EXPECT_TRUE(store->Put("big", "0123456789A").ok());
+  EXPECT_EQ(server.aborts, 0);
+}
+
+std::string ListPage(const std::vector<std::string>& keys, const std::vector<std::string>& prefixes,
+                     const std::string& next_token) {
+  std::string xml = "<ListBucketResult><EncodingType>url</EncodingType>";
+  xml += fmt::format("<IsTruncated>{}</IsTruncated>", next_token.empty() ? "false" : "true");
+  if (!next_token.empty())
+    xml += "<NextContinuationToken>" + next_token + "</NextContinuationToken>";
+  for (const auto& k : keys) {
+    xml += "<Contents><Key>" + UriEncode(k, true) + "</Key><Size>" + std::to_string(k.size()) +
+           "</Size><ETag>&quot;" + k +
+           "&quot;</ETag>"
+           "<LastModified>2024-01-01T00:00:00.000Z</LastModified></Contents>";
+  }
+  for (const auto& p : prefixes) {
+    xml += "<CommonPrefixes><Prefix>" + UriEncode(p, true) + "</Prefix></CommonPrefixes>";
+  }
+  return xml + "</ListBucketResult>";
+}
+
+TEST_F(S3StoreTest, ListFollowsContinuationTokensAcrossThreePages) {
+  auto store = Make(Config(), [](const RecordedRequest& r) -> Result<Response> {
+    const std::string token = QueryParam(r.url, "continuation-token");
+    if (token.empty()) return Reply(200, ListPage({"p/a", "p/b b"}, {}, "tok/1+="));
+    if (token == "tok/1+=") return Reply(200, ListPage({"p/c"}, {}, "tok2"));
+    if (token == "tok2") return Reply(200, ListPage({"p/d+e"}, {}, ""));
+    return Reply(400);
+  });
+  auto list = store->List("p/", /*recursive=*/true);
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  std::vector<std::string> keys;
+  for (const auto& o : list->objects) keys.push_back(o.key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"p/a", "p/b b", "p/c", "p/d+e"}));
+  EXPECT_EQ(list->objects[1].size, 5u);
+  EXPECT_EQ(list->objects[1].etag, "p/b b");
+  EXPECT_TRUE(list->prefixes.empty());
+
+  const auto requests = transport_->requests();
+  ASSERT_EQ(requests.size(), 3u);
+  EXPECT_EQ(requests[0].url,
+            "http://127.0.0.1:9000/bucket?list-type=2&encoding-type=url&max-keys=1000&prefix=p%2F");
+  EXPECT_EQ(requests[1].url,
+            "http://127.0.0.1:9000/bucket?list-type=2&continuation-token=tok%2F1%2B%3D&"
+            "encoding-type=url&max-keys=1000&prefix=p%2F");
+  EXPECT_EQ(QueryParam(requests[2].url, "continuation-token"), "tok2");
+}
+
+TEST_F(S3StoreTest, ListWithDelimiterReturnsSortedPrefixes) {
+  auto store = Make(Config(), [](const RecordedRequest& r) -> Result<Response> {
+    EXPECT_EQ(QueryParam(r.url, "delimiter"), "/");
+    if (QueryParam(r.url, "continuation-token").empty()) {
+      return Reply(200, ListPage({"z.txt"}, {"b/", "a dir/"}, "t"));
+    }
+    return Reply(200, ListPage({"a.txt"}, {"c/"}, ""));
+  });
+  auto list = store->List("", /*recursive=*/false);
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  ASSERT_EQ(list->objects.size(), 2u);
+  EXPECT_EQ(list->objects[0].key, "a.txt");
+  EXPECT_EQ(list->objects[1].key, "z.txt");
+  EXPECT_EQ(list->prefixes, (std::vector<std::string>{"a dir/", "b/", "c/"}));
+}
+
+TEST_F(S3StoreTest, ListVirtualHostedAndRepeatedTokens) {
+  S3StoreConfig config = Config();
+  config.endpoint = AwsEndpoint("us-east-1");
+  config.list_url_encoding = false;
+  config.list_page_size = 2;
+  auto store = Make(config, [](const RecordedRequest&) -> Result<Response> {
+    return Reply(200, ListPage({"k"}, {}, "same"));
+  });
+  auto list = store->List("", true);
+  ASSERT_FALSE(list.ok());
+  EXPECT_EQ(list.status().code(), StatusCode::kDataLoss);
+  const auto requests = transport_->requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[0].url,
+            "https://bucket.s3.us-east-1.amazonaws.com/?list-type=2&max-keys=2&prefix=");
+}
+
+TEST_F(S3StoreTest, ListOfAMissingBucket) {
+  auto store = Make(Config(), [](const RecordedRequest&) -> Result<Response> {
+    return Reply(404,
+                 "<Error><Code>NoSuchBucket</Code><Message>The specified bucket does not "
+                 "exist</Message><BucketName>bucket</BucketName></Error>");
+  });
+  auto list = store->List("x/", true);
+  EXPECT_EQ(list.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(list.status().message().find("s3://bucket/x/: NoSuchBucket"), std::string::npos)
+      << list.status().message();
+}
+
+TEST_F(S3StoreTest, RemoveTreatsMissingAsDone) {
+  int status = 204;
+  auto store = Make(Config(), [&](const RecordedRequest&) -> Result<Response> {
+    return Reply(status, status == 403 ? "<Error><Code>AccessDenied</Code><Message>Access "
+                                         "Denied</Message></Error>"
+                                       : "");
+  });
+  ASSERT_TRUE(store->Remove("a/b").ok());
+  EXPECT_EQ(transport_->requests()[0].method, "DELETE");
+  EXPECT_EQ(transport_->requests()[0].url, "http://127.0.0.1:9000/bucket/a/b");
+  status = 404;
+  EXPECT_TRUE(store->Remove("a/b").ok());
+  status = 403;
+  Status s = store->Remove("a/b");
+  EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(s.message(), "s3://bucket/a/b: AccessDenied: Access Denied");
+}
+
+TEST_F(S3StoreTest, ErrorsNeverCarrySecrets) {
+  // The service echoes the request's signing details in SignatureDoesNotMatch; none of them may
+  // reach the Status, whatever the operation.
+  auto store = Make(SmallParts(Config()), [](const RecordedRequest& r) -> Result<Response> {
+    const std::string auth(r.headers.Get("Authorization").value_or(""));
+    return Reply(403, fmt::format("<Error><Code>SignatureDoesNotMatch</Code><Message>The request "
+                                  "signature we calculated does not match</Message>"
+                                  "<SignatureProvided>{}</SignatureProvided><CanonicalRequest>"
+                                  "x-amz-security-token:{}</CanonicalRequest></Error>",
+                                  auth, kToken));
+  });
+  std::vector<Status> errors;
+  errors.push_back(store->Head("k").status());
+  errors.push_back(store->Get("k").status());
+  errors.push_back(store->Put("k", "small"));
+  errors.push_back(store->Put("k", "large enough for parts"));
+  errors.push_back(store->List("", true).status());
+  errors.push_back(store->Remove("k"));
+  for (const Status& s : errors) {
+    EXPECT_EQ(s.code(), StatusCode::kUnauthenticated) << s.ToString();
+    EXPECT_TRUE(s.message().starts_with("s3://bucket/")) << s.message();
+    ExpectNoSecrets(s, transport_->requests());
+  }
+}
+
+TEST_F(S3StoreTest, AnonymousRequestsAreUnsignedAndSaySo) {
+  S3StoreConfig config = Config();
+  config.credentials = AwsCredentials{{}, {}, {}, "none found"};
+  auto store = Make(config, [](const RecordedRequest&) -> Result<Response> {
+    return Reply(403, "<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>");
+  });
+  Status s = store->Head("k").status();
+  EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(s.message().find("not signed"), std::string::npos) << s.message();
+  const auto requests = transport_->requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_FALSE(requests[0].headers.Get("Authorization"));
+  EXPECT_FALSE(requests[0].headers.Get("x-amz-date"));
+}
+
+TEST_F(S3StoreTest, UrlsAndKeys) {
+  auto store =
+      Make(Config(), [](const RecordedRequest&) -> Result<Response> { return Reply(200); });
+  EXPECT_EQ(store->scheme(), "s3");
+  EXPECT_FALSE(store->read_only());
+  EXPECT_EQ(store->ToUrl("a/b c#d?e"), "s3://bucket/a/b c#d?e");
+  EXPECT_EQ(store->Head("").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store->Put(std::string(1025, 'k'), "x").code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(transport_->requests().empty());
+}
+
+TEST(MakeS3StoreTest, RejectsBadConfigs) {
+  S3StoreConfig c;
+  EXPECT_EQ(MakeS3Store(c).status().code(), StatusCode::kInvalidArgument);
+  c.bucket = "b";
+  EXPECT_EQ(MakeS3Store(c).status().code(), StatusCode::kInvalidArgument);
+  c.endpoint = AwsEndpoint("us-east-1");
+  EXPECT_TRUE(MakeS3Store(c).ok());
+  c.part_size = 0;
+  EXPECT_EQ(MakeS3Store(c).status().code(), StatusCode::kInvalidArgument);
+}
+
+class OpenS3UrlTest : public ::testing::Test {
+ protected:
+  OpenS3UrlTest() {
+    env_.Set("HOME", home_);
+    env_.Set("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE");
+    env_.Set("AWS_SECRET_ACCESS_KEY", std::string(kSecret));
+    env_.Set("AWS_ENDPOINT_URL", "http://127.0.0.1:9000");
+    http::SetDefaultTransportForTesting(transport_);
+  }
+  ~OpenS3UrlTest() override { http::SetDefaultTransportForTesting(nullptr); }
+
+  std::string home_ = "/nonexistent-home-for-tests";
+  testing::ScopedEnv env_{testing::kStoreEnvironment};
+  std::shared_ptr<http::RecordingTransport> transport_ =
+      std::make_shared<http::RecordingTransport>([](const RecordedRequest&) -> Result<Response> {
+        return Reply(200, "", {{"Content-Length", "3"}});
+      });
+};
+
+TEST_F(OpenS3UrlTest, RegisteredAndCached) {
+  auto opened = OpenUrl("s3://my-bucket/dir/file.bin");
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  EXPECT_EQ(opened->key, "dir/file.bin");
+  EXPECT_EQ(opened->store->scheme(), "s3");
+  EXPECT_EQ(opened->store->ToUrl(opened->key), "s3://my-bucket/dir/file.bin");
+  ASSERT_TRUE(opened->store->Head(opened->key).ok());
+  ASSERT_EQ(transport_->requests().size(), 1u);
+  EXPECT_EQ(transport_->requests()[0].url, "http://127.0.0.1:9000/my-bucket/dir/file.bin");
+  EXPECT_TRUE(transport_->requests()[0].headers.Get("Authorization"));
+
+  // The same environment gives the same store; a changed one a new store.
+  auto again = OpenUrl("s3://my-bucket/other");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->store.get(), opened->store.get());
+  env_.Set("AWS_NO_SIGN_REQUEST", "true");
+  auto anonymous = OpenUrl("s3://my-bucket/other");
+  ASSERT_TRUE(anonymous.ok());
+  EXPECT_NE(anonymous->store.get(), opened->store.get());
+  ASSERT_TRUE(anonymous->store->Head("other").ok());
+  EXPECT_FALSE(transport_->requests().back().headers.Get("Authorization"));
+
+  EXPECT_NE(std::find(RegisteredSchemes().begin(), RegisteredSchemes().end(), "s3"),
+            RegisteredSchemes().end());
+}
+
+TEST_F(OpenS3UrlTest, BadUrlsAndBucketNames) {
+  EXPECT_EQ(OpenUrl("s3://").status().code(), StatusCode::kInvalidArgument);
+  // AWS itself has stricter bucket rules than custom endpoints.
+  EXPECT_TRUE(OpenUrl("s3://Legacy_Bucket/k").ok());
+  env_.Unset("AWS_ENDPOINT_URL");
+  Status s = OpenUrl("s3://Legacy_Bucket/k").status();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("Legacy_Bucket"), std::string::npos);
+  env_.Set("AWS_ACCESS_KEY_ID", "");
+  s = OpenUrl("s3://bucket/k").status();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);  // a secret without a key id
+  EXPECT_EQ(s.message().find(kSecret), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ferry::internal_s3
