@@ -1,0 +1,124 @@
+// ferry sync SRC DST [--delete] [--dry-run] [--jobs N]: make the DST folder hold what the SRC
+// folder holds. An object is copied unless DST already has it with the same size and - where
+// the two stores' etags are comparable (both plain MD5 hex) - the same etag, or else a
+// modification time no older than the source's. --delete removes DST objects absent from SRC.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+
+#include "base/human_size.h"
+#include "cli/command.h"
+#include "cli/progress.h"
+#include "cli/transfer.h"
+#include "ferry/storage/registry.h"
+
+namespace ferry::cli {
+namespace {
+
+struct SyncOptions {
+  std::string src;
+  std::string dst;
+  bool delete_extra = false;
+  bool dry_run = false;
+  bool quiet = false;
+  size_t jobs = 16;
+};
+
+bool IsMd5Hex(std::string_view etag) {
+  return etag.size() == 32 &&
+         etag.find_first_not_of("0123456789abcdefABCDEF") == std::string_view::npos;
+}
+
+bool AlreadyThere(const ObjectInfo& src, const ObjectInfo& dst) {
+  if (src.size != dst.size) return false;
+  if (IsMd5Hex(src.etag) && IsMd5Hex(dst.etag)) return src.etag == dst.etag;
+  if (src.mtime && dst.mtime) return *dst.mtime >= *src.mtime;
+  return true;
+}
+
+Result<int> RunSync(const SyncOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  FERRY_ASSIGN_OR_RETURN(StoreAndKey src, OpenUrl(o.src));
+  FERRY_ASSIGN_OR_RETURN(StoreAndKey dst, OpenUrl(o.dst));
+  if (dst.store->read_only()) {
+    return InvalidArgumentError(fmt::format("{}: cannot sync into a read-only store", o.dst));
+  }
+  const std::string src_prefix = FolderPrefix(src.key);
+  const std::string dst_prefix = FolderPrefix(dst.key);
+  FERRY_ASSIGN_OR_RETURN(ListResult src_list, src.store->List(src_prefix, true));
+  FERRY_ASSIGN_OR_RETURN(ListResult dst_list, dst.store->List(dst_prefix, true));
+  std::map<std::string, const ObjectInfo*> existing;  // relative key -> destination object
+  for (const auto& obj : dst_list.objects) existing[obj.key.substr(dst_prefix.size())] = &obj;
+
+  std::vector<CopyItem> items;
+  size_t unchanged = 0;
+  for (const auto& obj : src_list.objects) {
+    const std::string rel = obj.key.substr(src_prefix.size());
+    auto it = existing.find(rel);
+    if (it != existing.end()) {
+      const bool same = AlreadyThere(obj, *it->second);
+      existing.erase(it);
+      if (same) {
+        ++unchanged;
+        continue;
+      }
+    }
+    items.push_back({obj.key, dst_prefix + rel, obj.size});
+  }
+  std::vector<std::string> extra;  // destination keys with no source
+  if (o.delete_extra) {
+    for (const auto& [rel, obj] : existing) extra.push_back(obj->key);
+  }
+  if (o.dry_run) {
+    for (const auto& item : items) {
+      std::printf("copy %s -> %s\n", src.store->ToUrl(item.src_key).c_str(),
+                  dst.store->ToUrl(item.dst_key).c_str());
+    }
+    for (const auto& key : extra) std::printf("delete %s\n", dst.store->ToUrl(key).c_str());
+    std::printf("would copy %zu, delete %zu, leave %zu unchanged\n", items.size(), extra.size(),
+                unchanged);
+    return 0;
+  }
+  ProgressBar progress("sync", "objects", items.size(), !o.quiet);
+  CopyReport report = CopyAll(*src.store, *dst.store, items, o.jobs,
+                              [&](uint64_t n, uint64_t bytes) { progress.Update(n, bytes); });
+  progress.Finish();
+  size_t deleted = 0;
+  for (const auto& key : extra) {
+    if (Status s = dst.store->Remove(key); !s.ok()) {
+      report.failures.push_back({"", dst.store->ToUrl(key), s});
+    } else {
+      ++deleted;
+    }
+  }
+  for (const auto& f : report.failures) {
+    std::printf("FAILED %s%s%s: %s\n", f.src_url.c_str(), f.src_url.empty() ? "" : " -> ",
+                f.dst_url.c_str(), f.error.message().c_str());
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("copied %llu objects (%s), deleted %zu, %zu unchanged, in %.2f s\n",
+              static_cast<unsigned long long>(report.objects), FormatBytes(report.bytes).c_str(),
+              deleted, unchanged, seconds);
+  return report.failures.empty() ? 0 : 1;
+}
+
+}  // namespace
+
+Command AddSyncCommand(CLI::App& parent) {
+  auto o = std::make_shared<SyncOptions>();
+  CLI::App* app = parent.add_subcommand(
+      "sync", "Copy what is new or changed from the SRC folder to the DST folder");
+  app->add_option("src", o->src, "Source folder URL or path")->required();
+  app->add_option("dst", o->dst, "Destination folder URL or path")->required();
+  app->add_flag("--delete", o->delete_extra, "Remove destination objects absent from SRC");
+  app->add_option("-j,--jobs", o->jobs, "Objects copied at once")->capture_default_str();
+  app->add_flag("-n,--dry-run", o->dry_run, "Show what would be copied and deleted");
+  app->add_flag("-q,--quiet", o->quiet, "No progress display");
+  return {app, [o] { return RunSync(*o); }};
+}
+
+}  // namespace ferry::cli
