@@ -23,9 +23,10 @@ build-dev: deps
 	@cmake --preset dev >/dev/null
 	@cmake --build --preset dev -j$(JOBS)
 
-# Unit, compatibility and CLI tests under ASan+UBSan, then a short fixed-count fuzz run.
+# Unit, compatibility, CLI and integration tests (against loopback S3/Azure servers) under
+# ASan+UBSan, then a short fixed-count fuzz run.
 test: build-dev
-	@ctest --preset dev -j$(JOBS) --timeout 600
+	@./scripts/run-tests.sh dev
 	@$(MAKE) --no-print-directory fuzz-smoke
 
 fuzz-build: deps

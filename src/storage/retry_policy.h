@@ -17,6 +17,7 @@
 #include <thread>
 #include <type_traits>
 
+#include "base/log.h"
 #include "ferry/result.h"
 
 namespace ferry {
@@ -61,6 +62,7 @@ auto Retry(const RetryPolicy& policy, F&& attempt, std::stop_token stop = {})
       return status.WithContext(fmt::format("gave up after {} attempts in {:.1f} s", n,
                                             std::chrono::duration<double>(elapsed).count()));
     }
+    Log().info("retrying in {} ms after attempt {}: {}", wait.count(), n, status.ToString());
     // Sleep, waking early on a stop request.
     std::mutex mu;
     std::condition_variable_any cv;

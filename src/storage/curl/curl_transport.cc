@@ -3,6 +3,9 @@
 #include <curl/curl.h>
 #include <fmt/format.h>
 
+#include "base/log.h"
+
+#include <chrono>
 #include <cstdlib>
 #include <deque>
 #include <memory>
@@ -38,6 +41,7 @@ struct Transfer {
   curl_slist* header_list = nullptr;
   uint64_t upload_offset = 0;
   Status callback_error;  // first error raised inside a callback (sink or body source)
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   char error_buffer[CURL_ERROR_SIZE] = {};
 
   ~Transfer() {
@@ -234,6 +238,18 @@ class CurlTransport : public Transport {
       curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
       t->response.status = static_cast<int>(status);
       result = std::move(t->response);
+    }
+    if (Log().should_log(spdlog::level::debug)) {
+      curl_off_t down = 0, up = 0;
+      curl_easy_getinfo(t->easy, CURLINFO_SIZE_DOWNLOAD_T, &down);
+      curl_easy_getinfo(t->easy, CURLINFO_SIZE_UPLOAD_T, &up);
+      const double ms = std::chrono::duration<double, std::milli>(
+                            std::chrono::steady_clock::now() - t->started)
+                            .count();
+      Log().debug("{} {} -> {} ({} bytes down, {} up, {:.1f} ms)", t->request.method,
+                  RedactUrl(t->request.url),
+                  result ? std::to_string(result->status) : result.error().ToString(), down, up,
+                  ms);
     }
     Completion done = std::move(t->done);
     t.reset();  // release the handle before user code runs

@@ -5,7 +5,8 @@
 // not yet delivered (Range: bytes=<next>-<end>), pinned with If-Match to the etag of the first
 // response, so the sink sees every byte exactly once and a replaced object is an error
 // (kFailedPrecondition), never a splice of two versions. A response that ends early without an
-// error is treated like a break.
+// error is treated like a break. A server that sends more than the range (a wider 206, or a
+// 200 with the whole object when the range starts at 0) has the excess cut off.
 //
 // The store supplies how to build (and sign) a request for a given range, and how to turn an
 // error response into a Status (its XML error codes); everything else is common.
@@ -55,6 +56,9 @@ Status StatusFromHttp(int status, std::string_view url, std::string_view detail)
 
 /// "bytes a-b/total" -> total (nullopt when absent or "*").
 std::optional<uint64_t> TotalFromContentRange(std::string_view content_range);
+
+/// "bytes a-b/total" -> a.
+std::optional<uint64_t> StartFromContentRange(std::string_view content_range);
 
 /// `"abc"` -> `abc`; W/"abc" -> abc.
 std::string UnquoteEtag(std::string_view etag);

@@ -22,6 +22,7 @@ class FakeServer {
   size_t cut_bytes = 0;
   std::string etag = "v1";
   bool ignore_range = false;
+  bool widen_to_end = false;  // answer every range up to the end of the object (s3rver's "0-0")
 
   Result<Response> operator()(const RecordedRequest& r) {
     Response response;
@@ -35,7 +36,9 @@ class FakeServer {
       std::string spec(range->substr(6));  // "bytes="
       const size_t dash = spec.find('-');
       begin = std::stoul(spec.substr(0, dash));
-      if (dash + 1 < spec.size()) end = std::min(end, std::stoul(spec.substr(dash + 1)) + 1);
+      if (dash + 1 < spec.size() && !widen_to_end) {
+        end = std::min(end, std::stoul(spec.substr(dash + 1)) + 1);
+      }
       response.status = 206;
       response.headers.Add("Content-Range",
                            fmt::format("bytes {}-{}/{}", begin, end - 1, kObject.size()));
@@ -216,6 +219,33 @@ TEST(ResumableGet, ErrorsGoThroughTheStoreMapping) {
   EXPECT_EQ(info.error().code(), StatusCode::kNotFound);
   EXPECT_TRUE(out.bytes.empty());
   EXPECT_EQ(transport.requests().size(), 1u);  // not retried
+}
+
+TEST(ResumableGet, ExtraBytesFromAServerThatWidensTheRangeAreCutOff) {
+  FakeServer server;
+  server.widen_to_end = true;
+  RecordingTransport transport(std::ref(server));
+  Collected out;
+  ASSERT_TRUE(ResumableGet(transport, Options(), ByteRange{0, 1}, out.sink()).has_value());
+  EXPECT_EQ(out.bytes, "0");
+  Collected mid;
+  ASSERT_TRUE(ResumableGet(transport, Options(), ByteRange{4, 3}, mid.sink()).has_value());
+  EXPECT_EQ(mid.bytes, "456");
+}
+
+TEST(ResumableGet, AWholeObjectAnswerServesARangeThatStartsAtZero) {
+  FakeServer server;
+  server.ignore_range = true;
+  RecordingTransport transport(std::ref(server));
+  Collected out;
+  auto info = ResumableGet(transport, Options(), ByteRange{0, 5}, out.sink());
+  ASSERT_TRUE(info.has_value()) << info.status().ToString();
+  EXPECT_EQ(out.bytes, "01234");
+  Collected mid;
+  auto bad = ResumableGet(transport, Options(), ByteRange{3, 5}, mid.sink());
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().code(), StatusCode::kDataLoss);
+  EXPECT_TRUE(mid.bytes.empty());
 }
 
 TEST(ResumableGet, AServerIgnoringRangeOnAResumeIsDataLoss) {
