@@ -21,12 +21,12 @@ work=${FERRY_BENCH_DIR:-build/bench}
 out_root=${FERRY_BENCH_OUT:-$work}  # where outputs go; e.g. /dev/shm takes the disk out of it
 src=$work/images-$images
 mkdir -p "$work" "$out_root"
-if [ ! -f "$src/.complete" ]; then
+if [ ! -f "$src.complete" ]; then
   rm -rf "$src"
   "$bin/bench/data/ferry-make-images" "$src" --count "$images" --classes 1000 --seed 7
-  touch "$src/.complete"
+  touch "$src.complete"
 fi
-bytes=$(du -sb --exclude=.complete "$src" | cut -f1)
+bytes=$(du -sb "$src" | cut -f1)
 find "$src" -type f -exec cat {} + > /dev/null  # warm the page cache
 
 now() { date +%s.%N; }

@@ -291,3 +291,38 @@ TEST(Cli, DebugLogsAndErrorsNeverShowSecrets) {
 
 }  // namespace
 }  // namespace ferry::testing
+
+namespace ferry::testing {
+namespace {
+
+// http(s):// URLs read through the same GET loop; s3rver serves objects to plain GETs.
+TEST(HttpStore, ReadsObjectsAndRangesFromAPlainHttpServer) {
+  UseS3Server("S3RVER");
+  const std::string bucket = ServerEnv("S3RVER_BUCKET");
+  const std::string key = "http/" + RunId() + ".bin";
+  const std::string data = TestBytes(300000, 8);
+  auto s3 = OpenUrl(fmt::format("s3://{}/{}", bucket, key));
+  ASSERT_TRUE(s3.has_value());
+  ASSERT_TRUE(s3->store->Put(s3->key, data).ok());
+
+  const std::string url = fmt::format("{}/{}/{}", ServerEnv("S3RVER_ENDPOINT"), bucket, key);
+  auto opened = OpenUrl(url);
+  ASSERT_TRUE(opened.has_value()) << opened.status().ToString();
+  auto& store = *opened->store;
+  EXPECT_TRUE(store.read_only());
+  EXPECT_EQ(store.ToUrl(opened->key), url);
+  auto info = store.Head(opened->key);
+  ASSERT_TRUE(info.has_value()) << info.status().ToString();
+  EXPECT_EQ(info->size, data.size());
+  EXPECT_FALSE(info->etag.empty());
+  EXPECT_TRUE(store.Get(opened->key).value_or("") == data);
+  EXPECT_EQ(store.GetRange(opened->key, 1000, 10).value_or(""), data.substr(1000, 10));
+  auto missing = store.Get(opened->key + ".missing");
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_EQ(missing.error().code(), StatusCode::kNotFound);
+  EXPECT_EQ(store.Put(opened->key, "no").code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(store.List("", true).status().code(), StatusCode::kUnimplemented);
+}
+
+}  // namespace
+}  // namespace ferry::testing
