@@ -50,9 +50,9 @@ int Main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "ferry 0.1.0");
   std::vector<Command> commands = {
-      AddConvertCommand(app), AddInspectCommand(app),    AddVerifyCommand(app),
-      AddCatCommand(app),     AddMergeIndexCommand(app), AddLsCommand(app),
-      AddStatCommand(app),    AddCpCommand(app),         AddSyncCommand(app)};
+      AddConvertCommand(app),    AddInspectCommand(app), AddVerifyCommand(app), AddCatCommand(app),
+      AddMergeIndexCommand(app), AddLsCommand(app),      AddStatCommand(app),   AddCpCommand(app),
+      AddSyncCommand(app),       AddStreamCommand(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -135,4 +135,33 @@ Result<std::vector<std::string_view>> MdsShardReader::Fields(uint32_t i) const {
   return fields;
 }
 
+Status SplitRecord(const ShardConfig& config, std::string_view record,
+                   std::span<std::string_view> fields) {
+  size_t variable = 0;
+  for (const auto& size : config.column_sizes) variable += size ? 0 : 1;
+  if (fields.size() != config.column_sizes.size() || record.size() < 4 * variable) {
+    return DataLossError(fmt::format("record of {} bytes is too short for its {} size entries",
+                                     record.size(), variable));
+  }
+  uint64_t pos = 4 * variable;
+  size_t slot = 0;
+  for (size_t c = 0; c < fields.size(); ++c) {
+    const auto& fixed = config.column_sizes[c];
+    const uint64_t len = fixed ? *fixed : LoadU32LE(record.data() + 4 * slot++);
+    if (len > record.size() - pos) {
+      return DataLossError(fmt::format("column '{}' claims {} bytes but only {} remain in its "
+                                       "{}-byte record",
+                                       config.column_names[c], len, record.size() - pos,
+                                       record.size()));
+    }
+    fields[c] = record.substr(pos, len);
+    pos += len;
+  }
+  if (pos != record.size()) {
+    return DataLossError(fmt::format("record has {} bytes after its last column",
+                                     record.size() - pos));
+  }
+  return Status::Ok();
+}
+
 }  // namespace ferry

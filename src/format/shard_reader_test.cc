@@ -399,3 +399,26 @@ TEST(MdsShardReaderCorrupt, EveryByteFlipIsSafe) {
 
 }  // namespace
 }  // namespace ferry
+
+namespace ferry {
+namespace {
+
+TEST(SplitRecord, SplitsLikeTheReaderAndRejectsBadTables) {
+  ShardConfig config;
+  config.column_names = {"id", "text"};
+  config.column_encodings = {ColumnEncoding::Parse("int").value(),
+                             ColumnEncoding::Parse("str").value()};
+  config.column_sizes = {8, std::nullopt};
+  // Record 0 of the spec's worked example: u32 2, i64 5, "hi".
+  const std::string record("\x02\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00hi", 14);
+  std::string_view fields[2];
+  ASSERT_TRUE(SplitRecord(config, record, fields).ok());
+  EXPECT_EQ(fields[0].size(), 8u);
+  EXPECT_EQ(fields[1], "hi");
+  EXPECT_EQ(SplitRecord(config, record.substr(0, 13), fields).code(), StatusCode::kDataLoss);
+  EXPECT_EQ(SplitRecord(config, record + "x", fields).code(), StatusCode::kDataLoss);
+  EXPECT_EQ(SplitRecord(config, record.substr(0, 3), fields).code(), StatusCode::kDataLoss);
+}
+
+}  // namespace
+}  // namespace ferry

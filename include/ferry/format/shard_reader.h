@@ -29,6 +29,12 @@
 
 namespace ferry {
 
+/// Splits one stored record into one payload view per column of `config` (views into `record`).
+/// kDataLoss when the record's size table does not match its length. For records read without
+/// their shard (ranged reads); MdsShardReader::ReadFields does the same for mapped shards.
+Status SplitRecord(const ShardConfig& config, std::string_view record,
+                   std::span<std::string_view> fields);
+
 class MdsShardReader {
  public:
   /// Maps and validates the raw shard at `path` against its index entry.

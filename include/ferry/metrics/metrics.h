@@ -1,0 +1,51 @@
+// Metrics: what happened, cheaply. Each component declares counters and gauges under a
+// hierarchical name ("/ferry/cache/hits") in the process-wide registry and bumps them with
+// relaxed atomics; Snapshot() reads them all as JSON (for `ferry stream --json`, `ferry stats`
+// and the Python layer's dict).
+//
+// Counter: only goes up (bytes fetched, requests, evictions). Gauge: goes up and down (bytes in
+// flight, the chosen window). Durations are counters of nanoseconds ("/ferry/stream/wait_ns").
+//
+// Thread-safety: everything here may be used from any thread. Metric objects live as long as the
+// process (the registry never forgets them), so references may be kept.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+namespace ferry::metrics {
+
+class Counter {
+ public:
+  void Add(uint64_t n = 1) { value_.fetch_add(n, std::memory_order_relaxed); }
+  uint64_t value() const { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> value_{0};
+};
+
+class Gauge {
+ public:
+  void Set(int64_t v) { value_.store(v, std::memory_order_relaxed); }
+  void Add(int64_t d) { value_.fetch_add(d, std::memory_order_relaxed); }
+  int64_t value() const { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<int64_t> value_{0};
+};
+
+/// The counter or gauge registered under `name`, created on first use. A name is either a
+/// counter or a gauge for the life of the process.
+Counter& GetCounter(std::string_view name);
+Gauge& GetGauge(std::string_view name);
+
+/// Every metric's current value, by name.
+std::map<std::string, int64_t> Values();
+
+/// Values() as one JSON object: {"/ferry/cache/hits": 12, ...}.
+std::string SnapshotJson();
+
+}  // namespace ferry::metrics

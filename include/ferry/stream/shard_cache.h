@@ -1,0 +1,122 @@
+// ShardCache: the node-local cache folder of one MDS dataset (one stream), shared by every
+// process on the node and by concurrent jobs.
+//
+// Layout: the cache folder mirrors the remote: <local>/index.json and the shard files under their
+// index basenames; ferry's bookkeeping lives in <local>/.ferry/ (lock files only - no state that a
+// crash could leave stale).
+//
+// Acquire(k) makes shard k's raw file local and pins it:
+//   1. take a shared lock on the shard's use-lock (pins it: eviction needs the exclusive lock);
+//   2. if the raw file is there, done (a cache hit);
+//   3. else take the shard's download lock (exclusive; other processes wanting the shard wait on
+//      it, so each shard is downloaded once however many ask), look again, and download: to a
+//      temporary name in the cache folder, in parallel ranged parts when large; decompress if the
+//      remote holds only the compressed file (`keep_zip` keeps the compressed file too); check
+//      `validate_hash` if set (a mismatch deletes the file and downloads once more, then fails
+//      with kDataLoss naming the shard); rename into place; release the download lock.
+// Locks are flock()s on files under .ferry/locks: they vanish with the process that held them, so
+// a crash never leaves a shard locked, and a temporary file left by a killed download is never
+// mistaken for a shard (only a rename publishes one; the next downloader removes leftovers).
+//
+// cache_limit bounds the bytes of shard files in the folder across all processes. Before a
+// download, shards that nobody has pinned are evicted until the new one fits: those this process
+// will need furthest in the future first (SetUpcoming), then least recently used (by the time
+// each was last acquired, kept in the lock file's mtime). A pinned shard is never evicted. Slack:
+// room is made for each download at its peak (both files while a compressed shard is
+// decompressed), but downloads in flight elsewhere are not counted, so N concurrent downloads
+// may exceed the limit by up to N - 1 times the largest shard (counted twice when compressed);
+// and when the pinned shards leave no room, the download goes ahead anyway (logged) rather than
+// wait. docs/streaming.md states it.
+//
+// Without a remote (a dataset that is already local) shards are read in place and nothing is
+// ever evicted or deleted.
+//
+// Thread-safety: all methods may be called from any thread; ShardHandle unpins on destruction.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ferry/format/index.h"
+#include "ferry/result.h"
+#include "ferry/storage/object_store.h"
+
+namespace ferry {
+
+struct ShardCacheOptions {
+  std::filesystem::path local;               // the cache folder (created if missing)
+  std::optional<uint64_t> cache_limit;       // bytes of shard files; nullopt = no limit
+  bool keep_zip = false;                     // keep compressed files after decompressing
+  std::optional<std::string> validate_hash;  // e.g. "xxh64": check downloads against the index
+  /// Shards at least this big are fetched as `download_parts` ranged parts at once.
+  uint64_t parallel_part_threshold = uint64_t{32} << 20;
+  uint32_t download_parts = 8;
+};
+
+/// A pinned, complete, local raw shard. Movable; unpins when destroyed.
+class ShardHandle {
+ public:
+  ShardHandle() = default;
+  ShardHandle(ShardHandle&&) noexcept;
+  ShardHandle& operator=(ShardHandle&&) noexcept;
+  ~ShardHandle();
+
+  size_t shard() const { return shard_; }
+  const std::filesystem::path& path() const { return path_; }
+  /// True when this Acquire found the shard already local.
+  bool was_cached() const { return was_cached_; }
+
+ private:
+  friend class ShardCache;
+  size_t shard_ = 0;
+  std::filesystem::path path_;
+  int pin_fd_ = -1;  // holds the shared use-lock
+  // The process that took the pin. A fork()ed child (a torch DataLoader worker) inherits the
+  // descriptor, and the lock belongs to the shared open file: only the owner may release it, or
+  // a child dropping its copy would unpin the parent's shard.
+  int pin_pid_ = 0;
+  bool was_cached_ = false;
+};
+
+class ShardCache {
+ public:
+  /// `remote` is where the dataset lives (store + prefix of its index folder), or nullptr when
+  /// the dataset is local already (then `options.local` is that folder).
+  static Result<std::unique_ptr<ShardCache>> Open(std::shared_ptr<ObjectStore> remote,
+                                                  std::string remote_prefix, Index index,
+                                                  ShardCacheOptions options);
+  virtual ~ShardCache() = default;
+
+  virtual const Index& index() const = 0;
+
+  /// Makes shard `k` local and pins it (see the file comment). Blocks until it is.
+  virtual Result<ShardHandle> Acquire(size_t k) = 0;
+
+  /// True when shard `k`'s raw file is in the cache now (no download needed).
+  virtual bool IsLocal(size_t k) const = 0;
+
+  /// The shards this process will read next, soonest first: eviction keeps them longest.
+  virtual void SetUpcoming(std::vector<size_t> shards) = 0;
+
+  /// Bytes of shard files in the cache folder now.
+  virtual uint64_t DiskUsage() const = 0;
+
+ protected:
+  ShardCache() = default;
+  /// For implementations (ShardHandle's fields are private to ShardCache, and friendship is not
+  /// inherited): a handle of shard `shard` at `path` that owns `pin_fd`, a descriptor holding the
+  /// shared use-lock (or -1 when nothing needs pinning).
+  static ShardHandle MakeHandle(size_t shard, std::filesystem::path path, int pin_fd,
+                                bool was_cached);
+};
+
+/// Fetches `index.json` of a remote dataset into `local` once (later calls read the local copy;
+/// `refresh` fetches again) and parses it. Without a remote, reads `local`/index.json.
+Result<Index> LoadIndex(ObjectStore* remote, const std::string& remote_prefix,
+                        const std::filesystem::path& local, bool refresh = false);
+
+}  // namespace ferry

@@ -1,0 +1,127 @@
+// StreamingDataset: one or more MDS datasets (streams), each remote or local, read through a
+// shared local cache in the order of an EpochPlan, with shards fetched ahead of use.
+//
+//   StreamingOptions options;
+//   options.streams = {{.remote = "s3://bucket/data", .local = "/tmp/cache/data"}};
+//   options.order.shuffle = true;
+//   auto ds = StreamingDataset::Open(options).value();
+//   auto it = ds->Iterate({.world = {}, .worker = {}, .epoch = 0}).value();
+//   while (auto sample = it->Next().value()) { ... sample->fields[c] ... }
+//
+// Streams are mixed per epoch as Mosaic Streaming does: each stream contributes `choose` samples
+// (or `proportion` x epoch_size, or `repeat` x its size; by default all of its samples); a
+// stream chosen below its size contributes a random subset (re-drawn every epoch with
+// sampling_method "balanced", the same every epoch with "fixed"), above its size whole copies
+// plus a subset. Chosen samples keep their shard grouping, so the order stays shard-local.
+//
+// Iteration: a worker's iterator walks its EpochPlan cursor; a prefetch scheduler (one thread
+// per iterator) looks `predownload` samples ahead and makes their shards local with
+// `download_concurrency` downloads at once and at most `max_bytes_in_flight` bytes being
+// fetched, pinning each shard until the iterator is past its last upcoming use. With
+// predownload/concurrency "auto" (nullopt) it sizes the window from the bandwidth and round-trip
+// time it measures (bytes in flight ~ bandwidth x RTT x 2) and reports what it chose in metrics.
+// At the cold start, before any shard is local, samples of raw (uncompressed) shards are read
+// with ranged GETs while the shards download, so the first sample arrives after the index and
+// two small requests, not after a whole shard.
+//
+// Thread-safety: StreamingDataset is shared by any number of iterators and threads; one
+// SampleIterator is used by one thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ferry/format/index.h"
+#include "ferry/format/shard_reader.h"
+#include "ferry/result.h"
+#include "ferry/stream/epoch_plan.h"
+
+namespace ferry {
+
+struct StreamSpec {
+  std::string remote;  // any store URL; empty: the dataset is already in `local` (read in place)
+  std::string local;   // the cache folder (or, without remote, the dataset folder)
+  std::string split;   // sub-folder of both
+  std::optional<double> proportion;  // of epoch_size
+  std::optional<double> repeat;      // copies of this stream per epoch
+  std::optional<uint64_t> choose;    // samples of this stream per epoch
+};
+
+enum class SamplingMethod { kBalanced, kFixed };
+
+struct StreamingOptions {
+  std::vector<StreamSpec> streams;
+  OrderOptions order;
+  std::optional<uint64_t> epoch_size;  // samples per epoch over all streams
+  SamplingMethod sampling_method = SamplingMethod::kBalanced;
+  std::optional<uint64_t> predownload;           // samples ahead per worker; nullopt: auto
+  std::optional<uint32_t> download_concurrency;  // shards fetched at once; nullopt: auto
+  uint64_t max_bytes_in_flight = uint64_t{1} << 30;
+  std::optional<uint64_t> cache_limit;  // bytes per stream cache folder
+  bool keep_zip = false;
+  std::optional<std::string> validate_hash;
+  bool allow_unsafe_types = false;
+  /// Ranged reads of samples of raw shards still downloading (not with validate_hash, which
+  /// needs the whole shard first).
+  bool read_before_download = true;
+};
+
+/// One sample: payload views per column, valid while the Sample (which holds its shard) lives.
+struct Sample {
+  uint64_t id = 0;      // index in the concatenation of all streams' samples
+  uint32_t stream = 0;  // which stream it came from
+  std::vector<std::string_view> fields;
+  const ShardConfig* config = nullptr;  // column names and encodings
+  std::shared_ptr<const void> owner;    // keeps the bytes behind `fields` alive
+};
+
+struct IterateOptions {
+  WorldShape world;
+  WorkerId worker;
+  uint64_t epoch = 0;
+  /// Global samples the world already read this epoch (resumption; see EpochPlan::Create).
+  uint64_t resume_from = 0;
+};
+
+class SampleIterator {
+ public:
+  virtual ~SampleIterator() = default;
+  /// The next sample, nullopt at the end of the epoch, or the error that stopped it (a shard
+  /// that cannot be fetched or is corrupt: the message names it).
+  virtual Result<std::optional<Sample>> Next() = 0;
+  /// Samples this worker still has in the epoch.
+  virtual uint64_t remaining() const = 0;
+};
+
+class StreamingDataset {
+ public:
+  /// Fetches (or reads) every stream's index.json, checks the options and the streams' columns.
+  static Result<std::shared_ptr<StreamingDataset>> Open(StreamingOptions options);
+  virtual ~StreamingDataset() = default;
+
+  /// Samples over all streams (before mixing).
+  virtual uint64_t num_samples() const = 0;
+  /// Samples of one epoch after mixing (before padding to whole world batches).
+  virtual uint64_t epoch_samples() const = 0;
+  virtual const std::vector<Index>& indexes() const = 0;
+  virtual const StreamingOptions& options() const = 0;
+
+  /// Random access: sample `id` (over the concatenated streams), fetching its shard if needed.
+  virtual Result<Sample> Get(uint64_t id) = 0;
+
+  /// The plan of one epoch for `world` (the same for every worker).
+  virtual Result<std::shared_ptr<const EpochPlan>> Plan(const WorldShape& world, uint64_t epoch,
+                                                        uint64_t resume_from = 0) = 0;
+
+  /// An iterator over one worker's samples of one epoch, with prefetching.
+  virtual Result<std::unique_ptr<SampleIterator>> Iterate(const IterateOptions& options) = 0;
+
+ protected:
+  StreamingDataset() = default;
+};
+
+}  // namespace ferry

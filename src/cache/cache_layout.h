@@ -1,0 +1,68 @@
+// CacheLayout: where everything lives in a cache folder.
+//
+//   <root>/index.json                   the dataset's index (LoadIndex)
+//   <root>/<basename>                   shard files (raw and compressed), as index.json names them
+//   <root>/<basename>.ferry-tmp         the one temporary of a shard file being written
+//   <root>/.ferry/locks/<name>.use      shared by every pin of a shard; eviction takes it exclusive
+//   <root>/.ferry/locks/<name>.dl       the shard's download lock
+//   <root>/.ferry/locks/cache.lock      serializes eviction across processes
+//
+// A shard file has exactly one temporary name, and only the holder of the shard's download lock
+// writes it: whoever takes the lock next knows that a file under that name is the leftover of a
+// killed download and removes it, without listing folders or guessing whether its writer lives.
+//
+// Lock files are flat under .ferry/locks, named after the shard's raw basename, which in a
+// merged dataset holds '/' ("part_a/shard.00000.mds"): LockName escapes it reversibly, and names
+// too long for one path component keep a readable prefix plus a hash of the whole basename.
+//
+// Thread-safety: an immutable value.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "ferry/result.h"
+
+namespace ferry::internal_cache {
+
+/// The folder (first component) that ferry reserves inside a cache folder.
+inline constexpr std::string_view kBookkeepingFolder = ".ferry";
+/// Appended to a shard file's name for its temporary.
+inline constexpr std::string_view kTemporarySuffix = ".ferry-tmp";
+
+/// A file name (one path component, at most 255 bytes) that identifies `basename`: '%', '/' and
+/// '~' are escaped as %25, %2F and %7E; longer results become a prefix, '~' and the basename's
+/// xxh64.
+std::string LockName(std::string_view basename);
+
+/// kInvalidArgument for a basename that would collide with ferry's own files: one inside
+/// .ferry/ or one that ends like a temporary.
+Status CheckBasenameIsNotReserved(std::string_view basename);
+
+class CacheLayout {
+ public:
+  explicit CacheLayout(std::filesystem::path root) : root_(std::move(root)) {}
+
+  const std::filesystem::path& root() const { return root_; }
+  std::filesystem::path IndexPath() const { return root_ / "index.json"; }
+  /// A shard file (raw or compressed) under its index basename.
+  std::filesystem::path FilePath(std::string_view basename) const;
+  /// The one temporary name of FilePath(basename), in the same folder (rename stays atomic).
+  std::filesystem::path TemporaryPath(std::string_view basename) const;
+
+  std::filesystem::path LocksDir() const;
+  /// Pins of the shard whose raw basename is `basename` (shared), eviction (exclusive). Its mtime
+  /// is the shard's last use.
+  std::filesystem::path UseLockPath(std::string_view basename) const;
+  std::filesystem::path DownloadLockPath(std::string_view basename) const;
+  std::filesystem::path CacheLockPath() const;
+
+  /// Creates .ferry/locks (and the root) if missing.
+  Status CreateLocksDir() const;
+
+ private:
+  std::filesystem::path root_;
+};
+
+}  // namespace ferry::internal_cache

@@ -1,0 +1,19 @@
+#include "cache/cache_metrics.h"
+
+namespace ferry::internal_cache {
+
+CacheMetrics& CacheMetrics::Get() {
+  static CacheMetrics* const instance = new CacheMetrics{
+      .hits = metrics::GetCounter("/ferry/cache/hits"),
+      .misses = metrics::GetCounter("/ferry/cache/misses"),
+      .downloads = metrics::GetCounter("/ferry/cache/downloads"),
+      .downloaded_bytes = metrics::GetCounter("/ferry/cache/downloaded_bytes"),
+      .wait_ns = metrics::GetCounter("/ferry/cache/wait_ns"),
+      .evictions = metrics::GetCounter("/ferry/cache/evictions"),
+      .evicted_bytes = metrics::GetCounter("/ferry/cache/evicted_bytes"),
+      .hash_failures = metrics::GetCounter("/ferry/cache/hash_failures"),
+  };
+  return *instance;
+}
+
+}  // namespace ferry::internal_cache

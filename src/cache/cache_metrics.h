@@ -1,0 +1,33 @@
+// The cache layer's counters, registered under /ferry/cache/ in the process-wide registry.
+//
+//   hits             Acquires that found the raw shard already local
+//   misses           Acquires that had to wait for a download (theirs or another process's)
+//   downloads        shard files fetched from the remote (a refetch after a bad hash counts)
+//   downloaded_bytes bytes received from the remote into shard temporaries
+//   wait_ns          time Acquire spent on misses: waiting for the download lock and downloading
+//   evictions        shard files deleted to stay within cache_limit (raw and zip count once)
+//   evicted_bytes    bytes those evictions freed
+//   hash_failures    downloaded or local compressed files whose validate_hash digest mismatched
+//
+// Thread-safety: counters are relaxed atomics; the struct lives as long as the process.
+#pragma once
+
+#include "ferry/metrics/metrics.h"
+
+namespace ferry::internal_cache {
+
+struct CacheMetrics {
+  metrics::Counter& hits;
+  metrics::Counter& misses;
+  metrics::Counter& downloads;
+  metrics::Counter& downloaded_bytes;
+  metrics::Counter& wait_ns;
+  metrics::Counter& evictions;
+  metrics::Counter& evicted_bytes;
+  metrics::Counter& hash_failures;
+
+  /// The process-wide instance (registered on first use).
+  static CacheMetrics& Get();
+};
+
+}  // namespace ferry::internal_cache

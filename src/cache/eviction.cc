@@ -1,0 +1,143 @@
+#include "cache/eviction.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <ctime>
+
+#include "base/file_util.h"
+#include "base/log.h"
+#include "cache/cache_metrics.h"
+#include "cache/file_lock.h"
+
+namespace ferry::internal_cache {
+namespace {
+
+struct FileState {
+  bool exists = false;
+  uint64_t bytes = 0;
+  int64_t mtime_ns = 0;
+};
+
+FileState StatFile(const std::filesystem::path& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
+  return {.exists = true,
+          .bytes = static_cast<uint64_t>(st.st_size),
+          .mtime_ns = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec};
+}
+
+// Deletes one shard file; returns the bytes freed (0 when it was not there or would not go).
+uint64_t RemoveFile(const std::filesystem::path& path) {
+  const FileState state = StatFile(path);
+  if (!state.exists) return 0;
+  if (::unlink(path.c_str()) != 0) {
+    if (errno != ENOENT) {
+      Log().warn("cache: cannot evict {}", ErrnoToStatus(errno, "unlink", path).message());
+    }
+    return 0;
+  }
+  return state.bytes;
+}
+
+}  // namespace
+
+std::vector<size_t> UpcomingPositions(std::span<const size_t> upcoming, size_t num_shards) {
+  std::vector<size_t> position(num_shards, kNotUpcoming);
+  for (size_t i = 0; i < upcoming.size(); ++i) {
+    const size_t shard = upcoming[i];
+    if (shard < num_shards && position[shard] == kNotUpcoming) position[shard] = i;
+  }
+  return position;
+}
+
+void OrderVictims(std::vector<EvictionCandidate>& candidates,
+                  std::span<const size_t> upcoming_position) {
+  auto position = [&](size_t shard) {
+    return shard < upcoming_position.size() ? upcoming_position[shard] : kNotUpcoming;
+  };
+  std::sort(candidates.begin(), candidates.end(),
+            [&](const EvictionCandidate& a, const EvictionCandidate& b) {
+              const size_t pa = position(a.shard);
+              const size_t pb = position(b.shard);
+              if (pa != pb) return pa > pb;  // kNotUpcoming is the largest: never needed first
+              if (a.last_use_ns != b.last_use_ns) return a.last_use_ns < b.last_use_ns;
+              return a.shard < b.shard;
+            });
+}
+
+Status StampLastUse(int fd) {
+  struct timespec times[2];
+  times[0].tv_sec = 0;
+  times[0].tv_nsec = UTIME_OMIT;
+  // The kernel's own "now" (UTIME_NOW) is only as fine as its timer tick (milliseconds): shards
+  // acquired in one tick would tie. An explicit time keeps nanoseconds but needs ownership.
+  if (::clock_gettime(CLOCK_REALTIME, &times[1]) == 0 && ::futimens(fd, times) == 0) {
+    return Status::Ok();
+  }
+  if (::futimens(fd, nullptr) == 0) return Status::Ok();
+  return ErrnoToStatus(errno, "set mtime of", "use-lock file");
+}
+
+uint64_t MeasureDiskUsage(const CacheLayout& layout, const Index& index) {
+  uint64_t used = 0;
+  for (const ShardEntry& shard : index.shards) {
+    used += StatFile(layout.FilePath(shard.raw_data.basename)).bytes;
+    if (shard.zip_data) used += StatFile(layout.FilePath(shard.zip_data->basename)).bytes;
+  }
+  return used;
+}
+
+Result<RoomResult> MakeRoom(const CacheLayout& layout, const Index& index,
+                            std::span<const size_t> upcoming_position, const RoomRequest& request) {
+  FERRY_ASSIGN_OR_RETURN(FileLock cache_lock,
+                         FileLock::Lock(layout.CacheLockPath(), LockMode::kExclusive));
+  RoomResult result;
+  uint64_t used = 0;
+  std::vector<EvictionCandidate> candidates;
+  for (size_t i = 0; i < index.shards.size(); ++i) {
+    const ShardEntry& shard = index.shards[i];
+    const FileState raw = StatFile(layout.FilePath(shard.raw_data.basename));
+    const FileState zip =
+        shard.zip_data ? StatFile(layout.FilePath(shard.zip_data->basename)) : FileState{};
+    if (!raw.exists && !zip.exists) continue;
+    used += raw.bytes + zip.bytes;
+    if (i == request.for_shard) continue;
+    // A shard put there without ferry (or whose lock files were cleared) has no stamp yet: its
+    // files' mtime is the best guess of its last use.
+    const FileState stamp = StatFile(layout.UseLockPath(shard.raw_data.basename));
+    candidates.push_back(
+        {.shard = i,
+         .last_use_ns = stamp.exists ? stamp.mtime_ns : std::max(raw.mtime_ns, zip.mtime_ns)});
+  }
+  result.used_before = used;
+  if (used + request.needed > request.limit) {
+    OrderVictims(candidates, upcoming_position);
+    CacheMetrics& metrics = CacheMetrics::Get();
+    for (const EvictionCandidate& candidate : candidates) {
+      if (used + request.needed <= request.limit) break;
+      const ShardEntry& shard = index.shards[candidate.shard];
+      FERRY_ASSIGN_OR_RETURN(
+          std::optional<FileLock> exclusive,
+          FileLock::TryLock(layout.UseLockPath(shard.raw_data.basename), LockMode::kExclusive));
+      if (!exclusive) continue;  // pinned by some process
+      uint64_t freed = RemoveFile(layout.FilePath(shard.raw_data.basename));
+      if (shard.zip_data) freed += RemoveFile(layout.FilePath(shard.zip_data->basename));
+      if (freed == 0) continue;
+      used -= std::min(used, freed);
+      ++result.evicted_shards;
+      result.evicted_bytes += freed;
+      metrics.evictions.Add();
+      metrics.evicted_bytes.Add(freed);
+      Log().debug("cache: evicted {} ({} bytes) from {}", shard.raw_data.basename, freed,
+                  layout.root().string());
+    }
+  }
+  result.used_after = used;
+  result.fits = used + request.needed <= request.limit;
+  return result;
+}
+
+}  // namespace ferry::internal_cache

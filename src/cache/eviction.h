@@ -1,0 +1,78 @@
+// Eviction: keeping the shard files of a cache folder within cache_limit.
+//
+// Which shards go first (OrderVictims, a pure function):
+//   1. shards this process will not need (absent from SetUpcoming's list), least recently used
+//      first - the time of a shard's last Acquire, by any process, is the mtime of its use-lock
+//      file (StampLastUse), so the order is shared by every process on the node;
+//   2. then upcoming shards, the one needed furthest in the future first (Belady's rule: with
+//      the next epoch's order known this beats LRU, which evicts exactly the shards a cyclic
+//      pass needs next).
+//
+// How (MakeRoom), under the folder-wide cache.lock so that two processes never pick the same
+// victim or both count the same free space:
+//   1. stat every shard file the index names (raw and zip): the bytes in use;
+//   2. while used + needed > limit, take the next victim's use-lock exclusively without waiting
+//      - failing means some process has it pinned, so it is skipped - delete its files, and
+//      release the lock. An Acquire racing with this waits on the use-lock and then finds the
+//      file gone, so it downloads it again instead of reading a deleted shard.
+// When every remaining shard is pinned the download goes ahead anyway (fits = false): the limit
+// is exceeded by what is pinned, never by deleting a shard in use.
+//
+// Thread-safety: functions are reentrant; MakeRoom serializes with itself through cache.lock.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <vector>
+
+#include "cache/cache_layout.h"
+#include "ferry/format/index.h"
+#include "ferry/result.h"
+
+namespace ferry::internal_cache {
+
+inline constexpr size_t kNotUpcoming = static_cast<size_t>(-1);
+
+struct EvictionCandidate {
+  size_t shard = 0;
+  int64_t last_use_ns = 0;  // since the epoch; older is evicted first
+};
+
+/// For each of `num_shards` shards, its first position in `upcoming` (kNotUpcoming if absent).
+/// Out-of-range entries are ignored.
+std::vector<size_t> UpcomingPositions(std::span<const size_t> upcoming, size_t num_shards);
+
+/// Sorts `candidates` victims-first (see the file comment). `upcoming_position` is indexed by
+/// shard; shards past its end count as not upcoming.
+void OrderVictims(std::vector<EvictionCandidate>& candidates,
+                  std::span<const size_t> upcoming_position);
+
+/// Records "used now" on the use-lock file `fd` (its mtime, at nanosecond precision where the
+/// caller owns the file, else the kernel's coarser "now").
+Status StampLastUse(int fd);
+
+/// Bytes of shard files (raw and zip) of `index` present under `layout` now.
+uint64_t MeasureDiskUsage(const CacheLayout& layout, const Index& index);
+
+struct RoomRequest {
+  uint64_t limit = 0;    // cache_limit
+  uint64_t needed = 0;   // bytes the coming download will add at its peak
+  size_t for_shard = 0;  // the shard being fetched: never a victim
+};
+
+struct RoomResult {
+  uint64_t used_before = 0;  // bytes of shard files when the scan ran
+  uint64_t used_after = 0;
+  size_t evicted_shards = 0;
+  uint64_t evicted_bytes = 0;
+  bool fits = true;  // used_after + needed <= limit
+};
+
+/// Evicts unpinned shards until `needed` more bytes fit under the limit (see the file comment).
+/// Bumps the evictions/evicted_bytes counters.
+Result<RoomResult> MakeRoom(const CacheLayout& layout, const Index& index,
+                            std::span<const size_t> upcoming_position, const RoomRequest& request);
+
+}  // namespace ferry::internal_cache

@@ -1,0 +1,70 @@
+#include "cache/file_lock.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "base/file_util.h"
+
+namespace ferry::internal_cache {
+namespace {
+
+// Opens (creating) a lock file. Read-write when allowed, so that the use-lock's mtime can be
+// stamped; read-only otherwise (a cache folder shared between users, where flock still works).
+Result<int> OpenLockFile(const std::filesystem::path& path) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == EACCES) fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoToStatus(errno, "open lock file", path);
+  return fd;
+}
+
+int FlockOperation(LockMode mode) { return mode == LockMode::kShared ? LOCK_SH : LOCK_EX; }
+
+}  // namespace
+
+Result<FileLock> FileLock::Lock(const std::filesystem::path& path, LockMode mode) {
+  FERRY_ASSIGN_OR_RETURN(const int fd, OpenLockFile(path));
+  // A signal handler (the profiler, Python's SIGINT) interrupts a waiting flock with EINTR;
+  // the wait simply continues.
+  while (::flock(fd, FlockOperation(mode)) != 0) {
+    if (errno == EINTR) continue;
+    const int err = errno;
+    ::close(fd);
+    return ErrnoToStatus(err, "flock", path);
+  }
+  return FileLock(fd);
+}
+
+Result<std::optional<FileLock>> FileLock::TryLock(const std::filesystem::path& path,
+                                                  LockMode mode) {
+  FERRY_ASSIGN_OR_RETURN(const int fd, OpenLockFile(path));
+  while (::flock(fd, FlockOperation(mode) | LOCK_NB) != 0) {
+    if (errno == EINTR) continue;
+    const int err = errno;
+    ::close(fd);
+    if (err == EWOULDBLOCK) return std::optional<FileLock>();
+    return ErrnoToStatus(err, "flock", path);
+  }
+  return std::optional<FileLock>(FileLock(fd));
+}
+
+FileLock& FileLock::operator=(FileLock&& other) noexcept {
+  if (this != &other) {
+    Unlock();
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+void FileLock::Unlock() { UnlockAndClose(std::exchange(fd_, -1)); }
+
+void UnlockAndClose(int fd) {
+  if (fd < 0) return;
+  while (::flock(fd, LOCK_UN) != 0 && errno == EINTR) {
+  }
+  ::close(fd);
+}
+
+}  // namespace ferry::internal_cache

@@ -1,0 +1,365 @@
+// ShardCache over a cache folder shared by processes: the protocol is in
+// include/ferry/stream/shard_cache.h; the pieces are here:
+//   cache_layout   where shard files, temporaries and lock files live
+//   file_lock      flock() on those lock files
+//   shard_downloader  one shard: download, decompress, hash check, rename
+//   eviction       cache_limit: which shards go and how
+//
+// Acquire in order (remote dataset):
+//   1. shared use-lock of the shard (the pin), stamped with the time (its last use, for LRU);
+//   2. raw file there -> a hit;
+//   3. else the shard's download lock, exclusive; look again (another process may have
+//      downloaded it while we waited - each shard is downloaded once); Fetch, which evicts
+//      through MakeRoomFor before it downloads; release the download lock.
+// The pin is held from step 1 on, so no eviction can delete what step 2 or 3 found, and it passes
+// to the ShardHandle.
+//
+// Thread-safety: the cache's own state is the index and options (immutable) and the upcoming
+// order (behind a mutex); everything shared with other threads and processes goes through the
+// lock files.
+#include "ferry/stream/shard_cache.h"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <system_error>
+#include <utility>
+
+#include "base/file_util.h"
+#include "base/log.h"
+#include "cache/cache_layout.h"
+#include "cache/cache_metrics.h"
+#include "cache/eviction.h"
+#include "cache/file_lock.h"
+#include "cache/shard_downloader.h"
+#include "ferry/format/local_dataset.h"
+#include "format/hash.h"
+#include "storage/http/http_types.h"
+
+namespace ferry {
+
+namespace fs = std::filesystem;
+
+using internal_cache::CacheLayout;
+using internal_cache::CacheMetrics;
+using internal_cache::FileLock;
+using internal_cache::LockMode;
+using internal_cache::ShardDownloader;
+
+namespace {
+
+// Unpins in the process that pinned; a forked copy of the descriptor is only closed.
+void Unpin(int fd, int pid) {
+  if (fd < 0) return;
+  if (pid == ::getpid()) {
+    internal_cache::UnlockAndClose(fd);
+  } else {
+    ::close(fd);
+  }
+}
+
+}  // namespace
+
+ShardHandle::ShardHandle(ShardHandle&& other) noexcept
+    : shard_(other.shard_),
+      path_(std::move(other.path_)),
+      pin_fd_(std::exchange(other.pin_fd_, -1)),
+      pin_pid_(other.pin_pid_),
+      was_cached_(other.was_cached_) {}
+
+ShardHandle& ShardHandle::operator=(ShardHandle&& other) noexcept {
+  if (this != &other) {
+    Unpin(std::exchange(pin_fd_, -1), pin_pid_);
+    shard_ = other.shard_;
+    path_ = std::move(other.path_);
+    pin_fd_ = std::exchange(other.pin_fd_, -1);
+    pin_pid_ = other.pin_pid_;
+    was_cached_ = other.was_cached_;
+  }
+  return *this;
+}
+
+ShardHandle::~ShardHandle() { Unpin(pin_fd_, pin_pid_); }
+
+ShardHandle ShardCache::MakeHandle(size_t shard, fs::path path, int pin_fd, bool was_cached) {
+  ShardHandle handle;
+  handle.shard_ = shard;
+  handle.path_ = std::move(path);
+  handle.pin_fd_ = pin_fd;
+  handle.pin_pid_ = ::getpid();
+  handle.was_cached_ = was_cached;
+  return handle;
+}
+
+namespace {
+
+bool IsRegularFile(const fs::path& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// Adds the time since construction to wait_ns when it goes out of scope.
+class WaitTimer {
+ public:
+  WaitTimer() : start_(std::chrono::steady_clock::now()) {}
+  ~WaitTimer() {
+    CacheMetrics::Get().wait_ns.Add(
+        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                  std::chrono::steady_clock::now() - start_)
+                                  .count()));
+  }
+  WaitTimer(const WaitTimer&) = delete;
+  WaitTimer& operator=(const WaitTimer&) = delete;
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+};
+
+class ShardCacheImpl final : public ShardCache {
+ public:
+  ShardCacheImpl(std::shared_ptr<ObjectStore> remote, std::string remote_prefix, Index index,
+                 ShardCacheOptions options)
+      : remote_(remote),
+        index_(std::move(index)),
+        options_(std::move(options)),
+        layout_(options_.local),
+        downloader_(std::move(remote), std::move(remote_prefix), layout_,
+                    {.keep_zip = options_.keep_zip,
+                     .validate_hash = options_.validate_hash,
+                     .parts = {.parallel_part_threshold = options_.parallel_part_threshold,
+                               .download_parts = options_.download_parts}}) {}
+
+  const Index& index() const override { return index_; }
+
+  Result<ShardHandle> Acquire(size_t k) override {
+    if (k >= index_.shards.size()) {
+      return OutOfRangeError(fmt::format("{}: shard {} asked for; the index lists {}",
+                                         layout_.root().string(), k, index_.shards.size()));
+    }
+    if (!remote_) return AcquireLocal(k);
+    const ShardEntry& shard = index_.shards[k];
+    const fs::path raw = layout_.FilePath(shard.raw_data.basename);
+    FERRY_ASSIGN_OR_RETURN(
+        FileLock pin,
+        FileLock::Lock(layout_.UseLockPath(shard.raw_data.basename), LockMode::kShared));
+    if (Status s = internal_cache::StampLastUse(pin.fd()); !s.ok()) {
+      Log().debug("cache: {}: {}", shard.raw_data.basename, s.message());  // LRU gets coarser
+    }
+    CacheMetrics& metrics = CacheMetrics::Get();
+    if (IsRegularFile(raw)) {
+      metrics.hits.Add();
+      return MakeHandle(k, raw, pin.Release(), /*was_cached=*/true);
+    }
+    metrics.misses.Add();
+    {
+      WaitTimer timer;
+      FERRY_ASSIGN_OR_RETURN(
+          FileLock download,
+          FileLock::Lock(layout_.DownloadLockPath(shard.raw_data.basename), LockMode::kExclusive));
+      // Whoever held the lock before us may have downloaded it.
+      if (!IsRegularFile(raw)) {
+        FERRY_RETURN_IF_ERROR(
+            downloader_.Fetch(shard, [&](uint64_t bytes) { return MakeRoomFor(k, bytes); }));
+      }
+    }
+    return MakeHandle(k, raw, pin.Release(), /*was_cached=*/false);
+  }
+
+  bool IsLocal(size_t k) const override {
+    return k < index_.shards.size() &&
+           IsRegularFile(layout_.FilePath(index_.shards[k].raw_data.basename));
+  }
+
+  void SetUpcoming(std::vector<size_t> shards) override {
+    auto positions = std::make_shared<const std::vector<size_t>>(
+        internal_cache::UpcomingPositions(shards, index_.shards.size()));
+    std::lock_guard lock(mu_);
+    upcoming_position_ = std::move(positions);
+  }
+
+  uint64_t DiskUsage() const override { return internal_cache::MeasureDiskUsage(layout_, index_); }
+
+ private:
+  // A dataset already local: read in place; a shard present only compressed is decompressed
+  // beside it (under the download lock, so once); nothing is ever evicted or deleted.
+  Result<ShardHandle> AcquireLocal(size_t k) {
+    const ShardEntry& shard = index_.shards[k];
+    const fs::path raw = layout_.FilePath(shard.raw_data.basename);
+    // Pin only where a cache with a remote may share the folder (it has our locks folder):
+    // a plain dataset folder, maybe read-only, gets no .ferry/ just for being read. Nothing here
+    // evicts, so a pin that cannot be taken (a read-only folder) is no reason to fail.
+    std::optional<FileLock> pin;
+    std::error_code ec;
+    if (fs::is_directory(layout_.LocksDir(), ec)) {
+      auto locked = FileLock::Lock(layout_.UseLockPath(shard.raw_data.basename), LockMode::kShared);
+      if (locked) {
+        pin = std::move(*locked);
+      } else {
+        Log().debug("cache: reading {} unpinned: {}", raw.string(), locked.error().message());
+      }
+    }
+    auto handle = [&](bool was_cached) {
+      return MakeHandle(k, raw, pin ? pin->Release() : -1, was_cached);
+    };
+    CacheMetrics& metrics = CacheMetrics::Get();
+    if (IsRegularFile(raw)) {
+      metrics.hits.Add();
+      return handle(true);
+    }
+    if (!shard.zip_data) {
+      return NotFoundError(
+          fmt::format("{}: shard {} of the local dataset is missing", raw.string(), k));
+    }
+    metrics.misses.Add();
+    {
+      WaitTimer timer;
+      FERRY_RETURN_IF_ERROR(layout_.CreateLocksDir());
+      FERRY_ASSIGN_OR_RETURN(
+          FileLock decompress,
+          FileLock::Lock(layout_.DownloadLockPath(shard.raw_data.basename), LockMode::kExclusive));
+      if (!IsRegularFile(raw)) {
+        FERRY_RETURN_IF_ERROR(downloader_.Fetch(shard, [](uint64_t) { return Status::Ok(); }));
+      }
+    }
+    return handle(false);
+  }
+
+  // Evicts until `bytes` more fit under cache_limit; goes over it when the rest is pinned.
+  Status MakeRoomFor(size_t k, uint64_t bytes) {
+    if (!options_.cache_limit) return Status::Ok();
+    std::shared_ptr<const std::vector<size_t>> positions;
+    {
+      std::lock_guard lock(mu_);
+      positions = upcoming_position_;
+    }
+    FERRY_ASSIGN_OR_RETURN(
+        const internal_cache::RoomResult room,
+        internal_cache::MakeRoom(
+            layout_, index_,
+            positions ? std::span<const size_t>(*positions) : std::span<const size_t>(),
+            {.limit = *options_.cache_limit, .needed = bytes, .for_shard = k}));
+    if (!room.fits) {
+      // Said once loudly: with a limit below what the readers pin at once it would say it on
+      // every download.
+      const std::string message = fmt::format(
+          "cache: {}: going over cache_limit ({} bytes) to fetch {} ({} bytes at most): {}",
+          layout_.root().string(), *options_.cache_limit, index_.shards[k].raw_data.basename, bytes,
+          room.used_after == 0
+              ? std::string("it is larger than the limit by itself")
+              : fmt::format("the {} bytes of shards left are all in use", room.used_after));
+      if (!warned_over_limit_.exchange(true)) {
+        Log().warn("{}", message);
+      } else {
+        Log().debug("{}", message);
+      }
+    }
+    return Status::Ok();
+  }
+
+  const std::shared_ptr<ObjectStore> remote_;
+  const Index index_;
+  const ShardCacheOptions options_;
+  const CacheLayout layout_;
+  const ShardDownloader downloader_;
+  std::atomic<bool> warned_over_limit_{false};
+
+  std::mutex mu_;
+  std::shared_ptr<const std::vector<size_t>> upcoming_position_;  // guarded by mu_
+};
+
+Status CheckIndexFitsCache(const Index& index, const ShardCacheOptions& options) {
+  for (const ShardEntry& shard : index.shards) {
+    for (const FileInfo* file : {&shard.raw_data, shard.zip_data ? &*shard.zip_data : nullptr}) {
+      if (file == nullptr) continue;
+      // Indexes built by hand skip ParseIndex: nothing may name a file outside the folder.
+      FERRY_RETURN_IF_ERROR(ValidateBasename(file->basename));
+      FERRY_RETURN_IF_ERROR(internal_cache::CheckBasenameIsNotReserved(file->basename));
+    }
+  }
+  if (!options.validate_hash) return Status::Ok();
+  const std::string& algorithm = *options.validate_hash;
+  if (!IsKnownHash(algorithm)) {
+    return InvalidArgumentError(fmt::format("{}: validate_hash {} is not a known hash algorithm",
+                                            options.local.string(), algorithm));
+  }
+  // The file checked is the one fetched: the compressed one when there is one (as Mosaic does).
+  for (const ShardEntry& shard : index.shards) {
+    const FileInfo& file = shard.zip_data ? *shard.zip_data : shard.raw_data;
+    if (file.FindHash(algorithm) == nullptr) {
+      std::vector<std::string> listed;
+      for (const auto& [name, digest] : file.hashes) listed.push_back(name);
+      return InvalidArgumentError(
+          fmt::format("{}: validate_hash {} is not among the digests index.json gives for it ({})",
+                      file.basename, algorithm,
+                      listed.empty() ? "none" : fmt::format("{}", fmt::join(listed, ", "))));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ShardCache>> ShardCache::Open(std::shared_ptr<ObjectStore> remote,
+                                                     std::string remote_prefix, Index index,
+                                                     ShardCacheOptions options) {
+  if (options.local.empty()) {
+    return InvalidArgumentError("shard cache: `local` (the cache folder) is empty");
+  }
+  if (options.download_parts == 0) {
+    return InvalidArgumentError(
+        fmt::format("{}: download_parts must be at least 1", options.local.string()));
+  }
+  FERRY_RETURN_IF_ERROR(CheckIndexFitsCache(index, options));
+  const CacheLayout layout(options.local);
+  std::error_code ec;
+  if (remote) {
+    FERRY_RETURN_IF_ERROR(layout.CreateLocksDir());
+    // Eviction would delete the dataset itself.
+    if (auto remote_path = remote->LocalPath(remote_prefix);
+        remote_path && fs::equivalent(*remote_path, options.local, ec)) {
+      return InvalidArgumentError(fmt::format(
+          "{}: the cache folder is the remote dataset itself; open it without a remote to read "
+          "it in place",
+          options.local.string()));
+    }
+  } else if (!fs::is_directory(options.local, ec)) {
+    return NotFoundError(
+        fmt::format("{}: no such folder (a dataset without a remote is read in place)",
+                    options.local.string()));
+  }
+  return std::unique_ptr<ShardCache>(new ShardCacheImpl(std::move(remote), std::move(remote_prefix),
+                                                        std::move(index), std::move(options)));
+}
+
+Result<Index> LoadIndex(ObjectStore* remote, const std::string& remote_prefix,
+                        const fs::path& local, bool refresh) {
+  if (remote == nullptr) return ReadLocalIndex(local);
+  const CacheLayout layout(local);
+  const fs::path path = layout.IndexPath();
+  if (!refresh) {
+    auto text = ReadFileToString(path);
+    if (text) return ParseIndex(*text, path.string());
+    if (text.error().code() != StatusCode::kNotFound) return text.error();
+  }
+  const std::string key = internal_cache::RemoteKeyOf(remote_prefix, "index.json");
+  const std::string url = http::RedactUrl(remote->ToUrl(key));
+  auto text = remote->Get(key);
+  if (!text) {
+    const Status& error = text.error();
+    return error.message().find(url) == std::string::npos ? error.WithContext(url) : error;
+  }
+  // Parsed before it lands: a broken remote index never becomes the local copy.
+  FERRY_ASSIGN_OR_RETURN(Index index, ParseIndex(*text, url));
+  std::error_code ec;
+  fs::create_directories(local, ec);
+  if (ec) return ErrnoToStatus(ec.value(), "create folder", local);
+  FERRY_RETURN_IF_ERROR(WriteFileAtomically(path, *text));
+  Log().debug("cache: fetched {} into {}", url, local.string());
+  return index;
+}
+
+}  // namespace ferry

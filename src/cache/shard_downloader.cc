@@ -1,0 +1,353 @@
+#include "cache/shard_downloader.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <stop_token>
+#include <system_error>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "base/file_util.h"
+#include "base/log.h"
+#include "base/mapped_file.h"
+#include "cache/cache_metrics.h"
+#include "format/compression.h"
+#include "format/hash.h"
+#include "storage/http/http_types.h"
+
+namespace ferry::internal_cache {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A download that turns out corrupt is fetched once more before giving up: a flipped bit on the
+// way is worth one retry, a corrupt object is not worth more.
+constexpr int kDownloadAttempts = 2;
+
+// Removes a temporary on scope exit unless it was published (renamed) or handed on.
+class TemporaryGuard {
+ public:
+  explicit TemporaryGuard(fs::path path) : path_(std::move(path)) {}
+  ~TemporaryGuard() {
+    if (!path_.empty()) ::unlink(path_.c_str());
+  }
+  TemporaryGuard(const TemporaryGuard&) = delete;
+  TemporaryGuard& operator=(const TemporaryGuard&) = delete;
+  void Dismiss() { path_.clear(); }
+
+ private:
+  fs::path path_;
+};
+
+bool IsRegularFile(const fs::path& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+Status RemoveIfExists(const fs::path& path) {
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) return ErrnoToStatus(errno, "unlink", path);
+  return Status::Ok();
+}
+
+Status CreateParentFolder(const fs::path& path) {
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  if (ec) return ErrnoToStatus(ec.value(), "create folder", path.parent_path());
+  return Status::Ok();
+}
+
+Status PwriteAll(int fd, std::string_view data, uint64_t offset, const fs::path& path) {
+  while (!data.empty()) {
+    const ssize_t n = ::pwrite(fd, data.data(), data.size(), static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoToStatus(errno, "write", path);
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+    offset += static_cast<uint64_t>(n);
+  }
+  return Status::Ok();
+}
+
+// Writes a new file and flushes it, so that the rename that publishes it publishes its bytes.
+Status WriteNewFile(const fs::path& path, std::string_view data) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoToStatus(errno, "create", path);
+  Status status = PwriteAll(fd, data, 0, path);
+  if (status.ok() && ::fdatasync(fd) != 0) status = ErrnoToStatus(errno, "fsync", path);
+  if (::close(fd) != 0 && status.ok()) status = ErrnoToStatus(errno, "close", path);
+  if (!status.ok()) ::unlink(path.c_str());
+  return status;
+}
+
+// The folder is not fsynced after the rename: losing a rename to a power cut only means
+// downloading the shard again, while its contents were flushed before it got its name.
+Status Publish(const fs::path& tmp, const fs::path& path) {
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return ErrnoToStatus(errno, "rename", path);
+  return Status::Ok();
+}
+
+Status DownloadWhole(ObjectStore& store, std::string_view key, int fd, const fs::path& tmp,
+                     uint64_t expected_size, const std::string& url) {
+  metrics::Counter& downloaded = CacheMetrics::Get().downloaded_bytes;
+  uint64_t written = 0;
+  auto info = store.Read(key, ByteRange{}, [&](std::string_view chunk) -> Status {
+    // Stop at once rather than fill the disk with an object bigger than announced.
+    if (chunk.size() > expected_size - written) {
+      return DataLossError(
+          fmt::format("{}: larger than the {} bytes index.json gives", url, expected_size));
+    }
+    FERRY_RETURN_IF_ERROR(PwriteAll(fd, chunk, written, tmp));
+    written += chunk.size();
+    downloaded.Add(chunk.size());
+    return Status::Ok();
+  });
+  if (!info) return info.status();
+  if (written != expected_size) {
+    return DataLossError(
+        fmt::format("{}: {} bytes, index.json says {}", url, written, expected_size));
+  }
+  return Status::Ok();
+}
+
+Status DownloadParts(ObjectStore& store, std::string_view key, int fd, const fs::path& tmp,
+                     uint64_t size, uint32_t max_parts, const std::string& url) {
+  FERRY_ASSIGN_OR_RETURN(const ObjectInfo info, store.Head(key));
+  if (info.size != size) {
+    return DataLossError(fmt::format("{}: {} bytes, index.json says {}", url, info.size, size));
+  }
+  // Parts land out of order: reserving every block now also makes a full disk fail here, not
+  // halfway through. Filesystems without fallocate get a sparse file of the right size.
+  if (const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(size)); err != 0) {
+    if (err != EOPNOTSUPP && err != EINVAL) return ErrnoToStatus(err, "allocate", tmp);
+    if (::ftruncate(fd, static_cast<off_t>(size)) != 0) {
+      return ErrnoToStatus(errno, "truncate", tmp);
+    }
+  }
+  const uint64_t parts = std::min<uint64_t>(max_parts, size);
+  const uint64_t part_size = (size + parts - 1) / parts;
+  metrics::Counter& downloaded = CacheMetrics::Get().downloaded_bytes;
+  std::stop_source failed;  // the first failing part stops the others
+  std::vector<Status> results(parts);
+  auto run_part = [&](uint64_t part) {
+    const uint64_t begin = part * part_size;
+    if (begin >= size) return;
+    const uint64_t length = std::min(part_size, size - begin);
+    uint64_t written = 0;
+    auto got = store.Read(key, ByteRange{begin, length}, [&](std::string_view chunk) -> Status {
+      if (failed.stop_requested()) {
+        return CancelledError(fmt::format("{}: another part of the download failed", url));
+      }
+      if (chunk.size() > length - written) {
+        return DataLossError(
+            fmt::format("{}: more than the {} bytes asked for at offset {}", url, length, begin));
+      }
+      FERRY_RETURN_IF_ERROR(PwriteAll(fd, chunk, begin + written, tmp));
+      written += chunk.size();
+      downloaded.Add(chunk.size());
+      return Status::Ok();
+    });
+    Status status = got.status();
+    if (status.ok() && written != length) {
+      status = DataLossError(
+          fmt::format("{}: {} bytes at offset {}, expected {}", url, written, begin, length));
+    }
+    if (!status.ok()) failed.request_stop();
+    results[part] = std::move(status);
+  };
+  try {
+    std::vector<std::jthread> threads;
+    threads.reserve(parts - 1);
+    for (uint64_t part = 1; part < parts; ++part) threads.emplace_back(run_part, part);
+    run_part(0);
+  } catch (const std::system_error& e) {  // no thread to be had; those started were joined
+    failed.request_stop();
+    return ResourceExhaustedError(
+        fmt::format("{}: cannot start download threads: {}", url, e.what()));
+  }
+  // Report the failure itself, not the cancellations it caused.
+  for (Status& status : results) {
+    if (!status.ok() && status.code() != StatusCode::kCancelled) return std::move(status);
+  }
+  for (Status& status : results) {
+    if (!status.ok()) return std::move(status);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status DownloadToFile(ObjectStore& store, std::string_view key, const fs::path& tmp,
+                      uint64_t expected_size, const PartOptions& parts) {
+  const std::string url = http::RedactUrl(store.ToUrl(key));
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoToStatus(errno, "create", tmp);
+  Status status = parts.download_parts > 1 && expected_size > 0 &&
+                          expected_size >= parts.parallel_part_threshold
+                      ? DownloadParts(store, key, fd, tmp, expected_size, parts.download_parts, url)
+                      : DownloadWhole(store, key, fd, tmp, expected_size, url);
+  if (status.ok() && ::fdatasync(fd) != 0) status = ErrnoToStatus(errno, "fsync", tmp);
+  if (::close(fd) != 0 && status.ok()) status = ErrnoToStatus(errno, "close", tmp);
+  if (!status.ok()) ::unlink(tmp.c_str());
+  return status;
+}
+
+ShardDownloader::ShardDownloader(std::shared_ptr<ObjectStore> remote, std::string remote_prefix,
+                                 CacheLayout layout, ShardDownloaderOptions options)
+    : remote_(std::move(remote)),
+      remote_prefix_(std::move(remote_prefix)),
+      layout_(std::move(layout)),
+      options_(std::move(options)) {}
+
+std::string RemoteKeyOf(std::string_view prefix, std::string_view name) {
+  if (prefix.empty()) return std::string(name);
+  if (prefix.back() == '/') return fmt::format("{}{}", prefix, name);
+  return fmt::format("{}/{}", prefix, name);
+}
+
+std::string ShardDownloader::RemoteKey(std::string_view basename) const {
+  return RemoteKeyOf(remote_prefix_, basename);
+}
+
+Status ShardDownloader::CheckDigest(std::string_view data, const FileInfo& file,
+                                    std::string_view origin) const {
+  if (!options_.validate_hash) return Status::Ok();
+  const std::string& algorithm = *options_.validate_hash;
+  const std::string* want = file.FindHash(algorithm);
+  if (want == nullptr) {
+    return InvalidArgumentError(fmt::format(
+        "{}: validate_hash {} is not among its digests in index.json", file.basename, algorithm));
+  }
+  FERRY_ASSIGN_OR_RETURN(const std::string got, HashHex(algorithm, data));
+  if (got != *want) {
+    CacheMetrics::Get().hash_failures.Add();
+    return DataLossError(fmt::format("{}: {} digest {} of {} does not match index.json's {}",
+                                     file.basename, algorithm, got, origin, *want));
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// Decompresses `zip` (the contents of shard.zip_data) into the raw file's temporary.
+Status WriteRawFromZip(const ShardEntry& shard, std::string_view zip, const fs::path& raw_tmp) {
+  const FileInfo& zip_info = *shard.zip_data;
+  if (shard.config == nullptr || !shard.config->compression) {
+    return InvalidArgumentError(fmt::format(
+        "{}: index.json lists a compressed file but no compression", zip_info.basename));
+  }
+  FERRY_ASSIGN_OR_RETURN(const Compression compression,
+                         Compression::Parse(*shard.config->compression));
+  auto raw = compression.Decompress(zip, shard.raw_data.bytes);
+  if (!raw) return raw.status().WithContext(zip_info.basename);
+  if (raw->size() != shard.raw_data.bytes) {
+    return DataLossError(fmt::format("{}: decompresses to {} bytes, index.json says {}",
+                                     zip_info.basename, raw->size(), shard.raw_data.bytes));
+  }
+  return WriteNewFile(raw_tmp, *raw);
+}
+
+}  // namespace
+
+Status ShardDownloader::DecompressLocalZip(const ShardEntry& shard) const {
+  const fs::path zip_path = layout_.FilePath(shard.zip_data->basename);
+  const fs::path raw_tmp = layout_.TemporaryPath(shard.raw_data.basename);
+  {
+    FERRY_ASSIGN_OR_RETURN(const MappedFile zip, MappedFile::Open(zip_path));
+    FERRY_RETURN_IF_ERROR(CheckDigest(zip.data(), *shard.zip_data, zip_path.string()));
+    FERRY_RETURN_IF_ERROR(WriteRawFromZip(shard, zip.data(), raw_tmp));
+  }
+  TemporaryGuard raw_guard(raw_tmp);
+  FERRY_RETURN_IF_ERROR(Publish(raw_tmp, layout_.FilePath(shard.raw_data.basename)));
+  raw_guard.Dismiss();
+  Log().debug("cache: decompressed {} in {}", shard.zip_data->basename, layout_.root().string());
+  return Status::Ok();
+}
+
+Status ShardDownloader::DownloadOnce(const ShardEntry& shard, const MakeRoomFn& make_room) const {
+  const FileInfo& file = shard.zip_data ? *shard.zip_data : shard.raw_data;
+  // A compressed shard peaks at both files while it is decompressed.
+  FERRY_RETURN_IF_ERROR(make_room(file.bytes + (shard.zip_data ? shard.raw_data.bytes : 0)));
+  const std::string key = RemoteKey(file.basename);
+  const std::string url = http::RedactUrl(remote_->ToUrl(key));
+  const fs::path tmp = layout_.TemporaryPath(file.basename);
+  Log().debug("cache: downloading {} ({} bytes) into {}", url, file.bytes, layout_.root().string());
+  CacheMetrics::Get().downloads.Add();
+  FERRY_RETURN_IF_ERROR(DownloadToFile(*remote_, key, tmp, file.bytes, options_.parts));
+  TemporaryGuard guard(tmp);
+  if (!shard.zip_data) {
+    if (options_.validate_hash) {
+      FERRY_ASSIGN_OR_RETURN(const MappedFile downloaded, MappedFile::Open(tmp));
+      FERRY_RETURN_IF_ERROR(CheckDigest(downloaded.data(), file, url));
+    }
+    FERRY_RETURN_IF_ERROR(Publish(tmp, layout_.FilePath(file.basename)));
+    guard.Dismiss();
+    return Status::Ok();
+  }
+  {
+    FERRY_ASSIGN_OR_RETURN(const MappedFile downloaded, MappedFile::Open(tmp));
+    FERRY_RETURN_IF_ERROR(CheckDigest(downloaded.data(), file, url));
+    FERRY_RETURN_IF_ERROR(
+        WriteRawFromZip(shard, downloaded.data(), layout_.TemporaryPath(shard.raw_data.basename)));
+  }
+  TemporaryGuard raw_guard(layout_.TemporaryPath(shard.raw_data.basename));
+  // The zip goes first: a crash between the two renames leaves it and no raw file, which the next
+  // Acquire decompresses - a temporary is never left beside a published raw file.
+  if (options_.keep_zip) {
+    FERRY_RETURN_IF_ERROR(Publish(tmp, layout_.FilePath(file.basename)));
+    guard.Dismiss();
+  } else {
+    FERRY_RETURN_IF_ERROR(RemoveIfExists(tmp));
+    guard.Dismiss();
+  }
+  FERRY_RETURN_IF_ERROR(Publish(layout_.TemporaryPath(shard.raw_data.basename),
+                                layout_.FilePath(shard.raw_data.basename)));
+  raw_guard.Dismiss();
+  return Status::Ok();
+}
+
+Status ShardDownloader::Fetch(const ShardEntry& shard, const MakeRoomFn& make_room) const {
+  const fs::path raw_path = layout_.FilePath(shard.raw_data.basename);
+  // Leftovers of a download that was killed: the download lock is ours, so nobody writes them.
+  FERRY_RETURN_IF_ERROR(RemoveIfExists(layout_.TemporaryPath(shard.raw_data.basename)));
+  FERRY_RETURN_IF_ERROR(CreateParentFolder(raw_path));
+  if (shard.zip_data) {
+    const fs::path zip_path = layout_.FilePath(shard.zip_data->basename);
+    FERRY_RETURN_IF_ERROR(RemoveIfExists(layout_.TemporaryPath(shard.zip_data->basename)));
+    FERRY_RETURN_IF_ERROR(CreateParentFolder(zip_path));
+    if (IsRegularFile(zip_path)) {
+      if (remote_) FERRY_RETURN_IF_ERROR(make_room(shard.raw_data.bytes));
+      Status local = DecompressLocalZip(shard);
+      if (local.ok()) {
+        if (remote_ && !options_.keep_zip) {
+          if (Status s = RemoveIfExists(zip_path); !s.ok()) Log().warn("cache: {}", s.message());
+        }
+        return Status::Ok();
+      }
+      // A local dataset is never modified; a corrupt cached zip is replaced by a fresh copy.
+      if (!remote_ || local.code() != StatusCode::kDataLoss) return local;
+      Log().info("cache: downloading again: {}", local.message());
+      FERRY_RETURN_IF_ERROR(RemoveIfExists(zip_path));
+    }
+  }
+  if (!remote_) {
+    return NotFoundError(
+        fmt::format("{}: not in the local dataset (nor its compressed form)", raw_path.string()));
+  }
+  Status status;
+  for (int attempt = 1; attempt <= kDownloadAttempts; ++attempt) {
+    status = DownloadOnce(shard, make_room);
+    if (status.code() != StatusCode::kDataLoss) return status;
+    if (attempt < kDownloadAttempts) Log().info("cache: downloading again: {}", status.message());
+  }
+  return DataLossError(
+      fmt::format("{} (downloaded {} times)", status.message(), kDownloadAttempts));
+}
+
+}  // namespace ferry::internal_cache

@@ -1,0 +1,136 @@
+#include "cache/shard_downloader.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "base/file_util.h"
+#include "base/temp_dir_testutil.h"
+#include "cache/cache_testutil.h"
+#include "format/fixture_testutil.h"
+
+namespace ferry::internal_cache {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+std::string RandomBytes(size_t n) {
+  std::mt19937_64 random(7);
+  std::string out(n, '\0');
+  for (char& c : out) c = static_cast<char>(random());
+  return out;
+}
+
+class DownloadToFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::create_directories(tmp_ / "remote");
+    data_ = RandomBytes(100'003);
+    ASSERT_TRUE(WriteFileAtomically(tmp_ / "remote" / "blob", data_).ok());
+    remote_ = testing::LocalRemote(tmp_ / "remote");
+  }
+  std::shared_ptr<testing::TestStore> Store(testing::TestStoreOptions options = {}) {
+    options.log = tmp_ / "reads.log";
+    return std::make_shared<testing::TestStore>(remote_.store, std::move(options));
+  }
+  std::string Key() const { return remote_.key + "/blob"; }
+  fs::path Tmp() const { return tmp_ / "blob.ferry-tmp"; }
+
+  testing::TempDir tmp_;
+  std::string data_;
+  StoreAndKey remote_;
+};
+
+TEST(RemoteKeyOf, JoinsWithExactlyOneSlash) {
+  EXPECT_EQ(RemoteKeyOf("", "index.json"), "index.json");
+  EXPECT_EQ(RemoteKeyOf("data/set", "a/shard.00000.mds"), "data/set/a/shard.00000.mds");
+  EXPECT_EQ(RemoteKeyOf("data/set/", "index.json"), "data/set/index.json");
+}
+
+TEST_F(DownloadToFileTest, SmallObjectsComeInOneRead) {
+  auto store = Store();
+  ASSERT_TRUE(DownloadToFile(*store, Key(), Tmp(), data_.size(), {}).ok());
+  EXPECT_EQ(testing::FileText(Tmp()), data_);
+  EXPECT_EQ(testing::CountLogged(tmp_ / "reads.log")[Key()], 1);
+}
+
+TEST_F(DownloadToFileTest, LargeObjectsComeInRangedPartsWrittenAtTheirOffsets) {
+  auto store = Store({.chunk_bytes = 4096});  // parts arrive interleaved
+  ASSERT_TRUE(DownloadToFile(*store, Key(), Tmp(), data_.size(),
+                             {.parallel_part_threshold = 50'000, .download_parts = 4})
+                  .ok());
+  EXPECT_EQ(testing::FileText(Tmp()), data_);
+  EXPECT_EQ(testing::CountLogged(tmp_ / "reads.log", "head")[Key()], 1);
+  std::ifstream log(tmp_ / "reads.log");
+  std::string op, key, length;
+  uint64_t offset;
+  std::set<uint64_t> offsets;
+  while (log >> op >> key) {
+    if (op != "read") continue;
+    log >> offset >> length;
+    offsets.insert(offset);
+    EXPECT_EQ(length, offset == 75'003 ? "25000" : "25001");
+  }
+  EXPECT_EQ(offsets, (std::set<uint64_t>{0, 25'001, 50'002, 75'003}));
+}
+
+TEST_F(DownloadToFileTest, MorePartsThanBytesIsFine) {
+  ASSERT_TRUE(WriteFileAtomically(tmp_ / "remote" / "blob", "abc").ok());
+  auto store = Store();
+  ASSERT_TRUE(
+      DownloadToFile(*store, Key(), Tmp(), 3, {.parallel_part_threshold = 1, .download_parts = 8})
+          .ok());
+  EXPECT_EQ(testing::FileText(Tmp()), "abc");
+}
+
+TEST_F(DownloadToFileTest, ASizeOtherThanTheIndexSaysIsDataLossAndLeavesNothing) {
+  auto store = Store();
+  for (const PartOptions& parts :
+       {PartOptions{}, PartOptions{.parallel_part_threshold = 1, .download_parts = 3}}) {
+    for (const uint64_t expected : {data_.size() - 1, data_.size() + 1}) {
+      const Status status = DownloadToFile(*store, Key(), Tmp(), expected, parts);
+      EXPECT_EQ(status.code(), StatusCode::kDataLoss) << status.ToString();
+      EXPECT_THAT(status.message(), HasSubstr("remote/blob"));
+      EXPECT_FALSE(fs::exists(Tmp()));
+    }
+  }
+}
+
+TEST_F(DownloadToFileTest, AFailingPartFailsTheDownloadWithItsOwnError) {
+  auto store = Store({.chunk_bytes = 1024,
+                      .chunk_delay = std::chrono::microseconds(500),
+                      .fail_read = [](std::string_view, const ByteRange& range) -> Status {
+                        if (range.offset > 0 && range.offset < 30'000) {
+                          return PermissionDeniedError("injected failure");
+                        }
+                        return Status::Ok();
+                      }});
+  const Status status = DownloadToFile(*store, Key(), Tmp(), data_.size(),
+                                       {.parallel_part_threshold = 1, .download_parts = 4});
+  EXPECT_EQ(status.code(), StatusCode::kPermissionDenied) << status.ToString();
+  EXPECT_FALSE(fs::exists(Tmp()));
+}
+
+TEST_F(DownloadToFileTest, AMissingObjectIsNotFound) {
+  auto store = Store();
+  const Status status = DownloadToFile(*store, remote_.key + "/nope", Tmp(), 10, {});
+  EXPECT_EQ(status.code(), StatusCode::kNotFound) << status.ToString();
+  EXPECT_FALSE(fs::exists(Tmp()));
+}
+
+TEST_F(DownloadToFileTest, ExistingTemporaryIsNotOverwritten) {
+  // Removing leftovers is the caller's job, done under the download lock.
+  ASSERT_TRUE(WriteFileAtomically(Tmp(), "stale").ok());
+  auto store = Store();
+  EXPECT_EQ(DownloadToFile(*store, Key(), Tmp(), data_.size(), {}).code(),
+            StatusCode::kAlreadyExists);
+  EXPECT_EQ(testing::FileText(Tmp()), "stale");
+}
+
+}  // namespace
+}  // namespace ferry::internal_cache

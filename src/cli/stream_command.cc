@@ -1,0 +1,233 @@
+// ferry stream URL --local DIR: iterate an MDS dataset through the streaming engine without
+// decoding, and say how fast it went - the simplest way to measure a link and the engine.
+//
+// Each epoch runs the workers of one rank (--world NODES,RANKS,WORKERS --rank R; by default the
+// whole world is 1,1,1) in parallel threads, each with its own prefetching iterator, as a
+// DataLoader's workers would. Per epoch it prints samples/s, MB/s (payload bytes), time to the
+// first sample, and what the cache and the remote did; --json prints one JSON object per epoch.
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "base/human_size.h"
+#include "base/python_json.h"
+#include "cli/command.h"
+#include "ferry/metrics/metrics.h"
+#include "ferry/storage/registry.h"
+#include "ferry/stream/streaming_dataset.h"
+
+namespace ferry::cli {
+namespace {
+
+struct StreamCommandOptions {
+  std::string url;
+  std::string local;
+  std::string split;
+  uint64_t epochs = 1;
+  bool shuffle = false;
+  std::string shuffle_algo = "py1e";
+  uint64_t seed = 9176;
+  std::string predownload = "auto";
+  std::string concurrency = "auto";
+  std::string cache_limit;
+  std::string world = "1,1,1";
+  uint32_t rank = 0;
+  uint32_t batch_size = 1;
+  bool json = false;
+  std::string validate_hash;
+};
+
+Result<std::optional<uint64_t>> Auto(std::string_view what, const std::string& text) {
+  if (text == "auto") return std::optional<uint64_t>();
+  try {
+    return std::optional<uint64_t>(std::stoull(text));
+  } catch (const std::exception&) {
+    return InvalidArgumentError(fmt::format("--{}: '{}' is not a number or auto", what, text));
+  }
+}
+
+int64_t Metric(const std::map<std::string, int64_t>& m, const std::string& name) {
+  auto it = m.find(name);
+  return it == m.end() ? 0 : it->second;
+}
+
+int64_t RemoteRequests(const std::map<std::string, int64_t>& m) {
+  int64_t n = 0;
+  for (const auto& [name, v] : m) {
+    if (name.starts_with("/ferry/storage/") && name.ends_with("/requests")) n += v;
+  }
+  return n;
+}
+
+Result<int> RunStream(const StreamCommandOptions& o) {
+  StreamingOptions options;
+  StreamSpec spec;
+  spec.split = o.split;
+  if (o.local.empty()) {
+    // No cache folder: the URL must be a local dataset, read in place.
+    if (UrlScheme(o.url) != "file") {
+      return InvalidArgumentError("--local is required for a remote dataset (the cache folder)");
+    }
+    spec.local = o.url;
+  } else {
+    spec.remote = o.url;
+    spec.local = o.local;
+  }
+  options.streams = {spec};
+  options.order.shuffle = o.shuffle;
+  FERRY_ASSIGN_OR_RETURN(options.order.algo, ParseShuffleAlgo(o.shuffle_algo));
+  options.order.seed = o.seed;
+  options.order.batch_size = o.batch_size;
+  FERRY_ASSIGN_OR_RETURN(options.predownload, Auto("predownload", o.predownload));
+  FERRY_ASSIGN_OR_RETURN(auto concurrency, Auto("concurrency", o.concurrency));
+  if (concurrency) options.download_concurrency = static_cast<uint32_t>(*concurrency);
+  if (!o.cache_limit.empty()) {
+    FERRY_ASSIGN_OR_RETURN(uint64_t limit, ParseHumanSize(o.cache_limit));
+    options.cache_limit = limit;
+  }
+  if (!o.validate_hash.empty()) options.validate_hash = o.validate_hash;
+
+  WorldShape world;
+  if (std::sscanf(o.world.c_str(), "%u,%u,%u", &world.nodes, &world.ranks_per_node,
+                  &world.workers_per_rank) != 3) {
+    return InvalidArgumentError(fmt::format("--world '{}': expected NODES,RANKS,WORKERS", o.world));
+  }
+  const uint32_t ranks = world.nodes * world.ranks_per_node;
+  if (o.rank >= ranks) {
+    return InvalidArgumentError(fmt::format("--rank {} is not below {} ranks", o.rank, ranks));
+  }
+
+  const auto opened_at = std::chrono::steady_clock::now();
+  FERRY_ASSIGN_OR_RETURN(auto dataset, StreamingDataset::Open(options));
+  if (!o.json) {
+    std::printf("dataset: %llu samples in %zu shards; rank %u of %u, %u workers\n",
+                static_cast<unsigned long long>(dataset->num_samples()),
+                dataset->indexes()[0].shards.size(), o.rank, ranks, world.workers_per_rank);
+  }
+  for (uint64_t epoch = 0; epoch < o.epochs; ++epoch) {
+    const auto before = metrics::Values();
+    const auto start = epoch == 0 ? opened_at : std::chrono::steady_clock::now();
+    std::atomic<uint64_t> samples{0}, bytes{0};
+    std::atomic<int64_t> first_ns{-1};
+    std::mutex mu;
+    Status failure;
+    {
+      std::vector<std::jthread> workers;
+      for (uint32_t w = 0; w < world.workers_per_rank; ++w) {
+        workers.emplace_back([&, w] {
+          IterateOptions it_options;
+          it_options.world = world;
+          it_options.worker = {o.rank / world.ranks_per_node, o.rank % world.ranks_per_node, w};
+          it_options.epoch = epoch;
+          auto it = dataset->Iterate(it_options);
+          Status status = it.status();
+          while (status.ok()) {
+            auto sample = (*it)->Next();
+            if (!sample) {
+              status = sample.status();
+              break;
+            }
+            if (!*sample) break;
+            if (first_ns.load() < 0) {
+              int64_t expected = -1;
+              first_ns.compare_exchange_strong(expected,
+                                               std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                   std::chrono::steady_clock::now() - start)
+                                                   .count());
+            }
+            uint64_t n = 0;
+            for (auto f : (*sample)->fields) n += f.size();
+            bytes += n;
+            ++samples;
+          }
+          if (!status.ok()) {
+            std::lock_guard lock(mu);
+            if (failure.ok()) failure = status;
+          }
+        });
+      }
+      for (auto& w : workers) w.join();
+    }
+    FERRY_RETURN_IF_ERROR(failure);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const auto after = metrics::Values();
+    auto delta = [&](const std::string& name) {
+      return Metric(after, name) - Metric(before, name);
+    };
+    const double first_s = static_cast<double>(first_ns.load()) / 1e9;
+    nlohmann::ordered_json j;
+    j["epoch"] = epoch;
+    j["samples"] = samples.load();
+    j["seconds"] = seconds;
+    j["samples_per_s"] = static_cast<double>(samples.load()) / seconds;
+    j["bytes"] = bytes.load();
+    j["mb_per_s"] = static_cast<double>(bytes.load()) / 1e6 / seconds;
+    j["bytes_fetched"] = delta("/ferry/cache/downloaded_bytes");
+    j["remote_requests"] = RemoteRequests(after) - RemoteRequests(before);
+    j["cache_hits"] = delta("/ferry/cache/hits");
+    j["cache_misses"] = delta("/ferry/cache/misses");
+    j["downloads"] = delta("/ferry/cache/downloads");
+    j["evictions"] = delta("/ferry/cache/evictions");
+    j["direct_reads"] = delta("/ferry/stream/direct_reads");
+    j["wait_s"] = static_cast<double>(delta("/ferry/stream/wait_ns")) / 1e9;
+    j["time_to_first_sample_s"] = first_s;
+    j["predownload"] = Metric(after, "/ferry/stream/predownload");
+    j["concurrency"] = Metric(after, "/ferry/stream/concurrency");
+    if (o.json) {
+      std::printf("%s\n", DumpPythonJson(j, JsonKeyOrder::kInsertion).c_str());
+    } else {
+      std::printf(
+          "epoch %llu: %llu samples in %.2f s: %.0f samples/s, %.1f MB/s; first sample after "
+          "%.3f s; fetched %s in %lld remote requests; cache %lld hits, %lld misses, %lld "
+          "evictions; waited %.2f s for shards\n",
+          static_cast<unsigned long long>(epoch), static_cast<unsigned long long>(samples.load()),
+          seconds, j["samples_per_s"].get<double>(), j["mb_per_s"].get<double>(), first_s,
+          FormatBytes(static_cast<uint64_t>(j["bytes_fetched"].get<int64_t>())).c_str(),
+          static_cast<long long>(j["remote_requests"].get<int64_t>()),
+          static_cast<long long>(j["cache_hits"].get<int64_t>()),
+          static_cast<long long>(j["cache_misses"].get<int64_t>()),
+          static_cast<long long>(j["evictions"].get<int64_t>()), j["wait_s"].get<double>());
+    }
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command AddStreamCommand(CLI::App& parent) {
+  auto o = std::make_shared<StreamCommandOptions>();
+  CLI::App* app = parent.add_subcommand(
+      "stream", "Iterate a dataset through the streaming engine (no decoding) and measure it");
+  app->add_option("url", o->url, "Dataset URL (s3://, az://, gs://, https://, or a local path)")
+      ->required();
+  app->add_option("--local", o->local, "Cache folder (required for a remote dataset)");
+  app->add_option("--split", o->split, "Sub-folder of the dataset");
+  app->add_option("--epochs", o->epochs, "Epochs to run")->capture_default_str();
+  app->add_flag("--shuffle", o->shuffle, "Shuffle the order");
+  app->add_option("--shuffle-algo", o->shuffle_algo, "naive, py1s, py1b, py1br or py1e")
+      ->capture_default_str();
+  app->add_option("--seed", o->seed, "Shuffle seed")->capture_default_str();
+  app->add_option("--predownload", o->predownload, "Samples fetched ahead per worker, or auto")
+      ->capture_default_str();
+  app->add_option("--concurrency", o->concurrency, "Shards downloaded at once, or auto")
+      ->capture_default_str();
+  app->add_option("--cache-limit", o->cache_limit, "Bytes the cache may hold (e.g. 10gb)");
+  app->add_option("--validate-hash", o->validate_hash, "Check downloads with this hash");
+  app->add_option("--world", o->world, "NODES,RANKS_PER_NODE,WORKERS_PER_RANK")
+      ->capture_default_str();
+  app->add_option("--rank", o->rank, "Global rank to run (node * ranks_per_node + rank)")
+      ->capture_default_str();
+  app->add_option("--batch-size", o->batch_size, "Per-worker batch size")->capture_default_str();
+  app->add_flag("--json", o->json, "One JSON object per epoch");
+  return {app, [o] { return RunStream(*o); }};
+}
+
+}  // namespace ferry::cli

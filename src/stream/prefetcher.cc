@@ -1,0 +1,240 @@
+#include "stream/prefetcher.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/log.h"
+#include "ferry/metrics/metrics.h"
+
+namespace ferry::internal_stream {
+namespace {
+
+constexpr uint32_t kMaxAutoConcurrency = 16;
+constexpr double kEwma = 0.3;  // weight of a new measurement
+
+double Ewma(double old, double sample) { return old == 0 ? sample : old + kEwma * (sample - old); }
+
+}  // namespace
+
+Prefetcher::Prefetcher(WorkerCursor lookahead, std::function<ShardKey(uint64_t)> resolve,
+                       std::function<uint64_t(const ShardKey&)> shard_bytes,
+                       std::vector<ShardCache*> caches, PrefetchOptions options)
+    : lookahead_(std::move(lookahead)),
+      resolve_(std::move(resolve)),
+      shard_bytes_(std::move(shard_bytes)),
+      caches_(std::move(caches)),
+      options_(options),
+      queue_(1024) {
+  const uint32_t threads =
+      std::max<uint32_t>(1, options_.concurrency.value_or(kMaxAutoConcurrency));
+  for (uint32_t i = 0; i < threads; ++i) {
+    pool_.emplace_back([this](std::stop_token stop) { Fetch(stop); });
+  }
+  planner_ = std::jthread([this](std::stop_token stop) { Plan(stop); });
+}
+
+Prefetcher::~Prefetcher() {
+  planner_.request_stop();
+  for (auto& t : pool_) t.request_stop();
+  queue_.Close();
+  changed_.notify_all();
+  planner_.join();
+  pool_.clear();  // joins; an Acquire in progress finishes first (it is bounded by its retries)
+}
+
+uint64_t Prefetcher::WindowSamples() const {
+  return options_.predownload ? *options_.predownload : auto_window_;
+}
+
+uint32_t Prefetcher::Concurrency() const {
+  return options_.concurrency ? *options_.concurrency : auto_concurrency_;
+}
+
+void Prefetcher::Retune() {
+  // Samples per distinct shard in the window: what one fetch brings.
+  std::set<ShardKey> distinct;
+  for (const auto& [pos, key] : window_) distinct.insert(key);
+  if (!distinct.empty()) {
+    shard_samples_ = Ewma(
+        shard_samples_, static_cast<double>(window_.size()) / static_cast<double>(distinct.size()));
+  }
+  const double per_shard = std::max(1.0, shard_samples_);
+  // Little's law with margin: keep rate x latency x 2 samples ahead; before anything is measured
+  // assume half a second per fetch.
+  const double latency = latency_s_ > 0 ? latency_s_ : 0.5;
+  const double rate = rate_ > 0 ? rate_ : per_shard;
+  double window = std::max(rate * latency * 2, 2 * per_shard);
+  window = std::min(window, per_shard * 64);
+  auto_window_ = static_cast<uint64_t>(std::ceil(window));
+  auto_concurrency_ = static_cast<uint32_t>(
+      std::clamp(std::ceil(window / per_shard), 2.0, static_cast<double>(kMaxAutoConcurrency)));
+  metrics::GetGauge("/ferry/stream/predownload").Set(static_cast<int64_t>(WindowSamples()));
+  metrics::GetGauge("/ferry/stream/concurrency").Set(Concurrency());
+  metrics::GetGauge("/ferry/stream/bandwidth_bytes_per_s").Set(static_cast<int64_t>(bandwidth_));
+}
+
+void Prefetcher::Start(const ShardKey& key) {
+  FetchState& f = fetches_[key];
+  f.bytes = shard_bytes_(key);
+  ++in_flight_;
+  bytes_in_flight_ += f.bytes;
+  bytes_ahead_ += f.bytes;
+  metrics::GetGauge("/ferry/stream/bytes_in_flight").Set(static_cast<int64_t>(bytes_in_flight_));
+  queue_.Push(key);  // never blocks: at most kMaxAutoConcurrency (or concurrency) are queued
+}
+
+void Prefetcher::Plan(std::stop_token stop) {
+  std::unique_lock lock(mu_);
+  while (!stop.stop_requested()) {
+    if (!options_.predownload || !options_.concurrency) Retune();
+    // Extend the look-ahead to the window.
+    const uint64_t target = taken_ + WindowSamples();
+    bool grew = false;
+    while (looked_ < target) {
+      const auto sample = lookahead_.Next();
+      if (!sample) break;
+      const ShardKey key = resolve_(*sample);
+      window_.emplace_back(looked_, key);
+      last_use_[key] = looked_;
+      ++looked_;
+      grew = true;
+    }
+    // Fetch in order of first use, within the concurrency and byte limits.
+    for (const auto& [pos, key] : window_) {
+      if (in_flight_ >= Concurrency()) break;
+      if (fetches_.count(key) != 0) continue;
+      // Bytes fetched ahead (in flight, or local and pinned but not yet read) stay within the
+      // budget - which under a cache_limit is what keeps pinned shards from crowding the cache.
+      if (!fetches_.empty() && bytes_ahead_ + shard_bytes_(key) > options_.max_bytes_in_flight) {
+        break;
+      }
+      Start(key);
+    }
+    if (grew) {
+      // Eviction keeps the shards needed soonest.
+      std::vector<std::vector<size_t>> upcoming(caches_.size());
+      std::set<ShardKey> seen;
+      for (const auto& [pos, key] : window_) {
+        if (seen.insert(key).second) upcoming[key.stream].push_back(key.shard);
+      }
+      for (size_t s = 0; s < caches_.size(); ++s) caches_[s]->SetUpcoming(std::move(upcoming[s]));
+    }
+    changed_.wait(lock, stop, [&] { return dirty_; });
+    dirty_ = false;
+  }
+}
+
+void Prefetcher::Fetch(std::stop_token stop) {
+  while (auto key = queue_.Pop(stop)) {
+    const auto start = std::chrono::steady_clock::now();
+    auto handle = caches_[key->stream]->Acquire(key->shard);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::lock_guard lock(mu_);
+    auto it = fetches_.find(*key);
+    if (it == fetches_.end()) continue;  // cannot happen: entries live until done
+    FetchState& f = it->second;
+    warm_ = true;
+    --in_flight_;
+    bytes_in_flight_ -= f.bytes;
+    metrics::GetGauge("/ferry/stream/bytes_in_flight").Set(static_cast<int64_t>(bytes_in_flight_));
+    f.done = true;
+    if (!handle) {
+      f.error = handle.error();
+      Log().warn("prefetch of shard {} (stream {}) failed: {}", key->shard, key->stream,
+                 f.error.ToString());
+    } else {
+      if (!handle->was_cached() && seconds > 0) {
+        latency_s_ = Ewma(latency_s_, seconds);
+        bandwidth_ = Ewma(bandwidth_, static_cast<double>(f.bytes) *
+                                          std::max<uint32_t>(1, in_flight_ + 1) / seconds);
+      }
+      f.handle = std::move(*handle);
+    }
+    dirty_ = true;
+    changed_.notify_all();
+  }
+}
+
+void Prefetcher::Drop(uint64_t taken) {
+  while (!window_.empty() && window_.front().first < taken) window_.pop_front();
+  for (auto it = fetches_.begin(); it != fetches_.end();) {
+    auto last = last_use_.find(it->first);
+    const bool behind = last == last_use_.end() || last->second < taken;
+    if (it->second.done && behind) {
+      if (last != last_use_.end()) last_use_.erase(last);
+      bytes_ahead_ -= it->second.bytes;
+      it = fetches_.erase(it);  // unpins
+    } else {
+      ++it;
+    }
+  }
+}
+
+void Prefetcher::Advance(uint64_t taken) {
+  std::lock_guard lock(mu_);
+  const auto now = std::chrono::steady_clock::now();
+  const double dt = std::chrono::duration<double>(now - last_advance_).count();
+  if (dt > 0.05 && taken > last_advance_taken_) {
+    rate_ = Ewma(rate_, static_cast<double>(taken - last_advance_taken_) / dt);
+    last_advance_ = now;
+    last_advance_taken_ = taken;
+  }
+  taken_ = taken;
+  Drop(taken);
+  dirty_ = true;
+  changed_.notify_all();
+}
+
+bool Prefetcher::Ready(const ShardKey& key) {
+  std::lock_guard lock(mu_);
+  auto it = fetches_.find(key);
+  return it != fetches_.end() && it->second.done && it->second.error.ok();
+}
+
+void Prefetcher::Request(const ShardKey& key) {
+  std::lock_guard lock(mu_);
+  if (fetches_.count(key) != 0) return;
+  last_use_[key] = std::max(last_use_[key], taken_);
+  Start(key);
+  dirty_ = true;
+  changed_.notify_all();
+}
+
+bool Prefetcher::Warm() {
+  std::lock_guard lock(mu_);
+  return warm_;
+}
+
+Result<ShardHandle> Prefetcher::Wait(const ShardKey& key) {
+  {
+    std::unique_lock lock(mu_);
+    if (fetches_.count(key) == 0) {
+      // Outside the window (or the window is still growing): fetch it now, ahead of the rest.
+      last_use_[key] = std::max(last_use_[key], taken_);
+      Start(key);
+      dirty_ = true;
+      changed_.notify_all();
+    }
+    const auto start = std::chrono::steady_clock::now();
+    changed_.wait(lock, [&] {
+      auto it = fetches_.find(key);
+      return it == fetches_.end() || it->second.done;
+    });
+    metrics::GetCounter("/ferry/stream/wait_ns")
+        .Add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                       std::chrono::steady_clock::now() - start)
+                                       .count()));
+    auto it = fetches_.find(key);
+    if (it != fetches_.end() && !it->second.error.ok()) {
+      Status error = it->second.error;
+      bytes_ahead_ -= it->second.bytes;
+      fetches_.erase(it);  // a later Wait tries again
+      return error;
+    }
+  }
+  // The prefetcher's pin keeps it local; the caller gets its own (a cache hit, no download).
+  return caches_[key.stream]->Acquire(key.shard);
+}
+
+}  // namespace ferry::internal_stream

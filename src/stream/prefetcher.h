@@ -1,0 +1,132 @@
+// Prefetcher: makes the shards a worker will need soon local before it asks for them.
+//
+// It owns a look-ahead copy of the worker's plan cursor and walks it up to `predownload` samples
+// past the worker's position, turning samples into the shards they live in (in order of first
+// use). Up to `concurrency` of those shards are fetched at once (ShardCache::Acquire on a small
+// pool of std::jthreads), and never more than `max_bytes_in_flight` bytes of shards are ahead of
+// the worker (being fetched, or fetched and waiting to be read; at least one shard always). A
+// fetched shard stays pinned (its ShardHandle is held) until the worker has passed its last use
+// inside the window; then the pin is dropped and the cache may evict it. Each stream's cache is
+// told the upcoming shard order, so eviction keeps what is needed soonest.
+//
+// Auto mode (predownload or concurrency unset) measures how long a shard takes to become local
+// (latency L, which includes the round trip and the transfer) and how fast the worker consumes
+// samples (rate R), and keeps R x L x 2 samples ahead (at least two shards' worth): Little's law,
+// so that what is in flight covers the time a fetch takes, with margin. Concurrency follows as
+// the number of shards that window spans (2..16). The choice is reported in the gauges
+// /ferry/stream/predownload, /ferry/stream/concurrency and /ferry/stream/bandwidth_bytes_per_s.
+//
+// Thread-safety: Wait and Advance are called by the worker's thread; the rest is internal.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "base/bounded_queue.h"
+#include "ferry/result.h"
+#include "ferry/stream/epoch_plan.h"
+#include "ferry/stream/shard_cache.h"
+
+namespace ferry::internal_stream {
+
+/// A shard of one stream.
+struct ShardKey {
+  uint32_t stream = 0;
+  uint32_t shard = 0;
+  friend auto operator<=>(const ShardKey&, const ShardKey&) = default;
+};
+
+struct PrefetchOptions {
+  std::optional<uint64_t> predownload;  // samples; nullopt = auto
+  std::optional<uint32_t> concurrency;  // shards at once; nullopt = auto
+  uint64_t max_bytes_in_flight = uint64_t{1} << 30;
+};
+
+class Prefetcher {
+ public:
+  /// `resolve` maps a plan sample id to its shard; `shard_bytes` gives a shard's download size;
+  /// `caches[stream]` fetches the shards of each stream.
+  Prefetcher(WorkerCursor lookahead, std::function<ShardKey(uint64_t sample)> resolve,
+             std::function<uint64_t(const ShardKey&)> shard_bytes, std::vector<ShardCache*> caches,
+             PrefetchOptions options);
+  ~Prefetcher();
+  Prefetcher(const Prefetcher&) = delete;
+  Prefetcher& operator=(const Prefetcher&) = delete;
+
+  /// The worker is now at position `taken` of its sequence.
+  void Advance(uint64_t taken);
+
+  /// Blocks until `key` is local and returns its pinned handle (fetching it now if the window
+  /// had not reached it), or the error that fetching it ended with.
+  Result<ShardHandle> Wait(const ShardKey& key);
+
+  /// True when `key` has been fetched (is local and pinned by the prefetcher).
+  bool Ready(const ShardKey& key);
+
+  /// Starts fetching `key` now if it is not already (without waiting for it).
+  void Request(const ShardKey& key);
+
+  /// True once any fetch has completed: the cold start is over.
+  bool Warm();
+
+ private:
+  struct FetchState {
+    bool done = false;
+    Status error;
+    std::optional<ShardHandle> handle;
+    uint64_t bytes = 0;
+  };
+
+  void Plan(std::stop_token stop);   // the scheduling thread
+  void Fetch(std::stop_token stop);  // a fetch thread: takes keys from queue_
+  void Start(const ShardKey& key);   // \pre mu_ held
+  uint64_t WindowSamples() const;    // \pre mu_ held
+  uint32_t Concurrency() const;      // \pre mu_ held
+  void Retune();                     // \pre mu_ held: auto sizing
+  void Drop(uint64_t taken);         // \pre mu_ held: unpin what is behind
+
+  WorkerCursor lookahead_;
+  const std::function<ShardKey(uint64_t)> resolve_;
+  const std::function<uint64_t(const ShardKey&)> shard_bytes_;
+  const std::vector<ShardCache*> caches_;
+  const PrefetchOptions options_;
+
+  std::mutex mu_;
+  std::condition_variable_any changed_;
+  uint64_t taken_ = 0;  // the worker's position
+  // The look-ahead: shard of each position in [taken_, looked_), oldest first.
+  std::deque<std::pair<uint64_t, ShardKey>> window_;
+  uint64_t looked_ = 0;
+  std::map<ShardKey, FetchState> fetches_;  // started (in flight or done) and still wanted
+  std::map<ShardKey, uint64_t> last_use_;   // last window position needing each shard
+  uint32_t in_flight_ = 0;
+  bool dirty_ = true;  // something changed that the planner should look at
+  bool warm_ = false;  // a fetch has completed
+  uint64_t bytes_in_flight_ = 0;
+  uint64_t bytes_ahead_ = 0;  // in flight + fetched and pinned: what max_bytes_in_flight bounds
+  // Auto sizing.
+  double latency_s_ = 0;      // seconds a fetch takes (EWMA)
+  double rate_ = 0;           // samples/s the worker consumes (EWMA)
+  double bandwidth_ = 0;      // bytes/s of all fetches together (EWMA)
+  double shard_samples_ = 0;  // mean samples per distinct shard in the window
+  uint64_t auto_window_ = 0;  // samples
+  uint32_t auto_concurrency_ = 2;
+  std::chrono::steady_clock::time_point last_advance_ = std::chrono::steady_clock::now();
+  uint64_t last_advance_taken_ = 0;
+
+  BoundedQueue<ShardKey> queue_;
+  std::vector<std::jthread> pool_;
+  std::jthread planner_;  // last: uses everything above
+};
+
+}  // namespace ferry::internal_stream

@@ -1,0 +1,304 @@
+#include "ferry/stream/streaming_dataset.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+#include "ferry/format/shard_reader.h"
+#include "ferry/metrics/metrics.h"
+#include "ferry/storage/registry.h"
+#include "ferry/stream/shard_cache.h"
+#include "storage/instrumented_store.h"
+#include "stream/prefetcher.h"
+#include "stream/remote_sample_reader.h"
+#include "stream/stream_mix.h"
+
+namespace ferry {
+namespace {
+
+using internal_stream::EpochMix;
+using internal_stream::Prefetcher;
+using internal_stream::ShardKey;
+
+// A local shard, pinned and mapped, shared by every sample read from it.
+struct OpenShard {
+  ShardHandle handle;
+  MdsShardReader reader;
+};
+
+struct StreamState {
+  StreamSpec spec;
+  std::shared_ptr<ObjectStore> remote;  // null: local only
+  std::string remote_prefix;            // key of the index folder in `remote`, ending in '/'
+  std::unique_ptr<ShardCache> cache;
+  std::vector<uint64_t> shard_samples;
+  std::vector<uint64_t> shard_starts;  // first sample of each shard within the stream
+  uint64_t first_id = 0;               // first sample of the stream among all streams
+};
+
+class StreamingDatasetImpl : public StreamingDataset,
+                             public std::enable_shared_from_this<StreamingDatasetImpl> {
+ public:
+  explicit StreamingDatasetImpl(StreamingOptions options) : options_(std::move(options)) {}
+
+  Status Init() {
+    if (options_.streams.empty()) return InvalidArgumentError("no streams given");
+    uint64_t first_id = 0;
+    for (size_t s = 0; s < options_.streams.size(); ++s) {
+      const StreamSpec& spec = options_.streams[s];
+      if (spec.local.empty()) {
+        return InvalidArgumentError(fmt::format("stream {}: a local folder is required", s));
+      }
+      StreamState st;
+      st.spec = spec;
+      std::filesystem::path local = spec.local;
+      if (!spec.split.empty()) local /= spec.split;
+      if (!spec.remote.empty()) {
+        FERRY_ASSIGN_OR_RETURN(StoreAndKey opened, OpenUrl(spec.remote));
+        st.remote = Instrument(opened.store);
+        std::string prefix = opened.key;
+        if (!prefix.empty() && !prefix.ends_with('/')) prefix += '/';
+        if (!spec.split.empty()) prefix += spec.split + "/";
+        st.remote_prefix = prefix;
+      }
+      FERRY_ASSIGN_OR_RETURN(Index index, LoadIndex(st.remote.get(), st.remote_prefix, local));
+      for (size_t k = 0; k < index.shards.size(); ++k) {
+        if (index.shards[k].config->HasUnsafeColumn() && !options_.allow_unsafe_types) {
+          return InvalidArgumentError(fmt::format(
+              "stream {} ({}): shard {} has a pkl column, which runs arbitrary code when "
+              "unpickled; allow unsafe types to read it as raw bytes",
+              s, spec.remote.empty() ? spec.local : spec.remote, k));
+        }
+      }
+      st.first_id = first_id;
+      uint64_t n = 0;
+      for (const auto& shard : index.shards) {
+        st.shard_starts.push_back(n);
+        st.shard_samples.push_back(shard.samples);
+        n += shard.samples;
+      }
+      first_id += n;
+      ShardCacheOptions cache_options;
+      cache_options.local = local;
+      cache_options.cache_limit = options_.cache_limit;
+      cache_options.keep_zip = options_.keep_zip;
+      cache_options.validate_hash = options_.validate_hash;
+      indexes_.push_back(index);
+      FERRY_ASSIGN_OR_RETURN(
+          st.cache, ShardCache::Open(st.remote, st.remote_prefix, std::move(index), cache_options));
+      streams_.push_back(std::move(st));
+    }
+    num_samples_ = first_id;
+    FERRY_ASSIGN_OR_RETURN(auto mix, Mix(0));
+    epoch_samples_ = mix->total;
+    return Status::Ok();
+  }
+
+  uint64_t num_samples() const override { return num_samples_; }
+  uint64_t epoch_samples() const override { return epoch_samples_; }
+  const std::vector<Index>& indexes() const override { return indexes_; }
+  const StreamingOptions& options() const override { return options_; }
+
+  Result<std::shared_ptr<const EpochMix>> Mix(uint64_t epoch) {
+    std::lock_guard lock(mu_);
+    if (auto it = mixes_.find(epoch); it != mixes_.end()) return it->second;
+    std::vector<std::vector<uint64_t>> samples;
+    for (const auto& st : streams_) samples.push_back(st.shard_samples);
+    FERRY_ASSIGN_OR_RETURN(EpochMix mix, internal_stream::MixStreams(
+                                             samples, options_.streams, options_.epoch_size,
+                                             options_.sampling_method, options_.order.seed, epoch));
+    if (mix.total == 0) return InvalidArgumentError("the streams give no samples this epoch");
+    auto shared = std::make_shared<const EpochMix>(std::move(mix));
+    if (mixes_.size() >= 4) mixes_.erase(mixes_.begin());  // epochs go forward; keep a few
+    mixes_[epoch] = shared;
+    return shared;
+  }
+
+  Result<std::shared_ptr<const EpochPlan>> Plan(const WorldShape& world, uint64_t epoch,
+                                                uint64_t resume_from) override {
+    FERRY_ASSIGN_OR_RETURN(auto mix, Mix(epoch));
+    return EpochPlan::Create(mix->Counts(), options_.order, world, epoch, resume_from);
+  }
+
+  // The shard mapped and pinned; shared with any other reader of it.
+  Result<std::shared_ptr<const OpenShard>> Open(const ShardKey& key, ShardHandle handle) {
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = open_.find(key); it != open_.end()) {
+        if (auto shard = it->second.lock()) return shard;
+      }
+    }
+    const ShardEntry& entry = indexes_[key.stream].shards[key.shard];
+    FERRY_ASSIGN_OR_RETURN(MdsShardReader reader, MdsShardReader::Open(handle.path(), entry));
+    auto shard = std::make_shared<const OpenShard>(OpenShard{std::move(handle), std::move(reader)});
+    std::lock_guard lock(mu_);
+    open_[key] = shard;
+    if (open_.size() > 4096)
+      std::erase_if(open_, [](const auto& kv) { return kv.second.expired(); });
+    return shard;
+  }
+
+  Result<Sample> Read(const std::shared_ptr<const OpenShard>& shard, const ShardKey& key,
+                      uint64_t index) const {
+    Sample sample;
+    sample.stream = key.stream;
+    sample.id =
+        streams_[key.stream].first_id + streams_[key.stream].shard_starts[key.shard] + index;
+    sample.config = &shard->reader.config();
+    sample.fields.resize(shard->reader.num_columns());
+    FERRY_RETURN_IF_ERROR(shard->reader.ReadFields(static_cast<uint32_t>(index), sample.fields));
+    sample.owner = shard;
+    return sample;
+  }
+
+  // Sample `index` of a raw shard that is still being downloaded, read with ranged GETs.
+  Result<std::optional<Sample>> ReadDirect(const ShardKey& key, uint64_t index) const {
+    const StreamState& st = streams_[key.stream];
+    const ShardEntry& entry = indexes_[key.stream].shards[key.shard];
+    // Ranged reads cannot be checked against the shard's hash: with validate_hash, every sample
+    // comes from a verified, complete shard.
+    if (!options_.read_before_download || !st.remote || entry.zip_data || options_.validate_hash) {
+      return std::nullopt;
+    }
+    FERRY_ASSIGN_OR_RETURN(
+        std::string record,
+        internal_stream::ReadRemoteRecord(*st.remote, st.remote_prefix + entry.raw_data.basename,
+                                          entry, index));
+    auto owner = std::make_shared<const std::string>(std::move(record));
+    Sample sample;
+    sample.stream = key.stream;
+    sample.id = st.first_id + st.shard_starts[key.shard] + index;
+    sample.config = entry.config.get();
+    sample.fields.resize(entry.config->column_names.size());
+    FERRY_RETURN_IF_ERROR(
+        SplitRecord(*entry.config, *owner, sample.fields)
+            .WithContext(st.remote->ToUrl(st.remote_prefix + entry.raw_data.basename)));
+    sample.owner = owner;
+    return std::optional<Sample>(std::move(sample));
+  }
+
+  Result<Sample> Get(uint64_t id) override {
+    if (id >= num_samples_) {
+      return OutOfRangeError(
+          fmt::format("sample {} is past the end ({} samples)", id, num_samples_));
+    }
+    size_t s = 0;
+    while (s + 1 < streams_.size() && streams_[s + 1].first_id <= id) ++s;
+    const StreamState& st = streams_[s];
+    const uint64_t in_stream = id - st.first_id;
+    const auto it = std::upper_bound(st.shard_starts.begin(), st.shard_starts.end(), in_stream);
+    size_t k = static_cast<size_t>(it - st.shard_starts.begin()) - 1;
+    while (st.shard_samples[k] == 0) --k;
+    const ShardKey key{static_cast<uint32_t>(s), static_cast<uint32_t>(k)};
+    FERRY_ASSIGN_OR_RETURN(ShardHandle handle, st.cache->Acquire(k));
+    FERRY_ASSIGN_OR_RETURN(auto shard, Open(key, std::move(handle)));
+    return Read(shard, key, in_stream - st.shard_starts[k]);
+  }
+
+  Result<std::unique_ptr<SampleIterator>> Iterate(const IterateOptions& o) override;
+
+  ShardCache* cache(uint32_t stream) const { return streams_[stream].cache.get(); }
+  uint64_t ShardBytes(const ShardKey& key) const {
+    const ShardEntry& e = indexes_[key.stream].shards[key.shard];
+    return e.zip_data ? e.zip_data->bytes : e.raw_data.bytes;
+  }
+  size_t num_streams() const { return streams_.size(); }
+
+ private:
+  const StreamingOptions options_;
+  std::vector<StreamState> streams_;
+  std::vector<Index> indexes_;
+  uint64_t num_samples_ = 0;
+  uint64_t epoch_samples_ = 0;
+  std::mutex mu_;
+  std::map<uint64_t, std::shared_ptr<const EpochMix>> mixes_;  // guarded by mu_
+  std::map<ShardKey, std::weak_ptr<const OpenShard>> open_;    // guarded by mu_
+};
+
+class StreamIterator : public SampleIterator {
+ public:
+  StreamIterator(std::shared_ptr<StreamingDatasetImpl> dataset,
+                 std::shared_ptr<const EpochPlan> plan, std::shared_ptr<const EpochMix> mix,
+                 WorkerCursor cursor)
+      : dataset_(std::move(dataset)),
+        plan_(std::move(plan)),
+        mix_(std::move(mix)),
+        cursor_(cursor) {
+    std::vector<ShardCache*> caches;
+    for (uint32_t s = 0; s < dataset_->num_streams(); ++s) caches.push_back(dataset_->cache(s));
+    internal_stream::PrefetchOptions prefetch;
+    prefetch.predownload = dataset_->options().predownload;
+    prefetch.concurrency = dataset_->options().download_concurrency;
+    prefetch.max_bytes_in_flight = dataset_->options().max_bytes_in_flight;
+    if (const auto& limit = dataset_->options().cache_limit) {
+      // What is fetched ahead is pinned: keep it to half the cache, so eviction has room.
+      prefetch.max_bytes_in_flight = std::min(prefetch.max_bytes_in_flight, *limit / 2);
+    }
+    prefetcher_ = std::make_unique<Prefetcher>(
+        cursor, [this](uint64_t sample) { return Resolve(sample).first; },
+        [this](const ShardKey& key) { return dataset_->ShardBytes(key); }, std::move(caches),
+        prefetch);
+  }
+
+  Result<std::optional<Sample>> Next() override {
+    const auto v = cursor_.Next();
+    if (!v) return std::optional<Sample>();
+    prefetcher_->Advance(cursor_.taken());
+    const auto [key, index] = Resolve(*v);
+    if (!current_ || current_key_ != key) {
+      if (!prefetcher_->Warm() && !prefetcher_->Ready(key) &&
+          !dataset_->cache(key.stream)->IsLocal(key.shard)) {
+        // Cold start, nothing local yet: read this sample with ranged GETs rather than wait for
+        // a whole shard, while the shard itself is fetched (so it is cached for what follows).
+        prefetcher_->Request(key);
+        FERRY_ASSIGN_OR_RETURN(auto direct, dataset_->ReadDirect(key, index));
+        if (direct) return direct;
+      }
+      FERRY_ASSIGN_OR_RETURN(ShardHandle handle, prefetcher_->Wait(key));
+      FERRY_ASSIGN_OR_RETURN(current_, dataset_->Open(key, std::move(handle)));
+      current_key_ = key;
+    }
+    FERRY_ASSIGN_OR_RETURN(Sample sample, dataset_->Read(current_, key, index));
+    metrics::GetCounter("/ferry/stream/samples").Add();
+    return std::optional<Sample>(std::move(sample));
+  }
+
+  uint64_t remaining() const override { return cursor_.remaining(); }
+
+ private:
+  // The shard and in-shard index of a plan sample.
+  std::pair<ShardKey, uint64_t> Resolve(uint64_t sample) const {
+    const auto [v, offset] = plan_->Locate(sample);
+    const internal_stream::VirtualShard& vs = mix_->shards[v];
+    return {ShardKey{vs.stream, vs.shard}, vs.SampleInShard(offset)};
+  }
+
+  std::shared_ptr<StreamingDatasetImpl> dataset_;
+  std::shared_ptr<const EpochPlan> plan_;
+  std::shared_ptr<const EpochMix> mix_;
+  WorkerCursor cursor_;
+  std::shared_ptr<const OpenShard> current_;
+  ShardKey current_key_;
+  std::unique_ptr<Prefetcher> prefetcher_;  // last: its threads use the members above
+};
+
+Result<std::unique_ptr<SampleIterator>> StreamingDatasetImpl::Iterate(const IterateOptions& o) {
+  FERRY_ASSIGN_OR_RETURN(auto mix, Mix(o.epoch));
+  FERRY_ASSIGN_OR_RETURN(
+      auto plan, EpochPlan::Create(mix->Counts(), options_.order, o.world, o.epoch, o.resume_from));
+  FERRY_ASSIGN_OR_RETURN(WorkerCursor cursor, plan->Worker(o.worker));
+  return std::unique_ptr<SampleIterator>(
+      new StreamIterator(shared_from_this(), std::move(plan), std::move(mix), cursor));
+}
+
+}  // namespace
+
+Result<std::shared_ptr<StreamingDataset>> StreamingDataset::Open(StreamingOptions options) {
+  auto dataset = std::make_shared<StreamingDatasetImpl>(std::move(options));
+  FERRY_RETURN_IF_ERROR(dataset->Init());
+  return std::shared_ptr<StreamingDataset>(std::move(dataset));
+}
+
+}  // namespace ferry

@@ -1,0 +1,214 @@
+// StreamingDataset end to end on local folders: a "remote" dataset in one folder (a FileStore,
+// wrapped like any remote) streamed through a cache in another, and datasets read in place.
+#include "ferry/stream/streaming_dataset.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "base/temp_dir_testutil.h"
+#include "ferry/format/local_dataset.h"
+#include "ferry/format/mds_writer.h"
+#include "ferry/metrics/metrics.h"
+
+namespace ferry {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A dataset of `n` samples {id: int, blob: bytes} in shards of about `per_shard` samples.
+void WriteDataset(const std::filesystem::path& out, uint64_t n, uint64_t per_shard,
+                  std::optional<std::string> compression = std::nullopt) {
+  // Records are 4 + 8 + blob bytes + 4 offset: size_limit picks the samples per shard.
+  const uint64_t blob = 100;
+  auto writer = MdsWriter::Create({.out = out,
+                                   .columns = {{"id", "int"}, {"blob", "bytes"}},
+                                   .compression = compression,
+                                   .hashes = {"xxh64"},
+                                   .size_limit = 300 + per_shard * (blob + 16)})
+                    .value();
+  for (uint64_t i = 0; i < n; ++i) {
+    std::string b(blob, static_cast<char>('a' + i % 26));
+    b += std::to_string(i);
+    const Value values[] = {Value(Bytes{b}), Value(static_cast<int64_t>(i))};
+    ASSERT_TRUE(writer->WriteValues(values).ok());
+  }
+  ASSERT_TRUE(writer->Finish().has_value());
+}
+
+int64_t SampleId(const Sample& s) {
+  // Column order is sorted: blob, id.
+  int64_t v;
+  std::memcpy(&v, s.fields[1].data(), 8);
+  return v;
+}
+
+std::vector<int64_t> ReadAll(SampleIterator& it) {
+  std::vector<int64_t> ids;
+  for (;;) {
+    auto s = it.Next();
+    EXPECT_TRUE(s.has_value()) << s.status().ToString();
+    if (!s || !*s) break;
+    EXPECT_EQ(SampleId(**s), static_cast<int64_t>((*s)->id));  // the bytes are the right sample
+    ids.push_back(SampleId(**s));
+  }
+  return ids;
+}
+
+int64_t FileRequests() { return metrics::Values()["/ferry/storage/file/requests"]; }
+
+class StreamingDatasetTest : public ::testing::Test {
+ protected:
+  void SetUp() override { WriteDataset(tmp_ / "remote", 1000, 37); }
+  StreamingOptions Remote() {
+    StreamingOptions o;
+    o.streams = {{.remote = (tmp_ / "remote").string(), .local = (tmp_ / "cache").string()}};
+    return o;
+  }
+  testing::TempDir tmp_;
+};
+
+TEST_F(StreamingDatasetTest, EveryWorkerTogetherReadsEverySampleOnce) {
+  for (bool shuffle : {false, true}) {
+    StreamingOptions o = Remote();
+    o.order.shuffle = shuffle;
+    o.order.num_canonical_nodes = 2;
+    auto ds = StreamingDataset::Open(o);
+    ASSERT_TRUE(ds.has_value()) << ds.status().ToString();
+    EXPECT_EQ((*ds)->num_samples(), 1000u);
+    const WorldShape world{2, 2, 3};
+    std::map<int64_t, int> seen;
+    for (uint32_t node = 0; node < 2; ++node) {
+      for (uint32_t rank = 0; rank < 2; ++rank) {
+        for (uint32_t worker = 0; worker < 3; ++worker) {
+          auto it = (*ds)->Iterate({.world = world, .worker = {node, rank, worker}, .epoch = 0});
+          ASSERT_TRUE(it.has_value()) << it.status().ToString();
+          for (int64_t id : ReadAll(**it)) ++seen[id];
+        }
+      }
+    }
+    ASSERT_EQ(seen.size(), 1000u);  // every sample ...
+    int extra = 0;
+    for (const auto& [id, count] : seen) extra += count - 1;
+    auto plan = (*ds)->Plan(world, 0);
+    ASSERT_TRUE(plan.has_value());
+    EXPECT_EQ(1000 + extra, static_cast<int>((*plan)->epoch_samples()));  // ... plus the padding
+    EXPECT_LT(extra, 12);
+  }
+}
+
+TEST_F(StreamingDatasetTest, SecondEpochMakesNoRemoteRequests) {
+  auto ds = StreamingDataset::Open(Remote()).value();
+  const int64_t before = FileRequests();
+  auto it = ds->Iterate({.epoch = 0}).value();
+  EXPECT_EQ(ReadAll(*it).size(), 1000u);
+  it.reset();
+  const int64_t after_first = FileRequests();
+  EXPECT_GT(after_first, before);
+  auto again = ds->Iterate({.epoch = 1}).value();
+  EXPECT_EQ(ReadAll(*again).size(), 1000u);
+  EXPECT_EQ(FileRequests(), after_first) << "epoch 2 must be served by the cache";
+  // A new dataset object on the same cache folder (a new job) needs no remote either.
+  auto ds2 = StreamingDataset::Open(Remote()).value();
+  auto third = ds2->Iterate({.epoch = 2}).value();
+  EXPECT_EQ(ReadAll(*third).size(), 1000u);
+  EXPECT_EQ(FileRequests(), after_first);
+}
+
+TEST_F(StreamingDatasetTest, ResumingContinuesTheUninterruptedOrder) {
+  StreamingOptions o = Remote();
+  o.order.shuffle = true;
+  o.order.num_canonical_nodes = 1;
+  auto ds = StreamingDataset::Open(o).value();
+  const auto all = ReadAll(*ds->Iterate({.epoch = 3}).value());
+  ASSERT_EQ(all.size(), 1000u);
+  for (uint64_t k :
+       {uint64_t{0}, uint64_t{1}, uint64_t{37}, uint64_t{500}, uint64_t{999}, uint64_t{1000}}) {
+    auto rest = ReadAll(*ds->Iterate({.epoch = 3, .resume_from = k}).value());
+    std::vector<int64_t> want(all.begin() + static_cast<ptrdiff_t>(k), all.end());
+    EXPECT_EQ(rest, want) << "resumed at " << k;
+  }
+}
+
+TEST_F(StreamingDatasetTest, ALocalDatasetIsReadInPlaceAndNeverEvicted) {
+  WriteDataset(tmp_ / "local", 300, 20, "zstd");
+  StreamingOptions o;
+  o.streams = {{.local = (tmp_ / "local").string()}};
+  o.cache_limit = 1;  // would evict everything of a remote dataset
+  auto ds = StreamingDataset::Open(o).value();
+  EXPECT_EQ(ReadAll(*ds->Iterate({.epoch = 0}).value()).size(), 300u);
+  EXPECT_EQ(ReadAll(*ds->Iterate({.epoch = 1}).value()).size(), 300u);
+  auto check = LocalDataset::Open(tmp_ / "local");
+  ASSERT_TRUE(check.has_value()) << check.status().ToString();  // every file still there
+  for (const auto& shard : (*check)->index().shards) {
+    EXPECT_TRUE(std::filesystem::exists(tmp_ / "local" / shard.zip_data->basename));
+  }
+}
+
+TEST_F(StreamingDatasetTest, RandomAccessFetchesJustTheShardItNeeds) {
+  auto ds = StreamingDataset::Open(Remote()).value();
+  auto s = ds->Get(777);
+  ASSERT_TRUE(s.has_value()) << s.status().ToString();
+  EXPECT_EQ(SampleId(*s), 777);
+  EXPECT_EQ(ds->Get(5000).status().code(), StatusCode::kOutOfRange);
+}
+
+TEST_F(StreamingDatasetTest, StreamsMixByChooseRepeatAndProportion) {
+  WriteDataset(tmp_ / "second", 200, 25);
+  StreamingOptions o;
+  o.streams = {
+      {.remote = (tmp_ / "remote").string(), .local = (tmp_ / "c1").string(), .choose = 150},
+      {.remote = (tmp_ / "second").string(), .local = (tmp_ / "c2").string(), .repeat = 1.5}};
+  auto ds = StreamingDataset::Open(o);
+  ASSERT_TRUE(ds.has_value()) << ds.status().ToString();
+  EXPECT_EQ((*ds)->num_samples(), 1200u);
+  EXPECT_EQ((*ds)->epoch_samples(), 150u + 300u);
+  std::map<uint32_t, int> per_stream;
+  std::set<uint64_t> first_epoch_ids;
+  auto it = (*ds)->Iterate({.epoch = 0}).value();
+  for (;;) {
+    auto s = it->Next().value();
+    if (!s) break;
+    ++per_stream[s->stream];
+    if (s->stream == 0) first_epoch_ids.insert(s->id);
+  }
+  EXPECT_EQ(per_stream[0], 150);
+  EXPECT_EQ(per_stream[1], 300);
+  EXPECT_EQ(first_epoch_ids.size(), 150u);  // a subset without repeats
+  // Balanced sampling draws a different subset in the next epoch.
+  std::set<uint64_t> second_epoch_ids;
+  auto it2 = (*ds)->Iterate({.epoch = 1}).value();
+  for (;;) {
+    auto s = it2->Next().value();
+    if (!s) break;
+    if (s->stream == 0) second_epoch_ids.insert(s->id);
+  }
+  EXPECT_NE(first_epoch_ids, second_epoch_ids);
+
+  StreamingOptions p;
+  p.streams = {
+      {.remote = (tmp_ / "remote").string(), .local = (tmp_ / "c1").string(), .proportion = 3},
+      {.remote = (tmp_ / "second").string(), .local = (tmp_ / "c2").string(), .proportion = 1}};
+  p.epoch_size = 400;
+  auto mixed = StreamingDataset::Open(p);
+  ASSERT_TRUE(mixed.has_value()) << mixed.status().ToString();
+  EXPECT_EQ((*mixed)->epoch_samples(), 400u);
+  p.epoch_size.reset();
+  EXPECT_EQ(StreamingDataset::Open(p).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(StreamingDatasetTest, BadInputIsAClearError) {
+  StreamingOptions o;
+  o.streams = {{.remote = (tmp_ / "nothing").string(), .local = (tmp_ / "c").string()}};
+  auto missing = StreamingDataset::Open(o);
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_THAT(missing.error().message(), HasSubstr("nothing"));
+  StreamingOptions none;
+  EXPECT_EQ(StreamingDataset::Open(none).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace ferry
