@@ -1,0 +1,69 @@
+// ferry-wan: the WAN emulator (wan_proxy.h) as a command.
+//   ferry-wan --target 127.0.0.1:9000 --delay-ms 50 [--listen PORT] [--conn-mbps 25]
+//             [--total-mbps 1000] [--max-conns 64] [--port-file F]
+// Prints "listening on 127.0.0.1:PORT" (and writes PORT to --port-file), runs until SIGINT or
+// SIGTERM, then prints what went through as one JSON line.
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+
+#include "bench/wan/wan_proxy.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"TCP proxy that adds delay and bandwidth limits (a WAN on loopback)"};
+  std::string target, port_file;
+  double delay_ms = 0, conn_mbps = 0, total_mbps = 0;
+  uint32_t max_conns = 0;
+  uint16_t listen = 0;
+  app.add_option("--target", target, "HOST:PORT to forward to")->required();
+  app.add_option("--delay-ms", delay_ms, "One-way delay in each direction (RTT = 2 x delay)");
+  app.add_option("--listen", listen, "Port on 127.0.0.1 (0: any)");
+  app.add_option("--conn-mbps", conn_mbps, "Bandwidth cap per connection, MB/s (0: none)");
+  app.add_option("--total-mbps", total_mbps, "Bandwidth cap in total, MB/s (0: none)");
+  app.add_option("--max-conns", max_conns, "Concurrent connections (0: any)");
+  app.add_option("--port-file", port_file, "Write the listening port here");
+  CLI11_PARSE(app, argc, argv);
+
+  ferry::wan::WanOptions options;
+  const size_t colon = target.rfind(':');
+  if (colon == std::string::npos) {
+    std::fprintf(stderr, "ferry-wan: --target must be HOST:PORT\n");
+    return 2;
+  }
+  options.target_host = target.substr(0, colon);
+  options.target_port = static_cast<uint16_t>(std::stoi(target.substr(colon + 1)));
+  options.listen_port = listen;
+  options.one_way_delay = std::chrono::microseconds(static_cast<int64_t>(delay_ms * 1000));
+  options.per_connection_bytes_per_s = conn_mbps * 1e6;
+  options.total_bytes_per_s = total_mbps * 1e6;
+  options.max_connections = max_conns;
+
+  // Block the signals before any thread starts, then wait for one.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto proxy = ferry::wan::WanProxy::Start(options);
+  if (!proxy) {
+    std::fprintf(stderr, "ferry-wan: %s\n", proxy.status().ToString().c_str());
+    return 1;
+  }
+  std::printf("listening on 127.0.0.1:%u -> %s, delay %.1f ms each way\n", (*proxy)->port(),
+              target.c_str(), delay_ms);
+  std::fflush(stdout);
+  if (!port_file.empty()) std::ofstream(port_file) << (*proxy)->port() << "\n";
+  int sig = 0;
+  sigwait(&signals, &sig);
+  const auto stats = (*proxy)->Stats();
+  (*proxy)->Stop();
+  std::printf(R"({"connections": %llu, "bytes_to_server": %llu, "bytes_to_client": %llu})"
+              "\n",
+              static_cast<unsigned long long>(stats.connections),
+              static_cast<unsigned long long>(stats.bytes_to_server),
+              static_cast<unsigned long long>(stats.bytes_to_client));
+  return 0;
+}

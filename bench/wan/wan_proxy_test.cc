@@ -1,0 +1,119 @@
+// The WAN emulator does what the benchmarks rely on: a round trip through it takes at least
+// 2 x delay; a long transfer pays the delay once, not per chunk; a bandwidth cap holds.
+#include "bench/wan/wan_proxy.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <thread>
+
+namespace ferry::wan {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A server that answers each connection: reads 1 byte, then sends `reply_bytes` and closes.
+class Server {
+ public:
+  explicit Server(size_t reply_bytes) : reply_(reply_bytes, 'x') {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    ::listen(fd_, 16);
+    socklen_t len = sizeof addr;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::jthread([this](std::stop_token stop) {
+      while (!stop.stop_requested()) {
+        const int c = ::accept(fd_, nullptr, nullptr);
+        if (c < 0) return;
+        char b;
+        if (::read(c, &b, 1) == 1) {
+          for (size_t sent = 0; sent < reply_.size();) {
+            const ssize_t n = ::send(c, reply_.data() + sent, reply_.size() - sent, MSG_NOSIGNAL);
+            if (n <= 0) break;
+            sent += static_cast<size_t>(n);
+          }
+        }
+        ::close(c);
+      }
+    });
+  }
+  ~Server() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+  }
+  uint16_t port() const { return port_; }
+
+ private:
+  std::string reply_;
+  int fd_;
+  uint16_t port_;
+  std::jthread thread_;
+};
+
+// Sends one byte to 127.0.0.1:port and reads until the peer closes; returns (bytes, seconds).
+std::pair<size_t, double> Exchange(uint16_t port) {
+  const auto start = Clock::now();
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  EXPECT_EQ(::write(fd, "?", 1), 1);
+  std::string buf(1 << 20, '\0');
+  size_t total = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n <= 0) break;
+    total += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return {total, std::chrono::duration<double>(Clock::now() - start).count()};
+}
+
+TEST(WanProxy, ARoundTripTakesAtLeastTwiceTheDelay) {
+  Server server(100);
+  auto proxy = WanProxy::Start(
+                   {.target_port = server.port(), .one_way_delay = std::chrono::milliseconds(40)})
+                   .value();
+  const auto [bytes, seconds] = Exchange(proxy->port());
+  EXPECT_EQ(bytes, 100u);
+  EXPECT_GE(seconds, 0.080);  // request 40 ms there, reply 40 ms back
+  EXPECT_LT(seconds, 1.0);
+  const auto stats = proxy->Stats();
+  EXPECT_EQ(stats.connections, 1u);
+  EXPECT_EQ(stats.bytes_to_client, 100u);
+  EXPECT_EQ(stats.bytes_to_server, 1u);
+}
+
+TEST(WanProxy, ALongTransferPaysTheDelayOnce) {
+  Server server(64 << 20);
+  auto proxy = WanProxy::Start(
+                   {.target_port = server.port(), .one_way_delay = std::chrono::milliseconds(30)})
+                   .value();
+  const auto [bytes, seconds] = Exchange(proxy->port());
+  EXPECT_EQ(bytes, size_t{64} << 20);
+  // 64 MiB in 256 KiB chunks: stop-and-wait would take 256 x 60 ms = 15 s.
+  EXPECT_LT(seconds, 5.0);
+}
+
+TEST(WanProxy, ABandwidthCapHolds) {
+  Server server(8 << 20);
+  auto proxy =
+      WanProxy::Start({.target_port = server.port(), .per_connection_bytes_per_s = 20e6}).value();
+  const auto [bytes, seconds] = Exchange(proxy->port());
+  EXPECT_EQ(bytes, size_t{8} << 20);
+  const double rate = static_cast<double>(bytes) / seconds;
+  EXPECT_LT(rate, 20e6 * 1.1);
+  EXPECT_GT(rate, 20e6 * 0.7);
+}
+
+}  // namespace
+}  // namespace ferry::wan
