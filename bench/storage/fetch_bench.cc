@@ -9,17 +9,16 @@
 // Endpoint and credentials come from the usual AWS_* variables. Output: one line per run with
 // objects/s, MB/s and the CPU the process used (user+sys seconds per wall second), which says
 // whether ferry's side was the bottleneck.
+#include <fmt/format.h>
 #include <sys/resource.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
 #include <thread>
-
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
 
 #include "ferry/storage/registry.h"
 #include "storage/http/transport.h"
@@ -95,7 +94,8 @@ int Many(const std::string& bucket, const std::string& prefix, const std::vector
     std::unique_lock lock(mu);
     cv.wait(lock, [&] { return in_flight == 0; });
     clock.Report(fmt::format("ferry transport, {} in flight", k), done, bytes);
-    if (failed > 0) std::printf("  %llu requests failed\n", static_cast<unsigned long long>(failed));
+    if (failed > 0)
+      std::printf("  %llu requests failed\n", static_cast<unsigned long long>(failed));
   }
   return 0;
 }

@@ -1,9 +1,9 @@
 #include "base/log.h"
 
+#include <spdlog/sinks/stdout_color_sinks.h>
+
 #include <cstdlib>
 #include <memory>
-
-#include <spdlog/sinks/stdout_color_sinks.h>
 
 namespace ferry {
 

@@ -6,6 +6,7 @@
 // DataLoader's workers would. Per epoch it prints samples/s, MB/s (payload bytes), time to the
 // first sample, and what the cache and the remote did; --json prints one JSON object per epoch.
 #include <fmt/format.h>
+#include <xxhash.h>
 
 #include <atomic>
 #include <chrono>
@@ -40,6 +41,7 @@ struct StreamCommandOptions {
   uint32_t rank = 0;
   uint32_t batch_size = 1;
   bool json = false;
+  bool touch = false;
   std::string validate_hash;
 };
 
@@ -113,7 +115,7 @@ Result<int> RunStream(const StreamCommandOptions& o) {
   for (uint64_t epoch = 0; epoch < o.epochs; ++epoch) {
     const auto before = metrics::Values();
     const auto start = epoch == 0 ? opened_at : std::chrono::steady_clock::now();
-    std::atomic<uint64_t> samples{0}, bytes{0};
+    std::atomic<uint64_t> samples{0}, bytes{0}, checksum{0};
     std::atomic<int64_t> first_ns{-1};
     std::mutex mu;
     Status failure;
@@ -142,7 +144,11 @@ Result<int> RunStream(const StreamCommandOptions& o) {
                                                    .count());
             }
             uint64_t n = 0;
-            for (auto f : (*sample)->fields) n += f.size();
+            for (auto f : (*sample)->fields) {
+              n += f.size();
+              // --touch reads every byte, as a consumer that copies or decodes would.
+              if (o.touch) checksum += XXH3_64bits(f.data(), f.size());
+            }
             bytes += n;
             ++samples;
           }
@@ -227,6 +233,9 @@ Command AddStreamCommand(CLI::App& parent) {
       ->capture_default_str();
   app->add_option("--batch-size", o->batch_size, "Per-worker batch size")->capture_default_str();
   app->add_flag("--json", o->json, "One JSON object per epoch");
+  app->add_flag("--touch", o->touch,
+                "Read every payload byte (a checksum), as a consumer that copies or decodes would; "
+                "without it samples are zero-copy views that are never read");
   return {app, [o] { return RunStream(*o); }};
 }
 

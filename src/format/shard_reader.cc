@@ -149,17 +149,17 @@ Status SplitRecord(const ShardConfig& config, std::string_view record,
     const auto& fixed = config.column_sizes[c];
     const uint64_t len = fixed ? *fixed : LoadU32LE(record.data() + 4 * slot++);
     if (len > record.size() - pos) {
-      return DataLossError(fmt::format("column '{}' claims {} bytes but only {} remain in its "
-                                       "{}-byte record",
-                                       config.column_names[c], len, record.size() - pos,
-                                       record.size()));
+      return DataLossError(
+          fmt::format("column '{}' claims {} bytes but only {} remain in its "
+                      "{}-byte record",
+                      config.column_names[c], len, record.size() - pos, record.size()));
     }
     fields[c] = record.substr(pos, len);
     pos += len;
   }
   if (pos != record.size()) {
-    return DataLossError(fmt::format("record has {} bytes after its last column",
-                                     record.size() - pos));
+    return DataLossError(
+        fmt::format("record has {} bytes after its last column", record.size() - pos));
   }
   return Status::Ok();
 }

@@ -51,12 +51,10 @@ uint32_t Prefetcher::Concurrency() const {
 }
 
 void Prefetcher::Retune() {
-  // Samples per distinct shard in the window: what one fetch brings.
-  std::set<ShardKey> distinct;
-  for (const auto& [pos, key] : window_) distinct.insert(key);
-  if (!distinct.empty()) {
-    shard_samples_ = Ewma(
-        shard_samples_, static_cast<double>(window_.size()) / static_cast<double>(distinct.size()));
+  // Samples per shard change in the look-ahead: what one fetch brings (counted as the window
+  // grows, not by walking it).
+  if (shard_changes_ > 0) {
+    shard_samples_ = static_cast<double>(looked_) / static_cast<double>(shard_changes_);
   }
   const double per_shard = std::max(1.0, shard_samples_);
   // Little's law with margin: keep rate x latency x 2 samples ahead; before anything is measured
@@ -94,6 +92,7 @@ void Prefetcher::Plan(std::stop_token stop) {
       const auto sample = lookahead_.Next();
       if (!sample) break;
       const ShardKey key = resolve_(*sample);
+      if (window_.empty() || !(window_.back().second == key)) ++shard_changes_;
       window_.emplace_back(looked_, key);
       last_use_[key] = looked_;
       ++looked_;
@@ -172,6 +171,10 @@ void Prefetcher::Drop(uint64_t taken) {
 }
 
 void Prefetcher::Advance(uint64_t taken) {
+  // Called for every sample: the common case is only a counter. The planner is woken (and pins
+  // are dropped) every `stride` samples - often enough to keep the window full, rarely enough
+  // that a worker reading from local shards does not pay for a thread hand-off per sample.
+  if (taken < next_wake_.load(std::memory_order_relaxed)) return;
   std::lock_guard lock(mu_);
   const auto now = std::chrono::steady_clock::now();
   const double dt = std::chrono::duration<double>(now - last_advance_).count();
@@ -181,6 +184,8 @@ void Prefetcher::Advance(uint64_t taken) {
     last_advance_taken_ = taken;
   }
   taken_ = taken;
+  const uint64_t stride = std::clamp<uint64_t>(WindowSamples() / 8, 1, 256);
+  next_wake_.store(taken + stride, std::memory_order_relaxed);
   Drop(taken);
   dirty_ = true;
   changed_.notify_all();
@@ -194,6 +199,7 @@ bool Prefetcher::Ready(const ShardKey& key) {
 
 void Prefetcher::Request(const ShardKey& key) {
   std::lock_guard lock(mu_);
+  next_wake_.store(0, std::memory_order_relaxed);
   if (fetches_.count(key) != 0) return;
   last_use_[key] = std::max(last_use_[key], taken_);
   Start(key);

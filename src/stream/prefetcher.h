@@ -19,6 +19,7 @@
 // Thread-safety: Wait and Advance are called by the worker's thread; the rest is internal.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -110,16 +111,18 @@ class Prefetcher {
   std::map<ShardKey, FetchState> fetches_;  // started (in flight or done) and still wanted
   std::map<ShardKey, uint64_t> last_use_;   // last window position needing each shard
   uint32_t in_flight_ = 0;
-  bool dirty_ = true;  // something changed that the planner should look at
-  bool warm_ = false;  // a fetch has completed
+  bool dirty_ = true;                   // something changed that the planner should look at
+  bool warm_ = false;                   // a fetch has completed
+  std::atomic<uint64_t> next_wake_{0};  // Advance wakes the planner at this position
   uint64_t bytes_in_flight_ = 0;
   uint64_t bytes_ahead_ = 0;  // in flight + fetched and pinned: what max_bytes_in_flight bounds
   // Auto sizing.
-  double latency_s_ = 0;      // seconds a fetch takes (EWMA)
-  double rate_ = 0;           // samples/s the worker consumes (EWMA)
-  double bandwidth_ = 0;      // bytes/s of all fetches together (EWMA)
-  double shard_samples_ = 0;  // mean samples per distinct shard in the window
-  uint64_t auto_window_ = 0;  // samples
+  double latency_s_ = 0;        // seconds a fetch takes (EWMA)
+  double rate_ = 0;             // samples/s the worker consumes (EWMA)
+  double bandwidth_ = 0;        // bytes/s of all fetches together (EWMA)
+  double shard_samples_ = 0;    // mean samples per distinct shard in the window
+  uint64_t auto_window_ = 0;    // samples
+  uint64_t shard_changes_ = 0;  // times the look-ahead moved to another shard
   uint32_t auto_concurrency_ = 2;
   std::chrono::steady_clock::time_point last_advance_ = std::chrono::steady_clock::now();
   uint64_t last_advance_taken_ = 0;

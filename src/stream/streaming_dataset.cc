@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <list>
 #include <map>
 #include <mutex>
 
@@ -123,20 +124,42 @@ class StreamingDatasetImpl : public StreamingDataset,
   }
 
   // The shard mapped and pinned; shared with any other reader of it.
-  Result<std::shared_ptr<const OpenShard>> Open(const ShardKey& key, ShardHandle handle) {
-    {
-      std::lock_guard lock(mu_);
-      if (auto it = open_.find(key); it != open_.end()) {
-        if (auto shard = it->second.lock()) return shard;
-      }
+  // The open shard `key`, if one is open (in the recently used set or held by a reader).
+  std::shared_ptr<const OpenShard> Cached(const ShardKey& key) {
+    std::lock_guard lock(mu_);
+    if (auto it = recent_index_.find(key); it != recent_index_.end()) {
+      recent_.splice(recent_.begin(), recent_, it->second);  // most recently used first
+      return it->second->second;
     }
+    if (auto it = open_.find(key); it != open_.end()) return it->second.lock();
+    return nullptr;
+  }
+
+  // The shard mapped and pinned; shared with any other reader of it. Recently used shards stay
+  // open (mapped, validated and pinned) so that a shuffled order hopping between shards does not
+  // re-open one per sample; how many is bounded in count and, under a cache_limit, in bytes.
+  Result<std::shared_ptr<const OpenShard>> Open(const ShardKey& key, ShardHandle handle) {
+    if (auto shard = Cached(key)) return shard;
     const ShardEntry& entry = indexes_[key.stream].shards[key.shard];
     FERRY_ASSIGN_OR_RETURN(MdsShardReader reader, MdsShardReader::Open(handle.path(), entry));
     auto shard = std::make_shared<const OpenShard>(OpenShard{std::move(handle), std::move(reader)});
     std::lock_guard lock(mu_);
     open_[key] = shard;
-    if (open_.size() > 4096)
+    if (open_.size() > 4096) {
       std::erase_if(open_, [](const auto& kv) { return kv.second.expired(); });
+    }
+    if (recent_index_.count(key) == 0) {
+      recent_.emplace_front(key, shard);
+      recent_index_[key] = recent_.begin();
+      recent_bytes_ += entry.raw_data.bytes;
+      const uint64_t byte_cap = options_.cache_limit ? *options_.cache_limit / 4 : UINT64_MAX;
+      while (recent_.size() > kRecentShards || (recent_.size() > 1 && recent_bytes_ > byte_cap)) {
+        const ShardKey& old = recent_.back().first;
+        recent_bytes_ -= indexes_[old.stream].shards[old.shard].raw_data.bytes;
+        recent_index_.erase(old);
+        recent_.pop_back();
+      }
+    }
     return shard;
   }
 
@@ -215,6 +238,12 @@ class StreamingDatasetImpl : public StreamingDataset,
   std::mutex mu_;
   std::map<uint64_t, std::shared_ptr<const EpochMix>> mixes_;  // guarded by mu_
   std::map<ShardKey, std::weak_ptr<const OpenShard>> open_;    // guarded by mu_
+  // Recently used open shards, most recent first, kept open on purpose.
+  static constexpr size_t kRecentShards = 256;
+  using Recent = std::list<std::pair<ShardKey, std::shared_ptr<const OpenShard>>>;
+  Recent recent_;                                      // guarded by mu_
+  std::map<ShardKey, Recent::iterator> recent_index_;  // guarded by mu_
+  uint64_t recent_bytes_ = 0;                          // guarded by mu_
 };
 
 class StreamIterator : public SampleIterator {
@@ -247,6 +276,12 @@ class StreamIterator : public SampleIterator {
     if (!v) return std::optional<Sample>();
     prefetcher_->Advance(cursor_.taken());
     const auto [key, index] = Resolve(*v);
+    if (!current_ || current_key_ != key) {
+      if (auto open = dataset_->Cached(key)) {
+        current_ = std::move(open);
+        current_key_ = key;
+      }
+    }
     if (!current_ || current_key_ != key) {
       if (!prefetcher_->Warm() && !prefetcher_->Ready(key) &&
           !dataset_->cache(key.stream)->IsLocal(key.shard)) {

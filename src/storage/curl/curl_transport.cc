@@ -3,8 +3,6 @@
 #include <curl/curl.h>
 #include <fmt/format.h>
 
-#include "base/log.h"
-
 #include <chrono>
 #include <cstdlib>
 #include <deque>
@@ -12,6 +10,8 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+
+#include "base/log.h"
 
 namespace ferry::http {
 namespace {
@@ -243,9 +243,9 @@ class CurlTransport : public Transport {
       curl_off_t down = 0, up = 0;
       curl_easy_getinfo(t->easy, CURLINFO_SIZE_DOWNLOAD_T, &down);
       curl_easy_getinfo(t->easy, CURLINFO_SIZE_UPLOAD_T, &up);
-      const double ms = std::chrono::duration<double, std::milli>(
-                            std::chrono::steady_clock::now() - t->started)
-                            .count();
+      const double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t->started)
+              .count();
       Log().debug("{} {} -> {} ({} bytes down, {} up, {:.1f} ms)", t->request.method,
                   RedactUrl(t->request.url),
                   result ? std::to_string(result->status) : result.error().ToString(), down, up,

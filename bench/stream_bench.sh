@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Streaming engine benchmark (issue 4): `ferry stream` of the 10,000 synthetic JPEGs (bench/data)
+# in 64 MB and 256 MB shards, from s3rver through ferry-wan at RTT 0, 50 and 100 ms; epoch 1
+# (cold cache) and epoch 2 (warm). Baselines measured in the same run: the ceiling of the
+# emulator-plus-proxy path (every shard fetched with 16 requests in flight, ferry-fetch-bench)
+# and `cat` of the cached shards from the page cache.
+#   bench/stream_bench.sh [--rtts "0 50 100"] [--sizes "64mb 256mb"]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rtts="0 50 100"
+sizes="64mb 256mb"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rtts) rtts=$2; shift 2 ;;
+    --sizes) sizes=$2; shift 2 ;;
+    *) echo "usage: $0 [--rtts LIST] [--sizes LIST]" >&2; exit 2 ;;
+  esac
+done
+
+bin=build/release
+work=build/bench
+src=$work/images-10000
+if [ ! -f "$src.complete" ]; then
+  rm -rf "$src"
+  "$bin/bench/data/ferry-make-images" "$src" --count 10000 --classes 1000 --seed 7
+  touch "$src.complete"
+fi
+
+wan_pid=""
+cleanup() {
+  [ -n "$wan_pid" ] && kill "$wan_pid" 2>/dev/null || true
+  scripts/test-servers.sh stop >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+eval "$(scripts/test-servers.sh start --quiet 2>/dev/null)"
+export AWS_ACCESS_KEY_ID=$FERRY_TEST_S3RVER_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$FERRY_TEST_S3RVER_SECRET_KEY
+export AWS_REGION=us-east-1 AWS_ENDPOINT_URL=$FERRY_TEST_S3RVER_ENDPOINT
+bucket=$FERRY_TEST_S3RVER_BUCKET
+s3_port=${FERRY_TEST_S3RVER_ENDPOINT##*:}
+
+for size in $sizes; do
+  ds=$work/mds-$size
+  [ -f "$ds/index.json" ] || "$bin/src/cli/ferry" convert "$src" "$ds" -q --size-limit "$size" \
+    --overwrite > /dev/null
+  "$bin/src/cli/ferry" cp -r -q --jobs 8 "$ds" "s3://$bucket/$size" > /dev/null
+done
+
+printf '| RTT | shards | ceiling MB/s | epoch 1 samples/s | epoch 1 MB/s | vs ceiling | first sample s | epoch 2 samples/s | epoch 2 MB/s | cat MB/s | vs cat |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|---|\n'
+for rtt in $rtts; do
+  half=$(awk -v r="$rtt" 'BEGIN { print r / 2 }')
+  rm -f "$work/wan.port"
+  "$bin/bench/ferry-wan" --target "127.0.0.1:$s3_port" --delay-ms "$half" \
+    --port-file "$work/wan.port" > "$work/wan.log" 2>&1 &
+  wan_pid=$!
+  for _ in $(seq 100); do [ -s "$work/wan.port" ] && break; sleep 0.05; done
+  export AWS_ENDPOINT_URL=http://127.0.0.1:$(cat "$work/wan.port")
+  for size in $sizes; do
+    ceiling=$("$bin/bench/ferry-fetch-bench" many --bucket "$bucket" --prefix "$size/shard." \
+      --inflight 16 | awk '{ for (i = 1; i <= NF; i++) if ($i == "MB/s") print $(i - 1) }')
+    cache=$work/stream-cache-$size-$rtt
+    rm -rf "$cache"
+    "$bin/src/cli/ferry" stream "s3://$bucket/$size" --local "$cache" --epochs 2 --shuffle \
+      --touch --json > "$work/stream-$size-$rtt.json"
+    sync
+    cat "$cache"/shard.* > /dev/null  # into the page cache
+    cat_s=$( { TIMEFORMAT=%R; time cat "$cache"/shard.* > /dev/null; } 2>&1 )
+    bytes=$(cat "$cache"/shard.* | wc -c)
+    /usr/bin/python3 - "$work/stream-$size-$rtt.json" "$rtt" "$size" "$ceiling" "$cat_s" "$bytes" <<'PY'
+import json, sys
+path, rtt, size, ceiling, cat_s, nbytes = sys.argv[1:]
+e1, e2 = [json.loads(l) for l in open(path) if l.startswith("{")]
+cat_mbps = int(nbytes) / 1e6 / max(float(cat_s), 1e-3)
+print(f"| {rtt} ms | {size} | {float(ceiling):.0f} | {e1['samples_per_s']:.0f} | {e1['mb_per_s']:.0f} | "
+      f"{e1['mb_per_s'] / float(ceiling):.2f} | {e1['time_to_first_sample_s']:.3f} | "
+      f"{e2['samples_per_s']:.0f} | {e2['mb_per_s']:.0f} | {cat_mbps:.0f} | {e2['mb_per_s'] / cat_mbps:.2f} |")
+PY
+  done
+  kill "$wan_pid"; wait "$wan_pid" 2>/dev/null || true; wan_pid=""
+done
