@@ -102,6 +102,21 @@ bool IsRegularFile(const fs::path& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+// The size of the regular file at `path`, nullopt when there is none.
+std::optional<uint64_t> RegularFileSize(const fs::path& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  return static_cast<uint64_t>(st.st_size);
+}
+
+// A cached shard counts only at the size the index gives. Downloads are not fsynced (a cache can
+// always fetch again, and the flush would halve epoch-1 throughput); after a power cut a
+// published file whose data never reached the disk comes back shorter (ext4 and XFS update the
+// size on disk only with the data), so this check is what turns that into a fresh download.
+bool IsComplete(const fs::path& path, const FileInfo& file) {
+  return RegularFileSize(path) == file.bytes;
+}
+
 // Adds the time since construction to wait_ns when it goes out of scope.
 class WaitTimer {
  public:
@@ -150,7 +165,7 @@ class ShardCacheImpl final : public ShardCache {
       Log().debug("cache: {}: {}", shard.raw_data.basename, s.message());  // LRU gets coarser
     }
     CacheMetrics& metrics = CacheMetrics::Get();
-    if (IsRegularFile(raw)) {
+    if (IsComplete(raw, shard.raw_data)) {
       metrics.hits.Add();
       return MakeHandle(k, raw, pin.Release(), /*was_cached=*/true);
     }
@@ -161,7 +176,13 @@ class ShardCacheImpl final : public ShardCache {
           FileLock download,
           FileLock::Lock(layout_.DownloadLockPath(shard.raw_data.basename), LockMode::kExclusive));
       // Whoever held the lock before us may have downloaded it.
-      if (!IsRegularFile(raw)) {
+      if (const auto size = RegularFileSize(raw); size != shard.raw_data.bytes) {
+        if (size) {
+          // Replaced by the rename that publishes the download; readers of it cannot exist (it
+          // never passed the size check).
+          Log().warn("cache: {} has {} bytes, index.json says {}: downloading it again",
+                     raw.string(), *size, shard.raw_data.bytes);
+        }
         FERRY_RETURN_IF_ERROR(
             downloader_.Fetch(shard, [&](uint64_t bytes) { return MakeRoomFor(k, bytes); }));
       }
@@ -171,7 +192,8 @@ class ShardCacheImpl final : public ShardCache {
 
   bool IsLocal(size_t k) const override {
     return k < index_.shards.size() &&
-           IsRegularFile(layout_.FilePath(index_.shards[k].raw_data.basename));
+           IsComplete(layout_.FilePath(index_.shards[k].raw_data.basename),
+                      index_.shards[k].raw_data);
   }
 
   void SetUpcoming(std::vector<size_t> shards) override {

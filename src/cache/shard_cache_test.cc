@@ -148,6 +148,22 @@ TEST_F(ShardCacheTest, AcquireDownloadsOnceThenHits) {
   }
 }
 
+// What a power cut can leave of an unflushed download: the file under its name, but short.
+TEST_F(ShardCacheTest, AShortCachedShardIsFetchedAgain) {
+  WriteRemote();
+  auto cache = Open();
+  { ASSERT_TRUE(cache->Acquire(0).has_value()); }
+  std::filesystem::resize_file(RawPath(0, Cache()), ShardBytes(0) / 2);
+  EXPECT_FALSE(cache->IsLocal(0));
+
+  auto again = cache->Acquire(0);
+  ASSERT_TRUE(again.has_value()) << again.status().ToString();
+  EXPECT_FALSE(again->was_cached());
+  EXPECT_EQ(Reads("shard.00000.mds"), 2);
+  EXPECT_TRUE(testing::RawShardIsIntact(again->path(), index_.shards[0]));
+  EXPECT_EQ(std::filesystem::file_size(again->path()), ShardBytes(0));
+}
+
 TEST_F(ShardCacheTest, ThreadsAskingForOneShardShareOneDownload) {
   WriteRemote();
   auto cache =
@@ -699,7 +715,7 @@ TEST_F(ShardCacheTest, LargeShardsComeInParallelParts) {
   EXPECT_EQ(Reads(index_.shards[0].raw_data.basename), 4);
   EXPECT_EQ(
       testing::CountLogged(ReadLog(), "head")[prefix_ + "/" + index_.shards[0].raw_data.basename],
-      1);
+      0);
 }
 
 TEST_F(ShardCacheTest, AFailingPartFailsTheWholeDownloadCleanly) {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 #include <stop_token>
 #include <system_error>
 #include <thread>
@@ -75,19 +76,18 @@ Status PwriteAll(int fd, std::string_view data, uint64_t offset, const fs::path&
   return Status::Ok();
 }
 
-// Writes a new file and flushes it, so that the rename that publishes it publishes its bytes.
+// Writes a new file. Not flushed, as downloads are not: see IsComplete in shard_cache.cc.
 Status WriteNewFile(const fs::path& path, std::string_view data) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoToStatus(errno, "create", path);
   Status status = PwriteAll(fd, data, 0, path);
-  if (status.ok() && ::fdatasync(fd) != 0) status = ErrnoToStatus(errno, "fsync", path);
   if (::close(fd) != 0 && status.ok()) status = ErrnoToStatus(errno, "close", path);
   if (!status.ok()) ::unlink(path.c_str());
   return status;
 }
 
-// The folder is not fsynced after the rename: losing a rename to a power cut only means
-// downloading the shard again, while its contents were flushed before it got its name.
+// Neither the file nor the folder is fsynced: what a power cut can lose is found short (or
+// missing) by the cache's size check and fetched again.
 Status Publish(const fs::path& tmp, const fs::path& path) {
   if (::rename(tmp.c_str(), path.c_str()) != 0) return ErrnoToStatus(errno, "rename", path);
   return Status::Ok();
@@ -118,10 +118,6 @@ Status DownloadWhole(ObjectStore& store, std::string_view key, int fd, const fs:
 
 Status DownloadParts(ObjectStore& store, std::string_view key, int fd, const fs::path& tmp,
                      uint64_t size, uint32_t max_parts, const std::string& url) {
-  FERRY_ASSIGN_OR_RETURN(const ObjectInfo info, store.Head(key));
-  if (info.size != size) {
-    return DataLossError(fmt::format("{}: {} bytes, index.json says {}", url, info.size, size));
-  }
   // Parts land out of order: reserving every block now also makes a full disk fail here, not
   // halfway through. Filesystems without fallocate get a sparse file of the right size.
   if (const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(size)); err != 0) {
@@ -135,6 +131,9 @@ Status DownloadParts(ObjectStore& store, std::string_view key, int fd, const fs:
   metrics::Counter& downloaded = CacheMetrics::Get().downloaded_bytes;
   std::stop_source failed;  // the first failing part stops the others
   std::vector<Status> results(parts);
+  // What each part's response says of the whole object: checked afterwards, instead of a HEAD
+  // first that would cost a round trip per shard.
+  std::vector<std::optional<ObjectInfo>> objects(parts);  // nullopt: a part past the end
   auto run_part = [&](uint64_t part) {
     const uint64_t begin = part * part_size;
     if (begin >= size) return;
@@ -154,6 +153,7 @@ Status DownloadParts(ObjectStore& store, std::string_view key, int fd, const fs:
       return Status::Ok();
     });
     Status status = got.status();
+    if (got) objects[part] = *got;
     if (status.ok() && written != length) {
       status = DataLossError(
           fmt::format("{}: {} bytes at offset {}, expected {}", url, written, begin, length));
@@ -178,6 +178,20 @@ Status DownloadParts(ObjectStore& store, std::string_view key, int fd, const fs:
   for (Status& status : results) {
     if (!status.ok()) return std::move(status);
   }
+  const ObjectInfo* first = nullptr;
+  for (const auto& part : objects) {
+    if (!part) continue;
+    const ObjectInfo& object = *part;
+    if (first == nullptr) first = &object;
+    if (object.size != size) {
+      return DataLossError(fmt::format("{}: {} bytes, index.json says {}", url, object.size, size));
+    }
+    // Parts of two versions of an object (rewritten during the download) must not be mixed.
+    if (object.etag != first->etag) {
+      return DataLossError(fmt::format("{}: changed during the download (etag {} then {})", url,
+                                       first->etag, object.etag));
+    }
+  }
   return Status::Ok();
 }
 
@@ -192,7 +206,6 @@ Status DownloadToFile(ObjectStore& store, std::string_view key, const fs::path& 
                           expected_size >= parts.parallel_part_threshold
                       ? DownloadParts(store, key, fd, tmp, expected_size, parts.download_parts, url)
                       : DownloadWhole(store, key, fd, tmp, expected_size, url);
-  if (status.ok() && ::fdatasync(fd) != 0) status = ErrnoToStatus(errno, "fsync", tmp);
   if (::close(fd) != 0 && status.ok()) status = ErrnoToStatus(errno, "close", tmp);
   if (!status.ok()) ::unlink(tmp.c_str());
   return status;

@@ -8,14 +8,16 @@
 //   3. otherwise make room (the caller's callback evicts), then download the compressed file if
 //      the dataset has one, else the raw file, into its temporary: one streamed read, or, at or
 //      above parallel_part_threshold, `download_parts` ranged reads at once, each written at its
-//      offset (pwrite) into one preallocated file; a failing part stops the others and fails the
-//      download;
+//      offset (pwrite) into one preallocated file, with no HEAD first (every part's response
+//      gives the object's size and etag, which must agree); a failing part stops the others and
+//      fails the download;
 //   4. check the size against index.json and the digest with validate_hash; a mismatch deletes
 //      the temporary and downloads once more, then fails with kDataLoss naming the shard and the
 //      algorithm;
-//   5. decompress into the raw file's temporary; flush; rename into place. The compressed file
-//      is renamed into place too with keep_zip (first, so that a crash in between leaves the
-//      zip and no raw file - never a temporary beside a published raw file), else deleted.
+//   5. decompress into the raw file's temporary; rename into place (not fsynced: see Publish).
+//      The compressed file is renamed into place too with keep_zip (first, so that a crash in
+//      between leaves the zip and no raw file - never a temporary beside a published raw file),
+//      else deleted.
 // Every failure removes the temporaries it made: only a rename publishes a shard file.
 //
 // Without a remote only step 2 exists, and the compressed file is never deleted.
@@ -48,7 +50,7 @@ struct PartOptions {
 
 /// Downloads the whole object `key` into a new file `tmp` (which must not exist), checking that
 /// it has `expected_size` bytes (kDataLoss otherwise). Large objects come as ranged parts (see
-/// the file comment). On error `tmp` is removed. The file is flushed to disk before returning.
+/// the file comment). On error `tmp` is removed. The file is not flushed to disk (see Publish).
 Status DownloadToFile(ObjectStore& store, std::string_view key, const std::filesystem::path& tmp,
                       uint64_t expected_size, const PartOptions& parts);
 

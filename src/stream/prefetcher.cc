@@ -61,11 +61,11 @@ void Prefetcher::Retune() {
   // assume half a second per fetch.
   const double latency = latency_s_ > 0 ? latency_s_ : 0.5;
   const double rate = rate_ > 0 ? rate_ : per_shard;
-  double window = std::max(rate * latency * 2, 2 * per_shard);
+  double window = std::max(rate * latency * 2, 4 * per_shard);
   window = std::min(window, per_shard * 64);
   auto_window_ = static_cast<uint64_t>(std::ceil(window));
   auto_concurrency_ = static_cast<uint32_t>(
-      std::clamp(std::ceil(window / per_shard), 2.0, static_cast<double>(kMaxAutoConcurrency)));
+      std::clamp(std::ceil(window / per_shard), 4.0, static_cast<double>(kMaxAutoConcurrency)));
   metrics::GetGauge("/ferry/stream/predownload").Set(static_cast<int64_t>(WindowSamples()));
   metrics::GetGauge("/ferry/stream/concurrency").Set(Concurrency());
   metrics::GetGauge("/ferry/stream/bandwidth_bytes_per_s").Set(static_cast<int64_t>(bandwidth_));

@@ -6,6 +6,7 @@
 #include <list>
 #include <map>
 #include <mutex>
+#include <utility>
 
 #include "ferry/format/shard_reader.h"
 #include "ferry/metrics/metrics.h"
@@ -282,11 +283,13 @@ class StreamIterator : public SampleIterator {
         current_key_ = key;
       }
     }
+    const bool first = std::exchange(first_, false);
     if (!current_ || current_key_ != key) {
-      if (!prefetcher_->Warm() && !prefetcher_->Ready(key) &&
+      if (first && !prefetcher_->Warm() && !prefetcher_->Ready(key) &&
           !dataset_->cache(key.stream)->IsLocal(key.shard)) {
-        // Cold start, nothing local yet: read this sample with ranged GETs rather than wait for
-        // a whole shard, while the shard itself is fetched (so it is cached for what follows).
+        // Cold start, nothing local yet: read the first sample with ranged GETs rather than wait
+        // for a whole shard, while the shard itself is fetched. Only the first: each direct read
+        // costs a round trip, and one after another they would be slower than the shards.
         prefetcher_->Request(key);
         FERRY_ASSIGN_OR_RETURN(auto direct, dataset_->ReadDirect(key, index));
         if (direct) return direct;
@@ -316,6 +319,7 @@ class StreamIterator : public SampleIterator {
   WorkerCursor cursor_;
   std::shared_ptr<const OpenShard> current_;
   ShardKey current_key_;
+  bool first_ = true;                       // no sample returned yet
   std::unique_ptr<Prefetcher> prefetcher_;  // last: its threads use the members above
 };
 

@@ -8,11 +8,13 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "base/temp_dir_testutil.h"
 #include "ferry/format/local_dataset.h"
 #include "ferry/format/mds_writer.h"
 #include "ferry/metrics/metrics.h"
+#include "ferry/storage/registry.h"
 
 namespace ferry {
 namespace {
@@ -59,6 +61,38 @@ std::vector<int64_t> ReadAll(SampleIterator& it) {
 }
 
 int64_t FileRequests() { return metrics::Values()["/ferry/storage/file/requests"]; }
+
+// A local folder behind a slow link: whole-object reads (shard downloads) take 300 ms, ranged
+// reads are immediate. "slowfile:///abs/path".
+class SlowStore : public ObjectStore {
+ public:
+  explicit SlowStore(std::shared_ptr<ObjectStore> inner) : inner_(std::move(inner)) {}
+  std::string_view scheme() const override { return "slowfile"; }
+  std::string ToUrl(std::string_view key) const override { return "slow" + inner_->ToUrl(key); }
+  Result<ObjectInfo> Head(std::string_view key) override { return inner_->Head(key); }
+  Result<ObjectInfo> Read(std::string_view key, ByteRange range, const ByteSink& sink) override {
+    if (range.offset == 0 && !range.length) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+    return inner_->Read(key, range, sink);
+  }
+  Status Write(std::string_view key, const ByteSource& source) override {
+    return inner_->Write(key, source);
+  }
+  Result<ListResult> List(std::string_view prefix, bool recursive) override {
+    return inner_->List(prefix, recursive);
+  }
+  Status Remove(std::string_view key) override { return inner_->Remove(key); }
+
+ private:
+  std::shared_ptr<ObjectStore> inner_;  // a file store: its URLs are file://...
+};
+
+Result<StoreAndKey> OpenSlowStore(std::string_view url) {
+  FERRY_ASSIGN_OR_RETURN(StoreAndKey local, OpenUrl(url.substr(std::string_view("slow").size())));
+  return StoreAndKey{std::make_shared<SlowStore>(local.store), local.key};
+}
+const StoreRegistration kSlowStore("slowfile", &OpenSlowStore);
 
 class StreamingDatasetTest : public ::testing::Test {
  protected:
@@ -116,6 +150,23 @@ TEST_F(StreamingDatasetTest, SecondEpochMakesNoRemoteRequests) {
   auto third = ds2->Iterate({.epoch = 2}).value();
   EXPECT_EQ(ReadAll(*third).size(), 1000u);
   EXPECT_EQ(FileRequests(), after_first);
+}
+
+TEST_F(StreamingDatasetTest, OnlyTheFirstSampleIsReadByRangeWhileShardsDownload) {
+  StreamingOptions o = Remote();
+  o.streams[0].remote = "slowfile://" + (tmp_ / "remote").string();  // file:///tmp/...
+  o.download_concurrency = 8;
+  auto ds = StreamingDataset::Open(o).value();
+  auto direct = [] { return metrics::Values()["/ferry/stream/direct_reads"]; };
+  const int64_t before = direct();
+  auto it = ds->Iterate({.epoch = 0}).value();
+  auto first = it->Next();
+  ASSERT_TRUE(first.has_value() && *first) << first.status().ToString();
+  EXPECT_EQ(SampleId(**first), 0);
+  EXPECT_EQ(direct() - before, 1) << "the first sample comes before its 300 ms download";
+  // The rest of the first shard waits for the shard instead of paying a request per sample.
+  EXPECT_EQ(ReadAll(*it).size(), 999u);
+  EXPECT_EQ(direct() - before, 1);
 }
 
 TEST_F(StreamingDatasetTest, ResumingContinuesTheUninterruptedOrder) {

@@ -20,9 +20,9 @@
 // fetched, pinning each shard until the iterator is past its last upcoming use. With
 // predownload/concurrency "auto" (nullopt) it sizes the window from the bandwidth and round-trip
 // time it measures (bytes in flight ~ bandwidth x RTT x 2) and reports what it chose in metrics.
-// At the cold start, before any shard is local, samples of raw (uncompressed) shards are read
-// with ranged GETs while the shards download, so the first sample arrives after the index and
-// two small requests, not after a whole shard.
+// At the cold start, before any shard is local, an iterator's first sample (of a raw,
+// uncompressed shard) is read with ranged GETs while the shards download, so it arrives after
+// the index and two small requests, not after a whole shard.
 //
 // Thread-safety: StreamingDataset is shared by any number of iterators and threads; one
 // SampleIterator is used by one thread.
@@ -65,8 +65,8 @@ struct StreamingOptions {
   bool keep_zip = false;
   std::optional<std::string> validate_hash;
   bool allow_unsafe_types = false;
-  /// Ranged reads of samples of raw shards still downloading (not with validate_hash, which
-  /// needs the whole shard first).
+  /// An iterator's first sample, at a cold start, read by range while its raw shard downloads
+  /// (not with validate_hash, which needs the whole shard first).
   bool read_before_download = true;
 };
 
