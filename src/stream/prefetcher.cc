@@ -25,6 +25,8 @@ Prefetcher::Prefetcher(WorkerCursor lookahead, std::function<ShardKey(uint64_t)>
       caches_(std::move(caches)),
       options_(options),
       queue_(1024) {
+  // A resumed cursor starts part-way through its sequence: positions count from there.
+  taken_ = looked_ = last_advance_taken_ = lookahead_.taken();
   const uint32_t threads =
       std::max<uint32_t>(1, options_.concurrency.value_or(kMaxAutoConcurrency));
   for (uint32_t i = 0; i < threads; ++i) {

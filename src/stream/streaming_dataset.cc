@@ -328,6 +328,7 @@ Result<std::unique_ptr<SampleIterator>> StreamingDatasetImpl::Iterate(const Iter
   FERRY_ASSIGN_OR_RETURN(
       auto plan, EpochPlan::Create(mix->Counts(), options_.order, o.world, o.epoch, o.resume_from));
   FERRY_ASSIGN_OR_RETURN(WorkerCursor cursor, plan->Worker(o.worker));
+  cursor.Skip(o.skip);
   return std::unique_ptr<SampleIterator>(
       new StreamIterator(shared_from_this(), std::move(plan), std::move(mix), cursor));
 }

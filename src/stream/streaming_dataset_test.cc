@@ -184,6 +184,28 @@ TEST_F(StreamingDatasetTest, ResumingContinuesTheUninterruptedOrder) {
   }
 }
 
+TEST_F(StreamingDatasetTest, SkippingResumesEachWorkerExactlyWhereItStopped) {
+  StreamingOptions o = Remote();
+  o.order.shuffle = true;
+  o.order.batch_size = 4;
+  auto ds = StreamingDataset::Open(o).value();
+  const WorldShape world{.nodes = 1, .ranks_per_node = 1, .workers_per_rank = 3};
+  for (uint32_t w = 0; w < 3; ++w) {
+    const auto all =
+        ReadAll(*ds->Iterate({.world = world, .worker = {.worker = w}, .epoch = 1}).value());
+    for (uint64_t skip :
+         {uint64_t{0}, uint64_t{4}, uint64_t{5}, all.size() - 1, all.size(), all.size() + 7}) {
+      auto it =
+          ds->Iterate({.world = world, .worker = {.worker = w}, .epoch = 1, .skip = skip}).value();
+      EXPECT_EQ(it->remaining(), all.size() - std::min<uint64_t>(skip, all.size()));
+      const auto rest = ReadAll(*it);
+      std::vector<int64_t> want(
+          all.begin() + static_cast<ptrdiff_t>(std::min<uint64_t>(skip, all.size())), all.end());
+      EXPECT_EQ(rest, want) << "worker " << w << " skipping " << skip;
+    }
+  }
+}
+
 TEST_F(StreamingDatasetTest, ALocalDatasetIsReadInPlaceAndNeverEvicted) {
   WriteDataset(tmp_ / "local", 300, 20, "zstd");
   StreamingOptions o;

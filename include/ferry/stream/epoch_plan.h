@@ -36,6 +36,7 @@
 // thread, and its copies are independent.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -101,6 +102,9 @@ class WorkerCursor {
   uint64_t remaining() const;
   /// Samples this worker has taken (its position within its own sequence).
   uint64_t taken() const { return taken_; }
+  /// Moves `n` samples ahead without reading them (at most to the end): resuming one worker
+  /// exactly where it stopped.
+  void Skip(uint64_t n) { taken_ += std::min(n, total_ - taken_); }
 
  private:
   friend class EpochPlan;

@@ -83,8 +83,12 @@ struct IterateOptions {
   WorldShape world;
   WorkerId worker;
   uint64_t epoch = 0;
-  /// Global samples the world already read this epoch (resumption; see EpochPlan::Create).
+  /// Global samples the world already read this epoch (resumption under any world shape with
+  /// the same canonical nodes; a multiple of them; see EpochPlan::Create).
   uint64_t resume_from = 0;
+  /// Samples of this worker's own sequence already read (exact resumption of one worker under
+  /// the same world shape, e.g. DataLoader workers that stopped after different batch counts).
+  uint64_t skip = 0;
 };
 
 class SampleIterator {
