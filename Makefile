@@ -24,8 +24,9 @@ build-dev: deps
 	@cmake --build --preset dev -j$(JOBS)
 
 # Unit, compatibility, CLI and integration tests (against loopback S3/Azure servers) under
-# ASan+UBSan, then a short fixed-count fuzz run.
-test: build-dev
+# ASan+UBSan, the Python package's tests (release build of the module), then a short
+# fixed-count fuzz run.
+test: build-dev build
 	@./scripts/run-tests.sh dev
 	@$(MAKE) --no-print-directory fuzz-smoke
 

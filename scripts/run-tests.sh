@@ -3,7 +3,8 @@
 # CLI tests in parallel, then - with the loopback object-store servers of scripts/test-servers.sh
 # running - the integration tests one at a time (some stop and restart a server, which would
 # disturb a neighbour), with FERRY_LOG=debug; finally that whole log is searched for the
-# servers' secrets, which must never appear. The servers are always stopped at the end.
+# servers' secrets, which must never appear; with the servers still up, the Python package's
+# pytest suite. The servers are always stopped at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset=${1:-dev}
@@ -19,6 +20,17 @@ log=build/test-servers/integration-debug.log
 FERRY_LOG=debug ctest --preset "$preset" -L integration -j1 --timeout 600 --verbose > "$log" 2>&1 ||
   { tail -n 80 "$log"; echo "integration tests failed; full log: $log"; exit 1; }
 grep -E "tests passed|Total Test time" "$log"
+
+# The Python package (tests/python) against the release build's module: the dev build is
+# sanitized and cannot be loaded into an uninstrumented interpreter. The servers are still up
+# for its remote tests.
+python_build=${FERRY_PYTHON_BUILD:-build/release}
+if [ ! -d "$python_build/python/ferry" ]; then
+  echo "no Python module in $python_build/python (run make build first)"
+  exit 1
+fi
+PYTHONPATH="$PWD/$python_build/python" FERRY_LOG=debug /usr/bin/python3 -m pytest -q -s -p no:cacheprovider \
+  tests/python 2>>"$log"
 
 # No secret in the debug log of the whole integration suite.
 leaks=0

@@ -58,6 +58,18 @@ constexpr std::array<EncodingName, 27> kEncodings = {{
     {"jpegarray", EncodingKind::kJpegArray, std::nullopt},
 }};
 
+}  // namespace
+
+std::string_view EncodingKindName(EncodingKind kind) {
+  if (kind == EncodingKind::kNdArray) return "ndarray";
+  for (const auto& known : kEncodings) {
+    if (known.kind == kind) return known.name;
+  }
+  return "unknown";
+}
+
+namespace {
+
 std::string KnownEncodings() {
   std::string out;
   for (const auto& e : kEncodings) {

@@ -35,6 +35,11 @@ Result<Index> ReadLocalIndex(const std::filesystem::path& folder) {
   auto text = ReadFileToString(index_path);
   if (!text) {
     if (text.error().code() == StatusCode::kNotFound) {
+      std::error_code ec;
+      if (!std::filesystem::exists(folder, ec)) {
+        return NotFoundError(fmt::format("{} does not exist (so neither does {})", folder.string(),
+                                         index_path.string()));
+      }
       return InvalidArgumentError(fmt::format("{} is not an MDS dataset: {} does not exist",
                                               folder.string(), index_path.string()));
     }

@@ -51,7 +51,7 @@ std::unique_ptr<LocalDataset> OpenOk(const fs::path& root, LocalDatasetOptions o
 // ---------------------------------------------------------------------------------------------
 // Open
 
-TEST(LocalDatasetOpen, MissingIndexIsInvalidArgumentNamingThePath) {
+TEST(LocalDatasetOpen, MissingIndexIsInvalidArgumentAndMissingFolderNotFound) {
   testing::TempDir tmp;
   auto ds = LocalDataset::Open(tmp.path());
   ASSERT_FALSE(ds.has_value());
@@ -61,7 +61,8 @@ TEST(LocalDatasetOpen, MissingIndexIsInvalidArgumentNamingThePath) {
 
   auto no_folder = LocalDataset::Open(tmp / "nowhere");
   ASSERT_FALSE(no_folder.has_value());
-  EXPECT_EQ(no_folder.error().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(no_folder.error().code(), StatusCode::kNotFound);
+  EXPECT_THAT(no_folder.error().message(), HasSubstr((tmp / "nowhere").string()));
   EXPECT_THAT(no_folder.error().message(), HasSubstr("nowhere"));
 }
 

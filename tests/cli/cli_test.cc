@@ -198,8 +198,12 @@ TEST_F(CliTest, RejectsBadInputWithAClearMessage) {
   EXPECT_THAT(inside.err, HasSubstr("inside the source folder"));
 
   CliRun missing = Ferry("inspect " + (tmp_ / "nothing").string(), tmp_);
-  EXPECT_EQ(missing.code, 2);
-  EXPECT_THAT(missing.err, HasSubstr("is not an MDS dataset"));
+  EXPECT_EQ(missing.code, 3);
+  EXPECT_THAT(missing.err, HasSubstr("nothing does not exist"));
+
+  CliRun not_dataset = Ferry("inspect " + Src(), tmp_);
+  EXPECT_EQ(not_dataset.code, 2);
+  EXPECT_THAT(not_dataset.err, HasSubstr("is not an MDS dataset"));
 
   CliRun bad_option = Ferry("convert " + Src() + " " + Out() + " --compression lzma", tmp_);
   EXPECT_EQ(bad_option.code, 2);

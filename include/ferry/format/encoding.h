@@ -53,6 +53,9 @@ enum class EncodingKind : uint8_t {
   kNdArray,
 };
 
+/// The canonical name of a kind: "bytes", "uint8", "list[pil]", "jpeg_array", "ndarray", ...
+std::string_view EncodingKindName(EncodingKind kind);
+
 class ColumnEncoding {
  public:
   /// kInvalidArgument naming the text for an unknown encoding or malformed ndarray parameters.

@@ -1,0 +1,172 @@
+"""MDSWriter: write samples into MDS shards that Mosaic Streaming (and ferry) read.
+
+The same arguments as ``streaming.MDSWriter``; the shards are byte-identical to what the
+reference writes for the same samples (and to ``ferry convert``), because the encoding and the
+shard rollover happen in the native library. Compression, hashing and writing of full shards run
+on background threads while Python goes on encoding.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union
+
+from . import _ferry
+from ._values import encoder
+from .errors import InvalidArgumentError
+
+_DEFAULT_SIZE_LIMIT = 1 << 26
+
+
+def _is_remote(path: str) -> bool:
+    return "://" in path and not path.startswith("file://")
+
+
+def resolve_size_limit(size_limit: Union[int, str, None]) -> Optional[int]:
+    """Bytes, or a human size ("64mb"); 0 or None mean no limit (one shard)."""
+    if size_limit is None:
+        return None
+    if isinstance(size_limit, bool) or not isinstance(size_limit, (int, str)):
+        raise InvalidArgumentError(
+            f"size_limit must be bytes or a size such as '64mb', not {size_limit!r}"
+        )
+    if isinstance(size_limit, int) and size_limit < 0:
+        raise InvalidArgumentError(f"size_limit must not be negative, got {size_limit}")
+    return _ferry.resolve_size_limit(str(size_limit))
+
+
+class MDSWriter:
+    """Writes MDS shards and ``index.json`` to a local folder or any store URL.
+
+    Args:
+        out: a local folder; a store URL (``s3://``, ``az://``, ``gs://``, ...) - shards are
+            written to a temporary local folder and uploaded when the writer finishes; or a
+            ``(local, remote)`` pair.
+        columns: column name -> encoding (``"bytes"``, ``"str"``, ``"int"``, ``"jpeg"``,
+            ``"ndarray:float32:3,4"``, ... - every MDS encoding).
+        compression: ``"zstd"``, ``"zstd:7"``, ``"gz"``, ``"br"``, ``"bz2"``, ``"snappy"`` or
+            None.
+        hashes: digests recorded in ``index.json`` (``"sha1"``, ``"xxh64"``, ...).
+        size_limit: shard size in bytes or a human size (``"64mb"``); 0/None for one shard.
+        keep_local: with a remote ``out``, keep the local copy after uploading.
+        exist_ok: replace a dataset already in the local folder (otherwise a non-empty folder
+            is an ``AlreadyExistsError``).
+
+    Values: bytes-like values are stored verbatim in any column; otherwise str, int, float,
+    ``Decimal``, numpy scalars and arrays, JSON-able objects, PIL images (or uint8 arrays) for
+    the image encodings, anything picklable for ``pkl``. Extra keys in a sample are ignored.
+    """
+
+    def __init__(
+        self,
+        *,
+        columns: Mapping[str, str],
+        out: Union[str, Tuple[str, str]],
+        keep_local: bool = False,
+        compression: Optional[str] = None,
+        hashes: Optional[Sequence[str]] = None,
+        size_limit: Union[int, str, None] = _DEFAULT_SIZE_LIMIT,
+        exist_ok: bool = False,
+        max_workers: int = 16,
+        **kwargs: Any,
+    ) -> None:
+        unknown = set(kwargs) - {"progress_bar", "retry"}
+        if unknown:
+            raise InvalidArgumentError(f"MDSWriter got unknown arguments: {sorted(unknown)}")
+        if not isinstance(columns, Mapping) or not columns:
+            raise InvalidArgumentError("columns must be a non-empty dict of name -> encoding")
+        if isinstance(out, (tuple, list)):
+            if len(out) != 2:
+                raise InvalidArgumentError("out must be a path, a URL or a (local, remote) pair")
+            local, remote = str(out[0]), str(out[1])
+        elif _is_remote(str(out)):
+            local, remote = tempfile.mkdtemp(prefix="ferry-writer-"), str(out)
+            exist_ok = True  # our own empty temporary folder
+        else:
+            local, remote = str(out), None
+        if local.startswith("file://"):
+            local = local[len("file://") :]
+        self.local = local
+        self.remote = remote
+        self.keep_local = keep_local
+        self._max_workers = max(1, int(max_workers))
+        self._native = _ferry.Writer(
+            local,
+            [(str(name), str(encoding)) for name, encoding in columns.items()],
+            compression,
+            list(hashes or []),
+            resolve_size_limit(size_limit),
+            exist_ok,
+        )
+        self._names = list(self._native.column_names)
+        self._encoders = [
+            encoder(name, enc) for name, enc in zip(self._names, self._native.column_encodings)
+        ]
+        self._finished = False
+
+    @property
+    def column_names(self) -> Sequence[str]:
+        """Columns in stored (sorted) order."""
+        return list(self._names)
+
+    @property
+    def samples_written(self) -> int:
+        return self._native.samples_written
+
+    def write(self, sample: Mapping[str, Any]) -> None:
+        """Appends one sample: a dict with a value for every column."""
+        if self._finished:
+            raise InvalidArgumentError(f"{self.local}: write after finish")
+        try:
+            values = [encode(sample[name]) for name, encode in zip(self._names, self._encoders)]
+        except KeyError as e:
+            raise InvalidArgumentError(
+                f"{self.local}: the sample has no value for column {e.args[0]!r} "
+                f"(columns: {', '.join(self._names)})"
+            ) from None
+        self._native.write(values)
+
+    def write_many(self, samples: Iterable[Mapping[str, Any]]) -> None:
+        for sample in samples:
+            self.write(sample)
+
+    def finish(self) -> None:
+        """Writes the last shard and ``index.json``; uploads everything to a remote ``out``."""
+        if self._finished:
+            return
+        self._finished = True
+        self._native.finish()
+        if self.remote is not None:
+            self._upload()
+
+    def _upload(self) -> None:
+        files = []
+        for root, _, names in os.walk(self.local):
+            for name in names:
+                path = os.path.join(root, name)
+                files.append(os.path.relpath(path, self.local))
+        # index.json last: a reader never sees an index that names a shard not yet uploaded.
+        files.sort(key=lambda f: f == "index.json")
+        remote = self.remote.rstrip("/")
+        shards = [f for f in files if f != "index.json"]
+        with ThreadPoolExecutor(self._max_workers) as pool:
+            list(pool.map(lambda f: _ferry.put_file(f"{remote}/{f}", os.path.join(self.local, f)),
+                          shards))
+        if "index.json" in files:
+            _ferry.put_file(f"{remote}/index.json", os.path.join(self.local, "index.json"))
+        if not self.keep_local:
+            shutil.rmtree(self.local, ignore_errors=True)
+
+    def __enter__(self) -> "MDSWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        # As the reference: what was written becomes a complete dataset even when the block
+        # raised (the samples before the error are kept).
+        self.finish()
+
+
+__all__ = ["MDSWriter", "resolve_size_limit"]

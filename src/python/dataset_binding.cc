@@ -1,0 +1,244 @@
+// ferry._ferry.Dataset and SampleIterator: the streaming engine for Python. Options come as one
+// dict built by python/ferry/dataset.py; samples come back as (id, stream, [raw values]) that
+// python/ferry/_values.py finishes (PIL images, numpy scalars, Decimal, parsed JSON). Every call
+// that may wait on the network or the disk releases the GIL.
+#include <fmt/format.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "ferry/format/encoding.h"
+#include "ferry/stream/streaming_dataset.h"
+#include "python/bindings.h"
+#include "python/py_value.h"
+#include "python/status_exception.h"
+
+namespace py = pybind11;
+
+namespace ferry::python {
+namespace {
+
+template <typename T>
+T Get(const py::dict& d, const char* key, T fallback) {
+  if (!d.contains(key) || d[key].is_none()) return fallback;
+  return d[key].cast<T>();
+}
+
+template <typename T>
+std::optional<T> GetOptional(const py::dict& d, const char* key) {
+  if (!d.contains(key) || d[key].is_none()) return std::nullopt;
+  return d[key].cast<T>();
+}
+
+StreamingOptions ParseOptions(const py::dict& d) {
+  StreamingOptions o;
+  for (py::handle item : d["streams"]) {
+    const auto s = py::reinterpret_borrow<py::dict>(item);
+    o.streams.push_back({.remote = Get<std::string>(s, "remote", ""),
+                         .local = Get<std::string>(s, "local", ""),
+                         .split = Get<std::string>(s, "split", ""),
+                         .proportion = GetOptional<double>(s, "proportion"),
+                         .repeat = GetOptional<double>(s, "repeat"),
+                         .choose = GetOptional<uint64_t>(s, "choose")});
+  }
+  o.order.shuffle = Get<bool>(d, "shuffle", false);
+  o.order.algo = Unwrap(ParseShuffleAlgo(Get<std::string>(d, "shuffle_algo", "py1e")));
+  o.order.seed = Get<uint64_t>(d, "shuffle_seed", o.order.seed);
+  o.order.shuffle_block_size = Get<uint64_t>(d, "shuffle_block_size", o.order.shuffle_block_size);
+  o.order.num_canonical_nodes = Get<uint32_t>(d, "num_canonical_nodes", 0);
+  o.order.batch_size = Get<uint32_t>(d, "batch_size", 1);
+  o.order.drop_last = Get<bool>(d, "drop_last", false);
+  o.epoch_size = GetOptional<uint64_t>(d, "epoch_size");
+  const std::string sampling = Get<std::string>(d, "sampling_method", "balanced");
+  if (sampling == "balanced") {
+    o.sampling_method = SamplingMethod::kBalanced;
+  } else if (sampling == "fixed") {
+    o.sampling_method = SamplingMethod::kFixed;
+  } else {
+    ThrowStatus(InvalidArgumentError(fmt::format(
+        "sampling_method {} is not one of balanced, fixed", sampling)));
+  }
+  o.predownload = GetOptional<uint64_t>(d, "predownload");
+  o.download_concurrency = GetOptional<uint32_t>(d, "download_concurrency");
+  o.max_bytes_in_flight = Get<uint64_t>(d, "max_bytes_in_flight", o.max_bytes_in_flight);
+  o.cache_limit = GetOptional<uint64_t>(d, "cache_limit");
+  o.keep_zip = Get<bool>(d, "keep_zip", false);
+  o.validate_hash = GetOptional<std::string>(d, "validate_hash");
+  o.allow_unsafe_types = Get<bool>(d, "allow_unsafe_types", false);
+  return o;
+}
+
+bool IsBytesKind(EncodingKind kind) {
+  return kind == EncodingKind::kBytes || kind == EncodingKind::kJpeg ||
+         kind == EncodingKind::kPng || kind == EncodingKind::kPkl;
+}
+
+// Decodes what needs no Python (without the GIL); byte-like columns stay views for one copy
+// straight into Python bytes.
+struct DecodedSample {
+  Sample sample;
+  std::vector<std::optional<Value>> values;  // nullopt: a byte-like column, taken from the view
+};
+
+Result<DecodedSample> Decode(Sample sample) {
+  DecodedSample out{.sample = std::move(sample), .values = {}};
+  const ShardConfig& config = *out.sample.config;
+  out.values.resize(config.column_encodings.size());
+  for (size_t c = 0; c < config.column_encodings.size(); ++c) {
+    const ColumnEncoding& encoding = config.column_encodings[c];
+    if (IsBytesKind(encoding.kind())) continue;
+    auto value = DecodeValue(encoding, out.sample.fields[c]);
+    if (!value) {
+      return value.status().WithContext(fmt::format("sample {}, column {}", out.sample.id,
+                                                    config.column_names[c]));
+    }
+    out.values[c] = std::move(*value);
+  }
+  return out;
+}
+
+py::tuple ToPython(const DecodedSample& d) {
+  py::list values;
+  for (size_t c = 0; c < d.values.size(); ++c) {
+    if (d.values[c]) {
+      values.append(FromValue(*d.values[c]));
+    } else {
+      const std::string_view field = d.sample.fields[c];
+      values.append(py::bytes(field.data(), field.size()));
+    }
+  }
+  return py::make_tuple(d.sample.id, d.sample.stream, std::move(values));
+}
+
+class PyIterator {
+ public:
+  explicit PyIterator(std::unique_ptr<SampleIterator> it) : it_(std::move(it)) {}
+
+  py::tuple Next() {
+    Result<std::optional<DecodedSample>> next = InternalError("no sample");
+    {
+      py::gil_scoped_release release;
+      next = [&]() -> Result<std::optional<DecodedSample>> {
+        FERRY_ASSIGN_OR_RETURN(std::optional<Sample> sample, it_->Next());
+        if (!sample) return std::optional<DecodedSample>();
+        FERRY_ASSIGN_OR_RETURN(DecodedSample decoded, Decode(std::move(*sample)));
+        return std::optional<DecodedSample>(std::move(decoded));
+      }();
+    }
+    auto sample = Unwrap(std::move(next));
+    if (!sample) throw py::stop_iteration();
+    return ToPython(*sample);
+  }
+
+  uint64_t remaining() const { return it_->remaining(); }
+
+  // Stops the prefetch threads now rather than when Python collects the object.
+  void Close() {
+    py::gil_scoped_release release;
+    it_.reset();
+  }
+
+ private:
+  std::unique_ptr<SampleIterator> it_;
+};
+
+WorldShape World(const std::tuple<uint32_t, uint32_t, uint32_t>& w) {
+  return {.nodes = std::get<0>(w),
+          .ranks_per_node = std::get<1>(w),
+          .workers_per_rank = std::get<2>(w)};
+}
+
+}  // namespace
+
+void RegisterDataset(py::module_& m) {
+  py::class_<StreamingDataset, std::shared_ptr<StreamingDataset>>(m, "Dataset")
+      .def(py::init([](const py::dict& options) {
+             StreamingOptions parsed = ParseOptions(options);
+             Result<std::shared_ptr<StreamingDataset>> ds = InternalError("not opened");
+             {
+               py::gil_scoped_release release;
+               ds = StreamingDataset::Open(std::move(parsed));
+             }
+             return Unwrap(std::move(ds));
+           }),
+           py::arg("options"))
+      .def_property_readonly("num_samples", &StreamingDataset::num_samples)
+      .def_property_readonly("epoch_samples", &StreamingDataset::epoch_samples)
+      .def_property_readonly("columns",
+                             [](const StreamingDataset& ds) {
+                               std::vector<std::pair<std::string, std::string>> out;
+                               for (const Index& index : ds.indexes()) {
+                                 for (const ShardEntry& shard : index.shards) {
+                                   const ShardConfig& c = *shard.config;
+                                   for (size_t i = 0; i < c.column_names.size(); ++i) {
+                                     out.emplace_back(c.column_names[i],
+                                                      c.column_encodings[i].text());
+                                   }
+                                   return out;
+                                 }
+                               }
+                               return out;
+                             })
+      .def(
+          "plan",
+          [](StreamingDataset& ds, const std::tuple<uint32_t, uint32_t, uint32_t>& world,
+             uint64_t epoch, uint64_t resume_from) {
+            Result<std::shared_ptr<const EpochPlan>> plan = InternalError("no plan");
+            {
+              py::gil_scoped_release release;
+              plan = ds.Plan(World(world), epoch, resume_from);
+            }
+            auto p = Unwrap(std::move(plan));
+            return py::dict(py::arg("epoch_samples") = p->epoch_samples(),
+                            py::arg("samples_per_worker") = p->samples_per_worker(),
+                            py::arg("num_canonical_nodes") = p->num_canonical_nodes());
+          },
+          py::arg("world"), py::arg("epoch"), py::arg("resume_from") = 0)
+      .def(
+          "get",
+          [](StreamingDataset& ds, uint64_t id) {
+            Result<DecodedSample> got = InternalError("no sample");
+            {
+              py::gil_scoped_release release;
+              got = [&]() -> Result<DecodedSample> {
+                FERRY_ASSIGN_OR_RETURN(Sample sample, ds.Get(id));
+                return Decode(std::move(sample));
+              }();
+            }
+            return ToPython(Unwrap(std::move(got)));
+          },
+          py::arg("id"))
+      .def(
+          "iterate",
+          [](StreamingDataset& ds, const std::tuple<uint32_t, uint32_t, uint32_t>& world,
+             const std::tuple<uint32_t, uint32_t, uint32_t>& worker, uint64_t epoch,
+             uint64_t resume_from, uint64_t skip) {
+            Result<std::unique_ptr<SampleIterator>> it = InternalError("no iterator");
+            {
+              py::gil_scoped_release release;
+              it = ds.Iterate({.world = World(world),
+                               .worker = {.node = std::get<0>(worker),
+                                          .rank = std::get<1>(worker),
+                                          .worker = std::get<2>(worker)},
+                               .epoch = epoch,
+                               .resume_from = resume_from,
+                               .skip = skip});
+            }
+            return PyIterator(Unwrap(std::move(it)));
+          },
+          py::arg("world"), py::arg("worker"), py::arg("epoch"), py::arg("resume_from") = 0,
+          py::arg("skip") = 0);
+
+  py::class_<PyIterator>(m, "SampleIterator")
+      .def("__iter__", [](PyIterator& self) -> PyIterator& { return self; })
+      .def("__next__", &PyIterator::Next)
+      .def_property_readonly("remaining", &PyIterator::remaining)
+      .def("close", &PyIterator::Close);
+}
+
+}  // namespace ferry::python

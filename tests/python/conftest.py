@@ -1,0 +1,36 @@
+"""Shared pytest fixtures. The suite runs with Debian's /usr/bin/python3 and
+PYTHONPATH=<build>/python (scripts/run-tests.sh); FERRY_FIXTURES_DIR overrides where Mosaic
+Streaming's fixture datasets are."""
+
+import os
+import pathlib
+import shutil
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+FIXTURES = pathlib.Path(
+    os.environ.get("FERRY_FIXTURES_DIR", ROOT.parent / "shared" / "fixtures" / "mds")
+)
+FIXTURE_NAMES = sorted(
+    p.name for p in FIXTURES.iterdir() if (p / "expected.json").is_file()
+) if FIXTURES.is_dir() else []
+
+
+@pytest.fixture(scope="session")
+def fixtures(tmp_path_factory) -> pathlib.Path:
+    """A private copy of the fixture datasets: reading compressed ones in place writes the
+    decompressed shards beside them, which must not touch the shared originals."""
+    if not FIXTURE_NAMES:
+        pytest.fail(f"no fixtures found in {FIXTURES}")
+    copy = tmp_path_factory.mktemp("fixtures")
+    for name in FIXTURE_NAMES:
+        shutil.copytree(FIXTURES / name, copy / name)
+    return copy
+
+
+@pytest.fixture(autouse=True)
+def _single_process_world(monkeypatch):
+    """No test inherits a distributed world from the environment."""
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
+        monkeypatch.delenv(name, raising=False)

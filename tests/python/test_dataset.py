@@ -1,0 +1,190 @@
+"""ferry.StreamingDataset under torch's DataLoader and simulated torch.distributed ranks, and
+ferry.StreamingDataLoader's exact resumption; bad input is a clear, mapped exception."""
+
+import os
+import pathlib
+
+import numpy as np
+import pytest
+import torch.utils.data
+
+import ferry
+
+N = 480  # 480 = 2 ranks x 2 workers x 4 batch x 30: no padding in the shapes used below
+
+
+@pytest.fixture(scope="module")
+def dataset_dir(tmp_path_factory) -> pathlib.Path:
+    out = tmp_path_factory.mktemp("data") / "ds"
+    with ferry.MDSWriter(out=str(out), columns={"id": "int", "blob": "bytes"},
+                         size_limit="2kb", hashes=["xxh64"]) as writer:
+        for i in range(N):
+            writer.write({"id": i, "blob": bytes([i % 251]) * (i % 37)})
+    return out
+
+
+def _ids(batches):
+    out = []
+    for batch in batches:
+        out.extend(int(i) for i in batch["id"])
+    return out
+
+
+def _check(sample):
+    i = int(sample["id"])
+    assert sample["blob"] == bytes([i % 251]) * (i % 37)
+
+
+def test_samples_are_dicts_with_len_and_random_access(dataset_dir):
+    ds = ferry.StreamingDataset(local=str(dataset_dir))
+    assert len(ds) == N and ds.num_samples == N
+    assert ds.columns == ["blob", "id"]
+    assert ds[7] == {"id": 7, "blob": bytes([7]) * 7}
+    assert ds[-1]["id"] == N - 1
+    with pytest.raises(IndexError):
+        ds[N]
+    assert [s["id"] for s in ds] == list(range(N))  # no shuffle: shard order
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_dataloader_workers_read_each_sample_once_per_epoch(dataset_dir, workers):
+    ds = ferry.StreamingDataset(local=str(dataset_dir), shuffle=True, batch_size=4)
+    loader = torch.utils.data.DataLoader(ds, batch_size=4, num_workers=workers)
+    epochs = [_ids(loader) for _ in range(2)]
+    for ids in epochs:
+        assert sorted(ids) == list(range(N))
+    assert epochs[0] != epochs[1], "each epoch is shuffled differently"
+    # The same seed gives the same order in a new dataset object.
+    again = ferry.StreamingDataset(local=str(dataset_dir), shuffle=True, batch_size=4)
+    assert _ids(torch.utils.data.DataLoader(again, batch_size=4, num_workers=workers)) == epochs[0]
+    for sample in ds:
+        _check(sample)
+
+
+@pytest.mark.parametrize("world_size, local_world", [(2, 2), (2, 1), (4, 2)])
+def test_ranks_split_the_epoch_without_overlap(dataset_dir, monkeypatch, world_size, local_world):
+    per_rank = []
+    for rank in range(world_size):
+        monkeypatch.setenv("WORLD_SIZE", str(world_size))
+        monkeypatch.setenv("RANK", str(rank))
+        monkeypatch.setenv("LOCAL_WORLD_SIZE", str(local_world))
+        monkeypatch.setenv("LOCAL_RANK", str(rank % local_world))
+        ds = ferry.StreamingDataset(local=str(dataset_dir), shuffle=True, batch_size=4,
+                                    num_canonical_nodes=4)
+        assert len(ds) == N // world_size
+        per_rank.append(_ids(torch.utils.data.DataLoader(ds, batch_size=4, num_workers=2)))
+    assert all(len(ids) == N // world_size for ids in per_rank)
+    union = [i for ids in per_rank for i in ids]
+    assert sorted(union) == list(range(N)), "together the ranks read every sample once"
+
+
+def _loader(dataset_dir, workers):
+    ds = ferry.StreamingDataset(local=str(dataset_dir), shuffle=True, batch_size=4,
+                                shuffle_algo="py1b", shuffle_block_size=64)
+    return ferry.StreamingDataLoader(ds, batch_size=4, num_workers=workers)
+
+
+def _take(loader, k):
+    out = []
+    for batch in loader:
+        out.append([int(i) for i in batch["id"]])
+        if len(out) == k:
+            break
+    return out
+
+
+@pytest.mark.parametrize("workers", [0, 2, 3])
+def test_state_dict_resumes_exactly_where_it_stopped(dataset_dir, workers):
+    full = _take(_loader(dataset_dir, workers), 10**9)
+    assert sorted(i for b in full for i in b) == list(range(N))
+    for stops in ([1], [5], [7, 3], [2, 2, 9], [len(full) - 1]):
+        got, state = [], None
+        for k in stops:
+            loader = _loader(dataset_dir, workers)
+            if state is not None:
+                loader.load_state_dict(state)
+            got += _take(loader, k)
+            state = loader.state_dict()
+            assert state["sample_in_epoch"] == 4 * len(got) and state["epoch"] == 0
+        loader = _loader(dataset_dir, workers)
+        loader.load_state_dict(state)
+        got += _take(loader, 10**9)
+        assert got == full, f"stopped after {stops} batches"
+
+
+def test_a_state_at_the_end_of_an_epoch_resumes_into_the_next(dataset_dir):
+    loader = _loader(dataset_dir, 2)
+    first = _take(loader, 10**9)
+    state = loader.state_dict()
+    second = _take(loader, 10**9)  # the next epoch, uninterrupted
+    resumed = _loader(dataset_dir, 2)
+    resumed.load_state_dict(state)
+    assert _take(resumed, 10**9) == second != first
+
+
+def test_a_remote_dataset_streams_through_the_cache(tmp_path, monkeypatch):
+    endpoint = os.environ.get("FERRY_TEST_S3RVER_ENDPOINT")
+    if not endpoint:
+        pytest.skip("no S3 test server (scripts/test-servers.sh start)")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", os.environ["FERRY_TEST_S3RVER_ACCESS_KEY"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", os.environ["FERRY_TEST_S3RVER_SECRET_KEY"])
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    url = f"s3://{os.environ['FERRY_TEST_S3RVER_BUCKET']}/python/{tmp_path.name}"
+    with ferry.MDSWriter(out=url, columns={"id": "int", "x": "ndarray:float32:3"},
+                         size_limit="1kb") as writer:
+        for i in range(200):
+            writer.write({"id": i, "x": np.full(3, i, np.float32)})
+    assert not pathlib.Path(writer.local).exists(), "the temporary local copy is removed"
+
+    def requests():
+        return sum(v for k, v in ferry.metrics().items()
+                   if k.startswith("/ferry/storage/s3/") and k.endswith("/requests"))
+
+    ds = ferry.StreamingDataset(remote=url, local=str(tmp_path / "cache"), shuffle=True)
+    first = [int(s["id"]) for s in ds]
+    assert sorted(first) == list(range(200))
+    before = requests()
+    second = [int(s["id"]) for s in torch.utils.data.DataLoader(ds, batch_size=None,
+                                                                num_workers=2)]
+    assert sorted(second) == list(range(200))
+    assert requests() == before, "epoch 2 is served by the cache"
+    np.testing.assert_array_equal(ds[17]["x"], np.full(3, 17, np.float32))
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"shuffle_algo": "best"}, ValueError, "best"),
+    ({"cache_limit": -1}, ValueError, "cache_limit"),
+    ({"cache_limit": "huge"}, ValueError, "huge"),
+    ({"predownload": 0}, ValueError, "predownload"),
+    ({"batch_size": 0}, ValueError, "batch_size"),
+    ({"image_format": "jpeg"}, ValueError, "image_format"),
+    ({"sampling_method": "random"}, ValueError, "sampling_method"),
+    ({"validate_hash": "crc32"}, ValueError, "crc32"),
+    ({"num_canonical_nodes": 7, "batch_size": 2}, ValueError, "canonical"),
+])
+def test_bad_options_are_clear_errors(dataset_dir, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        ds = ferry.StreamingDataset(local=str(dataset_dir), **kwargs)
+        list(ds)
+
+
+def test_missing_data_is_not_found_naming_the_path(tmp_path):
+    with pytest.raises(FileNotFoundError) as raised:
+        ferry.StreamingDataset(local=str(tmp_path / "nothing"))
+    assert isinstance(raised.value, ferry.NotFoundError)
+    assert str(tmp_path / "nothing") in str(raised.value)
+
+
+def test_streams_and_remote_are_exclusive(dataset_dir):
+    with pytest.raises(ValueError, match="either streams"):
+        ferry.StreamingDataset(streams=[ferry.Stream(local=str(dataset_dir))], local="x")
+    with pytest.raises(ValueError, match="at most one"):
+        ferry.Stream(local=str(dataset_dir), repeat=2, choose=3)
+
+
+def test_streams_mix_by_choose(dataset_dir):
+    ds = ferry.StreamingDataset(streams=[ferry.Stream(local=str(dataset_dir), choose=100),
+                                         ferry.Stream(local=str(dataset_dir), repeat=0.5)])
+    ids = [int(s["id"]) for s in ds]
+    assert len(ids) == 100 + N // 2
