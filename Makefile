@@ -7,7 +7,7 @@ FUZZ_RUNS ?= 100000
 FUZZ_SECONDS ?= 300
 DEMO_IMAGES ?= 2000
 
-.PHONY: all deps build build-dev test fuzz-build fuzz-smoke fuzz demo bench format format-check clean
+.PHONY: all deps build build-python build-dev test fuzz-build fuzz-smoke fuzz demo bench format format-check clean
 
 all: build
 
@@ -19,6 +19,11 @@ build: deps
 	@cmake --preset release >/dev/null
 	@cmake --build --preset release -j$(JOBS)
 
+# What the Python tests need from the release build: the module and the ferry command.
+build-python: deps
+	@cmake --preset release >/dev/null
+	@cmake --build --preset release -j$(JOBS) --target _ferry ferry
+
 build-dev: deps
 	@cmake --preset dev >/dev/null
 	@cmake --build --preset dev -j$(JOBS)
@@ -26,7 +31,7 @@ build-dev: deps
 # Unit, compatibility, CLI and integration tests (against loopback S3/Azure servers) under
 # ASan+UBSan, the Python package's tests (release build of the module), then a short
 # fixed-count fuzz run.
-test: build-dev build
+test: build-dev build-python
 	@./scripts/run-tests.sh dev
 	@$(MAKE) --no-print-directory fuzz-smoke
 
