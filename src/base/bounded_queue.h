@@ -8,6 +8,7 @@
 // Thread-safety: any number of producers and consumers.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -42,6 +43,25 @@ class BoundedQueue {
       return std::nullopt;
     }
     if (items_.empty()) return std::nullopt;
+    T item = std::move(items_.front());
+    items_.pop_front();
+    not_full_.notify_one();
+    return item;
+  }
+
+  /// Pop waiting at most `timeout`: nullopt on timeout, or once closed and drained (then
+  /// `drained` is set) - for a consumer that must look up now and then (at a Ctrl+C, say).
+  template <typename Rep, typename Period>
+  std::optional<T> PopFor(std::chrono::duration<Rep, Period> timeout, bool& drained) {
+    std::unique_lock lock(mu_);
+    drained = false;
+    if (!not_empty_.wait_for(lock, timeout, [&] { return closed_ || !items_.empty(); })) {
+      return std::nullopt;
+    }
+    if (items_.empty()) {
+      drained = true;
+      return std::nullopt;
+    }
     T item = std::move(items_.front());
     items_.pop_front();
     not_full_.notify_one();

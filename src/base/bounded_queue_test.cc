@@ -121,6 +121,19 @@ TEST(BoundedQueueTest, CloseDrainsThenPopReturnsNullopt) {
   EXPECT_EQ(q.Pop(), std::nullopt);  // and it stays that way
 }
 
+TEST(BoundedQueueTest, PopForTimesOutThenTakesThenReportsDrained) {
+  BoundedQueue<int> q(2);
+  bool drained = true;
+  EXPECT_EQ(q.PopFor(std::chrono::milliseconds(5), drained), std::nullopt);
+  EXPECT_FALSE(drained);  // a timeout, not the end
+  ASSERT_TRUE(q.Push(7));
+  EXPECT_EQ(q.PopFor(std::chrono::milliseconds(5), drained), 7);
+  EXPECT_FALSE(drained);
+  q.Close();
+  EXPECT_EQ(q.PopFor(std::chrono::seconds(5), drained), std::nullopt);
+  EXPECT_TRUE(drained);
+}
+
 TEST(BoundedQueueTest, CloseWakesABlockedPop) {
   BoundedQueue<int> q(1);
   std::promise<std::optional<int>> popped;

@@ -151,8 +151,17 @@ Result<ImageInfo> ProbeJpeg(std::string_view data) {
   return std::move(layout.info);
 }
 
-Result<PilImage> DecodeJpeg(std::string_view data) {
+Result<PilImage> DecodeJpeg(std::string_view data, int scale_denominator) {
+  if (scale_denominator != 1 && scale_denominator != 2 && scale_denominator != 4 &&
+      scale_denominator != 8) {
+    return InvalidArgumentError(
+        fmt::format("JPEG scale denominator {} is not 1, 2, 4 or 8", scale_denominator));
+  }
   FERRY_ASSIGN_OR_RETURN(JpegLayout layout, LayoutFor(data));
+  const tjscalingfactor factor{1, scale_denominator};
+  layout.info.width = static_cast<uint32_t>(TJSCALED(static_cast<int>(layout.info.width), factor));
+  layout.info.height =
+      static_cast<uint32_t>(TJSCALED(static_cast<int>(layout.info.height), factor));
   TjHandle handle(tjInitDecompress());
   if (handle == nullptr) {
     return ResourceExhaustedError(

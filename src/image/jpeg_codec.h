@@ -44,7 +44,10 @@ enum class JpegSubsampling {
 Result<ImageInfo> ProbeJpeg(std::string_view data);
 
 /// The pixels Pillow's tobytes() gives, in the mode ProbeJpeg reports ("L", "RGB" or "CMYK").
-Result<PilImage> DecodeJpeg(std::string_view data);
+/// With `scale_denominator` 2, 4 or 8 the image is decoded at that fraction of its size by
+/// libjpeg's scaled IDCT (each dimension rounded up): far less work when the image is about to
+/// be shrunk anyway, and no longer Pillow's pixels. kInvalidArgument for another denominator.
+Result<PilImage> DecodeJpeg(std::string_view data, int scale_denominator = 1);
 
 /// Encodes an "L" or "RGB" image as a baseline JPEG.
 /// \param quality 1..100, Pillow's scale (its default is 75).

@@ -114,6 +114,43 @@ TEST(JpegCodecTest, DecodeMatchesPillow) {
   }
 }
 
+TEST(JpegCodecTest, ScaledDecodeShrinksByTheDenominatorRoundingUp) {
+  // A smooth gradient: a scaled IDCT must give about the block averages of the full decode.
+  PilImage source{.width = 67, .height = 45, .mode = "RGB", .pixels = {}};
+  for (uint32_t y = 0; y < source.height; ++y) {
+    for (uint32_t x = 0; x < source.width; ++x) {
+      source.pixels += static_cast<char>(x * 3);
+      source.pixels += static_cast<char>(y * 5);
+      source.pixels += static_cast<char>(128);
+    }
+  }
+  const std::string jpeg = EncodeJpeg(source, 95).value();
+  const PilImage full = DecodeJpeg(jpeg).value();
+  for (int d : {2, 4, 8}) {
+    SCOPED_TRACE(d);
+    Result<PilImage> scaled = DecodeJpeg(jpeg, d);
+    ASSERT_TRUE(scaled.has_value()) << scaled.error().ToString();
+    EXPECT_EQ(scaled->width, (67u + d - 1) / d);
+    EXPECT_EQ(scaled->height, (45u + d - 1) / d);
+    EXPECT_EQ(scaled->mode, "RGB");
+    // Compare an interior pixel with the mean of the block it stands for.
+    const uint32_t sx = scaled->width / 2, sy = scaled->height / 2;
+    for (int c = 0; c < 3; ++c) {
+      double sum = 0;
+      for (int dy = 0; dy < d; ++dy) {
+        for (int dx = 0; dx < d; ++dx) {
+          sum += static_cast<unsigned char>(
+              full.pixels[((sy * d + dy) * full.width + sx * d + dx) * 3 + c]);
+        }
+      }
+      const double mean = sum / (d * d);
+      const int got = static_cast<unsigned char>(scaled->pixels[(sy * scaled->width + sx) * 3 + c]);
+      EXPECT_NEAR(got, mean, 4.0) << "channel " << c;
+    }
+  }
+  EXPECT_EQ(DecodeJpeg(jpeg, 3).error().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(JpegCodecTest, EncodeIsByteIdenticalToPillowSave) {
   if (!kSameLibjpegAsPillowReference)
     GTEST_SKIP() << "references recorded with libjpeg-turbo 2.1.5";

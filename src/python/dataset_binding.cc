@@ -60,8 +60,8 @@ StreamingOptions ParseOptions(const py::dict& d) {
   } else if (sampling == "fixed") {
     o.sampling_method = SamplingMethod::kFixed;
   } else {
-    ThrowStatus(InvalidArgumentError(fmt::format(
-        "sampling_method {} is not one of balanced, fixed", sampling)));
+    ThrowStatus(InvalidArgumentError(
+        fmt::format("sampling_method {} is not one of balanced, fixed", sampling)));
   }
   o.predownload = GetOptional<uint64_t>(d, "predownload");
   o.download_concurrency = GetOptional<uint32_t>(d, "download_concurrency");
@@ -94,8 +94,8 @@ Result<DecodedSample> Decode(Sample sample) {
     if (IsBytesKind(encoding.kind())) continue;
     auto value = DecodeValue(encoding, out.sample.fields[c]);
     if (!value) {
-      return value.status().WithContext(fmt::format("sample {}, column {}", out.sample.id,
-                                                    config.column_names[c]));
+      return value.status().WithContext(
+          fmt::format("sample {}, column {}", out.sample.id, config.column_names[c]));
     }
     out.values[c] = std::move(*value);
   }

@@ -24,9 +24,8 @@ PYBIND11_MODULE(_ferry, m) {
       "parse_size", [](const std::string& text) { return Unwrap(ParseHumanSize(text)); },
       py::arg("text"), "'64mb' -> 67108864 (bytes); ValueError for anything else.");
   m.def(
-      "resolve_size_limit",
-      [](const std::string& text) { return Unwrap(ResolveSizeLimit(text)); }, py::arg("text"),
-      "A writer size_limit as the reference resolves it: None for 0 (no limit).");
+      "resolve_size_limit", [](const std::string& text) { return Unwrap(ResolveSizeLimit(text)); },
+      py::arg("text"), "A writer size_limit as the reference resolves it: None for 0 (no limit).");
   m.def(
       "encoding_kind",
       [](const std::string& encoding) {

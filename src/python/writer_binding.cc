@@ -88,8 +88,8 @@ class PyWriter {
 void RegisterWriter(py::module_& m) {
   py::class_<PyWriter>(m, "Writer")
       .def(py::init<std::string, std::vector<std::pair<std::string, std::string>>,
-                    std::optional<std::string>, std::vector<std::string>,
-                    std::optional<uint64_t>, bool>(),
+                    std::optional<std::string>, std::vector<std::string>, std::optional<uint64_t>,
+                    bool>(),
            py::arg("out"), py::arg("columns"), py::arg("compression"), py::arg("hashes"),
            py::arg("size_limit"), py::arg("exist_ok"))
       .def_property_readonly("column_names", &PyWriter::column_names)
