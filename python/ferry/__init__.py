@@ -1,7 +1,8 @@
 """ferry: train from remote object stores as fast as from local disk.
 
 ``from ferry import MDSWriter, StreamingDataset, StreamingDataLoader, Stream`` - the same
-arguments as Mosaic Streaming's. torch is imported only when a torch-facing class is first
+arguments as Mosaic Streaming's - and ``ferry.DataLoader`` with ``ferry.transforms``, which
+decodes, transforms and collates in native threads. torch is imported only when a torch-facing class is first
 used (``import ferry`` alone, for writing datasets, does not need it).
 """
 
@@ -26,16 +27,20 @@ _LAZY = {
     "StreamingDataset": "dataset",
     "Stream": "dataset",
     "StreamingDataLoader": "dataloader",
+    "DataLoader": "loader",
+    "diagnose": "loader",
+    "transforms": None,
 }
 
 
 def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
+    if name not in _LAZY:
         raise AttributeError(f"module 'ferry' has no attribute {name!r}")
     from importlib import import_module
 
-    value = getattr(import_module(f".{module}", __name__), name)
+    module = _LAZY[name]
+    value = (import_module(f".{name}", __name__) if module is None
+             else getattr(import_module(f".{module}", __name__), name))
     globals()[name] = value
     return value
 
@@ -45,6 +50,7 @@ def __dir__():
 
 
 __all__ = [
+    "DataLoader",
     "DataLossError",
     "FerryError",
     "InvalidArgumentError",
@@ -56,6 +62,8 @@ __all__ = [
     "StreamingDataset",
     "UnauthenticatedError",
     "UnavailableError",
+    "diagnose",
     "errors",
     "metrics",
+    "transforms",
 ]

@@ -227,6 +227,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
         self._resume: Optional[Dict[str, Any]] = None
         self._epoch_offset = 0  # sample_in_epoch this process resumed from
         self._workers = 1  # DataLoader workers per rank (StreamingDataLoader tells the parent)
+        self._batch = self.batch_size  # the batches the loader makes (ferry.DataLoader's own)
         self._pid = None
         self._dataset = None
         # Open now: a bad URL, missing index or bad option fails here, not in a worker.
@@ -335,7 +336,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
             "shuffle_seed": self.shuffle_seed,
             "initial_physical_nodes": nodes,
             "world": [nodes, ranks_per_node, self._workers],
-            "batch_size": self.batch_size,
+            "batch_size": self._batch,
         }
 
     def _canonical_nodes(self) -> int:
@@ -377,9 +378,10 @@ class StreamingDataset(torch.utils.data.IterableDataset):
             "batch_size": obj.get("batch_size"),
         }
 
-    def _begin_epoch(self, workers: int) -> None:
+    def _begin_epoch(self, workers: int, batch_size: Optional[int] = None) -> None:
         """Called in the main process before a DataLoader starts its workers for an epoch."""
         self._workers = max(1, workers)
+        self._batch = batch_size or self.batch_size
         resume = self._resume
         self._epoch_offset = (
             resume["sample_in_epoch"] if resume and resume["epoch"] == self.next_epoch else 0
@@ -396,15 +398,16 @@ class StreamingDataset(torch.utils.data.IterableDataset):
             return worker_id, 0, 0
         done = resume["sample_in_epoch"]
         ranks = world[0] * world[1]
-        if resume["world"] == world and resume["batch_size"] == self.batch_size:
+        batch = self._batch
+        if resume["world"] == world and resume["batch_size"] == batch:
             # Exact: the DataLoader hands out batches round robin from worker 0, so after k
             # batches per rank plan worker p has read ceil((k - p) / W) of them. Rotating the
             # workers makes the first batch of this run come from plan worker k % W, which
             # keeps that true across any number of interruptions.
-            batches = done // (ranks * self.batch_size)
+            batches = done // (ranks * batch)
             plan_worker = (worker_id + batches) % workers
             read = max(0, -(-(batches - plan_worker) // workers))
-            return plan_worker, 0, read * self.batch_size
+            return plan_worker, 0, read * batch
         # Another world shape: continue every canonical sequence from the last whole round.
         canonical = self._canonical_nodes()
         return worker_id, done - done % canonical, 0

@@ -44,19 +44,19 @@ Result<std::unique_ptr<BatchLoader>> BatchLoader::Start(std::shared_ptr<Streamin
                                                         uint64_t epoch,
                                                         std::vector<ThreadStart> starts) {
   if (options.batch_size == 0 || options.num_threads == 0 || options.prefetch_factor == 0) {
-    return InvalidArgumentError(fmt::format(
-        "batch_size ({}), num_threads ({}) and prefetch_factor ({}) must be at least 1",
-        options.batch_size, options.num_threads, options.prefetch_factor));
+    return InvalidArgumentError(
+        fmt::format("batch_size ({}), num_threads ({}) and prefetch_factor ({}) must be at least 1",
+                    options.batch_size, options.num_threads, options.prefetch_factor));
   }
   if (world.workers_per_rank != options.num_threads || starts.size() != options.num_threads) {
-    return InvalidArgumentError(fmt::format(
-        "the world has {} workers per rank and {} starts for {} threads", world.workers_per_rank,
-        starts.size(), options.num_threads));
+    return InvalidArgumentError(
+        fmt::format("the world has {} workers per rank and {} starts for {} threads",
+                    world.workers_per_rank, starts.size(), options.num_threads));
   }
   if (dataset->options().order.batch_size != options.batch_size) {
-    return InvalidArgumentError(fmt::format(
-        "the dataset deals batches of {} samples, the loader makes batches of {}",
-        dataset->options().order.batch_size, options.batch_size));
+    return InvalidArgumentError(
+        fmt::format("the dataset deals batches of {} samples, the loader makes batches of {}",
+                    dataset->options().order.batch_size, options.batch_size));
   }
   const ShardConfig* config = nullptr;
   for (const Index& index : dataset->indexes()) {
@@ -71,17 +71,18 @@ Result<std::unique_ptr<BatchLoader>> BatchLoader::Start(std::shared_ptr<Streamin
     if (!index) {
       return InvalidArgumentError(fmt::format("the dataset has no column {}", spec.name));
     }
-    Column column{.name = spec.name, .index = *index,
-                  .kind = config->column_encodings[*index].kind(), .image = std::nullopt};
+    Column column{.name = spec.name,
+                  .index = *index,
+                  .kind = config->column_encodings[*index].kind(),
+                  .image = std::nullopt};
     if (spec.image) {
       if (column.kind != EncodingKind::kJpeg && column.kind != EncodingKind::kPng) {
-        return InvalidArgumentError(fmt::format(
-            "column {} is {}: image transforms apply to jpeg and png columns", spec.name,
-            config->column_encodings[*index].text()));
+        return InvalidArgumentError(
+            fmt::format("column {} is {}: image transforms apply to jpeg and png columns",
+                        spec.name, config->column_encodings[*index].text()));
       }
       FERRY_ASSIGN_OR_RETURN(column.image, ImagePipeline::Create(*spec.image));
-    } else if (!IsIntKind(column.kind) && !IsFloatKind(column.kind) &&
-               !IsObjectKind(column.kind)) {
+    } else if (!IsIntKind(column.kind) && !IsFloatKind(column.kind) && !IsObjectKind(column.kind)) {
       return InvalidArgumentError(fmt::format(
           "column {} is {}: the loader batches images, numbers, bytes and str (leave it out, or "
           "use StreamingDataset with torch's DataLoader)",
@@ -96,16 +97,16 @@ Result<std::unique_ptr<BatchLoader>> BatchLoader::Start(std::shared_ptr<Streamin
     auto worker = std::make_unique<Worker>(options.prefetch_factor);
     FERRY_ASSIGN_OR_RETURN(
         worker->it,
-        dataset->Iterate({.world = world,
-                          .worker = {.node = rank.node, .rank = rank.rank,
-                                     .worker = starts[t].plan_worker},
-                          .epoch = epoch,
-                          .resume_from = starts[t].resume_from,
-                          .skip = starts[t].skip}));
+        dataset->Iterate(
+            {.world = world,
+             .worker = {.node = rank.node, .rank = rank.rank, .worker = starts[t].plan_worker},
+             .epoch = epoch,
+             .resume_from = starts[t].resume_from,
+             .skip = starts[t].skip}));
     const uint64_t remaining = worker->it->remaining();
-    loader->num_batches_ += options.drop_last ? remaining / options.batch_size
-                                              : (remaining + options.batch_size - 1) /
-                                                    options.batch_size;
+    loader->num_batches_ += options.drop_last
+                                ? remaining / options.batch_size
+                                : (remaining + options.batch_size - 1) / options.batch_size;
     loader->workers_.push_back(std::move(worker));
   }
   for (auto& worker : loader->workers_) {
@@ -131,8 +132,12 @@ std::shared_ptr<Batch> BatchLoader::NewBatch() const {
   const uint64_t b = options_.batch_size;
   batch->ids.reserve(b);
   for (const Column& c : columns_) {
-    BatchColumn out{.name = c.name, .dtype = BatchDType::kObject, .shape = {b}, .data = nullptr,
-                    .objects = {}, .text = c.kind == EncodingKind::kStr};
+    BatchColumn out{.name = c.name,
+                    .dtype = BatchDType::kObject,
+                    .shape = {b},
+                    .data = nullptr,
+                    .objects = {},
+                    .text = c.kind == EncodingKind::kStr};
     size_t bytes = 0;
     if (c.image) {
       const auto& o = c.image->options();

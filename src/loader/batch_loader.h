@@ -55,10 +55,10 @@ enum class BatchDType { kUInt8, kFloat32, kInt64, kFloat64, kObject };
 struct BatchColumn {
   std::string name;
   BatchDType dtype = BatchDType::kObject;
-  std::vector<uint64_t> shape;        // batch first
-  std::shared_ptr<uint8_t[]> data;    // contiguous, for numeric dtypes
-  std::vector<std::string> objects;   // kObject: the raw payload of each sample (bytes/str)
-  bool text = false;                  // kObject holding str
+  std::vector<uint64_t> shape;       // batch first
+  std::shared_ptr<uint8_t[]> data;   // contiguous, for numeric dtypes
+  std::vector<std::string> objects;  // kObject: the raw payload of each sample (bytes/str)
+  bool text = false;                 // kObject holding str
 };
 
 struct Batch {

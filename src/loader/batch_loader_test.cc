@@ -38,12 +38,11 @@ class BatchLoaderTest : public ::testing::Test {
                       .value();
     for (uint64_t i = 0; i < kSamples; ++i) {
       // Sorted column order: f, id, img, s, v.
-      const Value values[] = {Value(i * 0.5),
-                              Value(static_cast<int64_t>(i)),
-                              Value(Bytes{i == corrupt_ ? "\xff\xd8 broken" : Jpeg(20 + i % 7,
-                                                                                     16, i)}),
-                              Value("s" + std::to_string(i)),
-                              Value(NdArray{.dtype = DType::kUInt8, .shape = {2}, .data = "ab"})};
+      const Value values[] = {
+          Value(i * 0.5), Value(static_cast<int64_t>(i)),
+          Value(Bytes{i == corrupt_ ? "\xff\xd8 broken" : Jpeg(20 + i % 7, 16, i)}),
+          Value("s" + std::to_string(i)),
+          Value(NdArray{.dtype = DType::kUInt8, .shape = {2}, .data = "ab"})};
       ASSERT_TRUE(writer->WriteValues(values).ok());
     }
     ASSERT_TRUE(writer->Finish().has_value());
@@ -145,8 +144,7 @@ TEST_F(BatchLoaderTest, ImagesAreWhatThePipelineMakesOfEachSample) {
     const uint64_t id = batch->ids[i];
     SampleRng rng(options.seed, 7, id);
     ASSERT_TRUE(pipeline.Apply(Jpeg(20 + id % 7, 16, id), rng, want.data()).ok());
-    EXPECT_EQ(std::memcmp(batch->columns[3].data.get() + i * want.size(), want.data(),
-                          want.size()),
+    EXPECT_EQ(std::memcmp(batch->columns[3].data.get() + i * want.size(), want.data(), want.size()),
               0)
         << "sample " << id;
   }
@@ -158,8 +156,7 @@ TEST_F(BatchLoaderTest, ResumedThreadsAndDropLast) {
   options.drop_last = true;
   // Thread 0 resumes 2 samples in: its last batch would be partial and is dropped.
   std::vector<ThreadStart> starts = {{.plan_worker = 1, .skip = 2}, {.plan_worker = 0}};
-  auto loader =
-      BatchLoader::Start(ds, options, {.workers_per_rank = 2}, {}, 0, starts).value();
+  auto loader = BatchLoader::Start(ds, options, {.workers_per_rank = 2}, {}, 0, starts).value();
   const auto batches = All(*loader);
   EXPECT_EQ(batches.size(), loader->num_batches());
   EXPECT_EQ(batches.size(), (kSamples / 2 - 2) / 4 + kSamples / 2 / 4);
@@ -168,8 +165,8 @@ TEST_F(BatchLoaderTest, ResumedThreadsAndDropLast) {
 
 TEST_F(BatchLoaderTest, DestroyingMidEpochStopsTheThreads) {
   auto ds = Open(2);
-  auto loader = BatchLoader::Start(ds, Options(2, 2), {.workers_per_rank = 2}, {}, 0, Starts(2))
-                    .value();
+  auto loader =
+      BatchLoader::Start(ds, Options(2, 2), {.workers_per_rank = 2}, {}, 0, Starts(2)).value();
   ASSERT_TRUE(loader->Next(std::chrono::seconds(30)).value().value() != nullptr);
   loader.reset();  // joins: the threads are blocked on full queues and must wake
 }
@@ -177,8 +174,7 @@ TEST_F(BatchLoaderTest, DestroyingMidEpochStopsTheThreads) {
 TEST_F(BatchLoaderTest, BadColumnsAreInvalidArgument) {
   auto ds = Open(2);
   auto start = [&](BatchLoaderOptions o) {
-    return BatchLoader::Start(ds, std::move(o), {.workers_per_rank = 1}, {}, 0, Starts(1))
-        .status();
+    return BatchLoader::Start(ds, std::move(o), {.workers_per_rank = 1}, {}, 0, Starts(1)).status();
   };
   auto options = Options(1, 2);
   options.columns = {{.name = "nope", .image = std::nullopt}};

@@ -53,9 +53,9 @@ TEST(Crop, InsideCopiesOutsideIsBlack) {
   EXPECT_EQ(inside.row(0)[0], image.row(1)[3]);
   EXPECT_EQ(inside.row(1)[8], image.row(2)[3 * 3 + 2]);
   const RgbImage padded = Crop(image, -2, -1, 9, 6);
-  EXPECT_EQ(padded.row(0)[5], 0);             // above the image
+  EXPECT_EQ(padded.row(0)[5], 0);  // above the image
   EXPECT_EQ(padded.row(1)[2 * 3], image.row(0)[0]);
-  EXPECT_EQ(padded.row(5)[8 * 3], 0);         // below and right
+  EXPECT_EQ(padded.row(5)[8 * 3], 0);  // below and right
 }
 
 TEST(FlipHorizontal, MirrorsRowsAndTwiceIsIdentity) {
@@ -74,8 +74,8 @@ TEST(ToRgb, ConvertsAsPillowDoes) {
   auto rgba = ToRgb({.width = 1, .height = 1, .mode = "RGBA", .pixels = "abcd"});
   EXPECT_EQ(rgba->pixels, (std::vector<uint8_t>{'a', 'b', 'c'}));
   // CMYK (10, 20, 30, 40) -> 255 - min(255, c + k) per channel.
-  auto cmyk = ToRgb({.width = 1, .height = 1, .mode = "CMYK",
-                     .pixels = std::string("\x0a\x14\x1e\x28", 4)});
+  auto cmyk = ToRgb(
+      {.width = 1, .height = 1, .mode = "CMYK", .pixels = std::string("\x0a\x14\x1e\x28", 4)});
   EXPECT_EQ(cmyk->pixels, (std::vector<uint8_t>{205, 195, 185}));
   EXPECT_EQ(ToRgb({.width = 1, .height = 1, .mode = "P", .pixels = "a"}).status().code(),
             StatusCode::kInvalidArgument);
@@ -85,29 +85,28 @@ TEST(ToRgb, ConvertsAsPillowDoes) {
 
 TEST(ImagePipeline, NeedsAFixedOutputSize) {
   using Kind = ImageTransform::Kind;
-  EXPECT_EQ(ImagePipeline::Create({.transforms = {{.kind = Kind::kResize, .width = 32}}})
-                .status()
-                .code(),
-            StatusCode::kInvalidArgument);
-  auto p = ImagePipeline::Create(
-      {.transforms = {{.kind = Kind::kResize, .width = 32},
-                      {.kind = Kind::kCenterCrop, .width = 24, .height = 16}},
-       .to_float = true,
-       .channels_first = true});
+  EXPECT_EQ(
+      ImagePipeline::Create({.transforms = {{.kind = Kind::kResize, .width = 32}}}).status().code(),
+      StatusCode::kInvalidArgument);
+  auto p =
+      ImagePipeline::Create({.transforms = {{.kind = Kind::kResize, .width = 32},
+                                            {.kind = Kind::kCenterCrop, .width = 24, .height = 16}},
+                             .to_float = true,
+                             .channels_first = true});
   ASSERT_TRUE(p.has_value()) << p.status().ToString();
   EXPECT_EQ(p->out_width(), 24u);
   EXPECT_EQ(p->out_bytes(), 24u * 16 * 3 * 4);
-  EXPECT_FALSE(ImagePipeline::Create({.transforms = {{.kind = Kind::kCenterCrop, .width = 4,
-                                                      .height = 4}},
-                                      .mean = std::array<float, 3>{0.5f, 0.5f, 0.5f}})
-                   .has_value());  // Normalize needs float output
+  EXPECT_FALSE(
+      ImagePipeline::Create({.transforms = {{.kind = Kind::kCenterCrop, .width = 4, .height = 4}},
+                             .mean = std::array<float, 3>{0.5f, 0.5f, 0.5f}})
+          .has_value());  // Normalize needs float output
 }
 
 TEST(ImagePipeline, RandomTransformsDependOnlyOnSeedEpochAndSample) {
   using Kind = ImageTransform::Kind;
-  auto p = ImagePipeline::Create({.transforms = {{.kind = Kind::kRandomResizedCrop, .width = 8,
-                                                  .height = 8},
-                                                 {.kind = Kind::kRandomHorizontalFlip}}})
+  auto p = ImagePipeline::Create(
+               {.transforms = {{.kind = Kind::kRandomResizedCrop, .width = 8, .height = 8},
+                               {.kind = Kind::kRandomHorizontalFlip}}})
                .value();
   const RgbImage image = Pattern(50, 40);
   auto run = [&](uint64_t seed, uint64_t epoch, uint64_t sample) {

@@ -104,9 +104,8 @@ Result<ImagePipeline> ImagePipeline::Create(ImagePipelineOptions options) {
       return InvalidArgumentError(
           fmt::format("transform size {}x{} is not a size (1 to 65536 pixels)", t.width, t.height));
     }
-    if (t.kind == Kind::kRandomResizedCrop &&
-        !(t.scale[0] > 0 && t.scale[0] <= t.scale[1] && t.ratio[0] > 0 &&
-          t.ratio[0] <= t.ratio[1])) {
+    if (t.kind == Kind::kRandomResizedCrop && !(t.scale[0] > 0 && t.scale[0] <= t.scale[1] &&
+                                                t.ratio[0] > 0 && t.ratio[0] <= t.ratio[1])) {
       return InvalidArgumentError(
           fmt::format("RandomResizedCrop scale ({}, {}) and ratio ({}, {}) must be positive, low "
                       "to high",
@@ -149,8 +148,8 @@ Result<RgbImage> ImagePipeline::Transform(RgbImage image, SampleRng& rng) const 
         break;
       }
       case ImageTransform::Kind::kCenterCrop:
-        image = Crop(image, CenterOffset(image.width, t.width), CenterOffset(image.height, t.height),
-                     t.width, t.height);
+        image = Crop(image, CenterOffset(image.width, t.width),
+                     CenterOffset(image.height, t.height), t.width, t.height);
         break;
       case ImageTransform::Kind::kRandomResizedCrop: {
         const CropBox box = RandomCrop(t, image.width, image.height, rng);
@@ -174,8 +173,7 @@ Status ImagePipeline::Apply(std::string_view encoded, SampleRng& rng, uint8_t* o
   if (IsJpeg(encoded)) {
     int denominator = 1;
     const ImageTransform* first = options_.transforms.empty() ? nullptr : &options_.transforms[0];
-    if (options_.dct_scaling && first != nullptr &&
-        first->kind == ImageTransform::Kind::kResize) {
+    if (options_.dct_scaling && first != nullptr && first->kind == ImageTransform::Kind::kResize) {
       FERRY_ASSIGN_OR_RETURN(ImageInfo info, ProbeJpeg(encoded));
       const auto [w, h] = ResizeTarget(*first, info.width, info.height);
       // The largest 1/d that still leaves at least the target size: the resize then only

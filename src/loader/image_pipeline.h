@@ -29,15 +29,15 @@ struct ImageTransform {
   // Resize: height 0 means "shorter side = width" (torchvision's Resize(int)).
   uint32_t width = 0;
   uint32_t height = 0;
-  std::array<double, 2> scale{0.08, 1.0};       // RandomResizedCrop
+  std::array<double, 2> scale{0.08, 1.0};         // RandomResizedCrop
   std::array<double, 2> ratio{3.0 / 4, 4.0 / 3};  // RandomResizedCrop
-  double p = 0.5;                               // RandomHorizontalFlip
+  double p = 0.5;                                 // RandomHorizontalFlip
 };
 
 struct ImagePipelineOptions {
   std::vector<ImageTransform> transforms;
-  bool to_float = false;        // float32 in [0, 1] (then normalized) instead of uint8
-  bool channels_first = false;  // CHW instead of HWC
+  bool to_float = false;                     // float32 in [0, 1] (then normalized) instead of uint8
+  bool channels_first = false;               // CHW instead of HWC
   std::optional<std::array<float, 3>> mean;  // Normalize (to_float only)
   std::optional<std::array<float, 3>> std;
   bool dct_scaling = true;
@@ -48,7 +48,7 @@ class SampleRng {
  public:
   SampleRng(uint64_t seed, uint64_t epoch, uint64_t sample);
   uint64_t Next();
-  double Uniform(double lo, double hi);              // [lo, hi)
+  double Uniform(double lo, double hi);               // [lo, hi)
   int64_t Integer(int64_t lo, int64_t hi_exclusive);  // [lo, hi)
 
  private:

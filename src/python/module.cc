@@ -52,4 +52,5 @@ PYBIND11_MODULE(_ferry, m) {
 
   RegisterWriter(m);
   RegisterDataset(m);
+  RegisterLoader(m);
 }
