@@ -12,8 +12,8 @@ namespace {
 // Pillow's fixed point for 8-bit resampling (libImaging/Resample.c).
 constexpr int kPrecisionBits = 32 - 8 - 2;
 
-uint8_t Clip8(int64_t v) {
-  if (v >= (int64_t{1} << kPrecisionBits) << 8) return 255;
+uint8_t Clip8(int32_t v) {
+  if (v >= (1 << kPrecisionBits) << 8) return 255;
   if (v <= 0) return 0;
   return static_cast<uint8_t>(v >> kPrecisionBits);
 }
@@ -126,7 +126,8 @@ RgbImage Resize(const RgbImage& image, uint32_t out_w, uint32_t out_h, double x0
                 double x1, double y1) {
   const bool horizontal = out_w != image.width || x0 != 0 || x1 != image.width;
   const bool vertical = out_h != image.height || y0 != 0 || y1 != image.height;
-  // As Pillow: the horizontal pass only computes the rows the vertical pass reads.
+  // As Pillow: the horizontal pass only computes the rows the vertical pass reads. Sums fit in
+  // 32 bits: the weights of one output add up to 2^22 and pixels are below 2^8.
   RgbImage temp;
   const RgbImage* source = &image;
   int row_offset = 0;
@@ -148,11 +149,11 @@ RgbImage Resize(const RgbImage& image, uint32_t out_w, uint32_t out_h, double x0
       for (uint32_t xx = 0; xx < out_w; ++xx) {
         const int32_t* k = &hc.weights[size_t{xx} * hc.window];
         const uint8_t* p = in + size_t(hc.first[xx]) * 3;
-        int64_t s0 = int64_t{1} << (kPrecisionBits - 1), s1 = s0, s2 = s0;
-        for (int x = 0; x < hc.count[xx]; ++x) {
-          s0 += int64_t{p[x * 3]} * k[x];
-          s1 += int64_t{p[x * 3 + 1]} * k[x];
-          s2 += int64_t{p[x * 3 + 2]} * k[x];
+        int32_t s0 = 1 << (kPrecisionBits - 1), s1 = s0, s2 = s0;
+        for (int x = 0, n = hc.count[xx]; x < n; ++x, p += 3) {
+          s0 += p[0] * k[x];
+          s1 += p[1] * k[x];
+          s2 += p[2] * k[x];
         }
         out[xx * 3] = Clip8(s0);
         out[xx * 3 + 1] = Clip8(s1);
@@ -165,17 +166,19 @@ RgbImage Resize(const RgbImage& image, uint32_t out_w, uint32_t out_h, double x0
   if (!vertical) return source == &temp ? temp : image;
   RgbImage out{source->width, out_h, std::vector<uint8_t>(size_t{source->width} * out_h * 3)};
   const size_t row_bytes = size_t{source->width} * 3;
+  std::vector<int32_t> sums(row_bytes);
   for (uint32_t yy = 0; yy < out_h; ++yy) {
     const int32_t* k = &vc.weights[size_t{yy} * vc.window];
     const int first = vc.first[yy] - row_offset;
-    uint8_t* o = out.row(yy);
-    for (size_t i = 0; i < row_bytes; ++i) {
-      int64_t s = int64_t{1} << (kPrecisionBits - 1);
-      for (int y = 0; y < vc.count[yy]; ++y) {
-        s += int64_t{source->row(static_cast<uint32_t>(first + y))[i]} * k[y];
-      }
-      o[i] = Clip8(s);
+    std::fill(sums.begin(), sums.end(), 1 << (kPrecisionBits - 1));
+    // Row by row, so the inner loop runs along memory (and vectorizes).
+    for (int y = 0; y < vc.count[yy]; ++y) {
+      const uint8_t* in = source->row(static_cast<uint32_t>(first + y));
+      const int32_t w = k[y];
+      for (size_t i = 0; i < row_bytes; ++i) sums[i] += in[i] * w;
     }
+    uint8_t* o = out.row(yy);
+    for (size_t i = 0; i < row_bytes; ++i) o[i] = Clip8(sums[i]);
   }
   return out;
 }

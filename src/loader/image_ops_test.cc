@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "image/jpeg_codec.h"
 #include "loader/image_pipeline.h"
 
 namespace ferry::internal_loader {
@@ -123,6 +124,29 @@ TEST(ImagePipeline, RandomTransformsDependOnlyOnSeedEpochAndSample) {
     ASSERT_TRUE(v >= 3 && v < 7);
     const double u = rng.Uniform(0.25, 0.5);
     ASSERT_TRUE(u >= 0.25 && u < 0.5);
+  }
+}
+
+TEST(ImagePipeline, CroppingWhileDecodingGivesTheCropOfTheFullDecode) {
+  using Kind = ImageTransform::Kind;
+  PilImage source{.width = 123, .height = 77, .mode = "RGB", .pixels = {}};
+  for (uint32_t i = 0; i < source.width * source.height; ++i) {
+    source.pixels += static_cast<char>(i % 256);
+    source.pixels += static_cast<char>((i / 123) * 3);
+    source.pixels += static_cast<char>((i * 7) % 251);
+  }
+  const std::string jpeg = EncodeJpeg(source, 90).value();
+  auto pipeline = ImagePipeline::Create(
+                      {.transforms = {{.kind = Kind::kRandomResizedCrop, .width = 24, .height = 20},
+                                      {.kind = Kind::kRandomHorizontalFlip}},
+                       .dct_scaling = false})
+                      .value();
+  const RgbImage full = ToRgb(DecodeJpeg(jpeg).value()).value();
+  for (uint64_t sample = 0; sample < 30; ++sample) {
+    std::vector<uint8_t> got(pipeline.out_bytes());
+    SampleRng a(3, 1, sample), b(3, 1, sample);
+    ASSERT_TRUE(pipeline.Apply(jpeg, a, got.data()).ok());
+    EXPECT_EQ(got, pipeline.Transform(full, b).value().pixels) << "sample " << sample;
   }
 }
 

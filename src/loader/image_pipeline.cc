@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "image/jpeg_codec.h"
+#include "image/jpeg_region.h"
 #include "image/png_codec.h"
 
 namespace ferry::internal_loader {
@@ -139,8 +140,9 @@ size_t ImagePipeline::out_bytes() const {
   return size_t{out_width_} * out_height_ * 3 * (options_.to_float ? 4 : 1);
 }
 
-Result<RgbImage> ImagePipeline::Transform(RgbImage image, SampleRng& rng) const {
-  for (const ImageTransform& t : options_.transforms) {
+Result<RgbImage> ImagePipeline::Transform(RgbImage image, SampleRng& rng, size_t first) const {
+  for (size_t i = first; i < options_.transforms.size(); ++i) {
+    const ImageTransform& t = options_.transforms[i];
     switch (t.kind) {
       case ImageTransform::Kind::kResize: {
         const auto [w, h] = ResizeTarget(t, image.width, image.height);
@@ -168,7 +170,48 @@ Result<RgbImage> ImagePipeline::Transform(RgbImage image, SampleRng& rng) const 
   return image;
 }
 
+Result<std::optional<RgbImage>> ImagePipeline::CropWhileDecoding(std::string_view encoded,
+                                                                 SampleRng& rng) const {
+  const ImageTransform& t = options_.transforms.front();
+  FERRY_ASSIGN_OR_RETURN(ImageInfo info, ProbeJpeg(encoded));
+  if (info.mode == "CMYK") return std::optional<RgbImage>();  // no region decoding: whole
+  const CropBox box = RandomCrop(t, info.width, info.height, rng);
+  int d = 1;
+  if (options_.dct_scaling) {
+    for (int candidate : {8, 4, 2}) {
+      if (box.w / candidate >= t.width && box.h / candidate >= t.height) {
+        d = candidate;
+        break;
+      }
+    }
+  }
+  // The crop in the scaled image, widened to whole pixels; the resize then takes the exact
+  // (fractional) box inside it.
+  const uint32_t scaled_w = (info.width + d - 1) / d, scaled_h = (info.height + d - 1) / d;
+  const double bx0 = static_cast<double>(box.x) / d, by0 = static_cast<double>(box.y) / d;
+  const double bx1 = static_cast<double>(box.x + box.w) / d;
+  const double by1 = static_cast<double>(box.y + box.h) / d;
+  const auto x0 = static_cast<uint32_t>(std::floor(bx0));
+  const auto y0 = static_cast<uint32_t>(std::floor(by0));
+  const uint32_t x1 = std::min(scaled_w, static_cast<uint32_t>(std::ceil(bx1)));
+  const uint32_t y1 = std::min(scaled_h, static_cast<uint32_t>(std::ceil(by1)));
+  FERRY_ASSIGN_OR_RETURN(PilImage region, DecodeJpegRegion(encoded, {x0, y0, x1 - x0, y1 - y0}, d));
+  FERRY_ASSIGN_OR_RETURN(RgbImage rgb, ToRgb(region));
+  return std::optional<RgbImage>(Resize(rgb, t.width, t.height, bx0 - x0, by0 - y0,
+                                        std::min<double>(bx1 - x0, rgb.width),
+                                        std::min<double>(by1 - y0, rgb.height)));
+}
+
 Status ImagePipeline::Apply(std::string_view encoded, SampleRng& rng, uint8_t* out) const {
+  if (IsJpeg(encoded) && !options_.transforms.empty() &&
+      options_.transforms.front().kind == ImageTransform::Kind::kRandomResizedCrop) {
+    FERRY_ASSIGN_OR_RETURN(std::optional<RgbImage> cropped, CropWhileDecoding(encoded, rng));
+    if (cropped) {
+      FERRY_ASSIGN_OR_RETURN(RgbImage rgb, Transform(std::move(*cropped), rng, 1));
+      Write(rgb, out);
+      return Status::Ok();
+    }
+  }
   PilImage decoded;
   if (IsJpeg(encoded)) {
     int denominator = 1;

@@ -5,9 +5,11 @@
 // Randomness comes from a per-sample generator seeded by (seed, epoch, sample id): a sample gets
 // the same crop and flip whichever thread transforms it, and a resumed run repeats it exactly.
 //
-// JPEGs use libjpeg's DCT scaling when the first transform is a Resize that shrinks the image by
-// 2x or more (the decode then does a fraction of the work); `dct_scaling = false` decodes at full
-// size, which is what makes the output equal Pillow's bit for bit.
+// JPEGs use libjpeg's DCT scaling when the first transform is a Resize or RandomResizedCrop that
+// shrinks by 2x or more (the decode then does a fraction of the work); `dct_scaling = false`
+// decodes at full size, which is what makes the output equal Pillow's bit for bit. A
+// RandomResizedCrop first also decodes only the rows and iMCU columns of its crop (the pixels
+// are those of a full decode: jpeg_region.h).
 //
 // Thread-safety: an ImagePipeline is immutable after Create; Apply may run on many threads.
 #pragma once
@@ -70,12 +72,14 @@ class ImagePipeline {
   /// Decodes `encoded` (JPEG or PNG), transforms it and writes out_bytes() bytes to `out`.
   Status Apply(std::string_view encoded, SampleRng& rng, uint8_t* out) const;
 
-  /// The transforms alone, on a decoded image (for tests and for `pil` columns).
-  Result<RgbImage> Transform(RgbImage image, SampleRng& rng) const;
+  /// The transforms alone (from the `first`-th), on a decoded image.
+  Result<RgbImage> Transform(RgbImage image, SampleRng& rng, size_t first = 0) const;
 
  private:
   ImagePipeline() = default;
   void Write(const RgbImage& image, uint8_t* out) const;
+  // A first RandomResizedCrop done while decoding a JPEG; nullopt for JPEGs it cannot crop.
+  Result<std::optional<RgbImage>> CropWhileDecoding(std::string_view encoded, SampleRng& rng) const;
 
   ImagePipelineOptions options_;
   uint32_t out_width_ = 0;

@@ -15,6 +15,8 @@
 #include "ferry/format/encoding.h"
 #include "ferry/stream/streaming_dataset.h"
 #include "python/bindings.h"
+#include "python/fork_safe.h"
+#include "python/py_dataset.h"
 #include "python/py_value.h"
 #include "python/status_exception.h"
 
@@ -118,13 +120,15 @@ py::tuple ToPython(const DecodedSample& d) {
 class PyIterator {
  public:
   explicit PyIterator(std::unique_ptr<SampleIterator> it) : it_(std::move(it)) {}
+  PyIterator(PyIterator&&) = default;
 
   py::tuple Next() {
+    if (!it_.get()) throw py::stop_iteration();
     Result<std::optional<DecodedSample>> next = InternalError("no sample");
     {
       py::gil_scoped_release release;
       next = [&]() -> Result<std::optional<DecodedSample>> {
-        FERRY_ASSIGN_OR_RETURN(std::optional<Sample> sample, it_->Next());
+        FERRY_ASSIGN_OR_RETURN(std::optional<Sample> sample, it_.get()->Next());
         if (!sample) return std::optional<DecodedSample>();
         FERRY_ASSIGN_OR_RETURN(DecodedSample decoded, Decode(std::move(*sample)));
         return std::optional<DecodedSample>(std::move(decoded));
@@ -135,7 +139,7 @@ class PyIterator {
     return ToPython(*sample);
   }
 
-  uint64_t remaining() const { return it_->remaining(); }
+  uint64_t remaining() const { return it_.get() ? it_.get()->remaining() : 0; }
 
   // Stops the prefetch threads now rather than when Python collects the object.
   void Close() {
@@ -144,7 +148,7 @@ class PyIterator {
   }
 
  private:
-  std::unique_ptr<SampleIterator> it_;
+  ForkSafe<std::unique_ptr<SampleIterator>> it_;
 };
 
 WorldShape World(const std::tuple<uint32_t, uint32_t, uint32_t>& w) {
@@ -156,7 +160,7 @@ WorldShape World(const std::tuple<uint32_t, uint32_t, uint32_t>& w) {
 }  // namespace
 
 void RegisterDataset(py::module_& m) {
-  py::class_<StreamingDataset, std::shared_ptr<StreamingDataset>>(m, "Dataset")
+  py::class_<PyDataset>(m, "Dataset")
       .def(py::init([](const py::dict& options) {
              StreamingOptions parsed = ParseOptions(options);
              Result<std::shared_ptr<StreamingDataset>> ds = InternalError("not opened");
@@ -164,13 +168,16 @@ void RegisterDataset(py::module_& m) {
                py::gil_scoped_release release;
                ds = StreamingDataset::Open(std::move(parsed));
              }
-             return Unwrap(std::move(ds));
+             return PyDataset{ForkSafe<std::shared_ptr<StreamingDataset>>(Unwrap(std::move(ds)))};
            }),
            py::arg("options"))
-      .def_property_readonly("num_samples", &StreamingDataset::num_samples)
-      .def_property_readonly("epoch_samples", &StreamingDataset::epoch_samples)
+      .def_property_readonly("num_samples",
+                             [](const PyDataset& self) { return self.get().num_samples(); })
+      .def_property_readonly("epoch_samples",
+                             [](const PyDataset& self) { return self.get().epoch_samples(); })
       .def_property_readonly("columns",
-                             [](const StreamingDataset& ds) {
+                             [](const PyDataset& self) {
+                               const StreamingDataset& ds = self.get();
                                std::vector<std::pair<std::string, std::string>> out;
                                for (const Index& index : ds.indexes()) {
                                  for (const ShardEntry& shard : index.shards) {
@@ -186,8 +193,9 @@ void RegisterDataset(py::module_& m) {
                              })
       .def(
           "plan",
-          [](StreamingDataset& ds, const std::tuple<uint32_t, uint32_t, uint32_t>& world,
-             uint64_t epoch, uint64_t resume_from) {
+          [](PyDataset& self, const std::tuple<uint32_t, uint32_t, uint32_t>& world, uint64_t epoch,
+             uint64_t resume_from) {
+            StreamingDataset& ds = self.get();
             Result<std::shared_ptr<const EpochPlan>> plan = InternalError("no plan");
             {
               py::gil_scoped_release release;
@@ -201,7 +209,8 @@ void RegisterDataset(py::module_& m) {
           py::arg("world"), py::arg("epoch"), py::arg("resume_from") = 0)
       .def(
           "get",
-          [](StreamingDataset& ds, uint64_t id) {
+          [](PyDataset& self, uint64_t id) {
+            StreamingDataset& ds = self.get();
             Result<DecodedSample> got = InternalError("no sample");
             {
               py::gil_scoped_release release;
@@ -215,9 +224,10 @@ void RegisterDataset(py::module_& m) {
           py::arg("id"))
       .def(
           "iterate",
-          [](StreamingDataset& ds, const std::tuple<uint32_t, uint32_t, uint32_t>& world,
+          [](PyDataset& self, const std::tuple<uint32_t, uint32_t, uint32_t>& world,
              const std::tuple<uint32_t, uint32_t, uint32_t>& worker, uint64_t epoch,
              uint64_t resume_from, uint64_t skip) {
+            StreamingDataset& ds = self.get();
             Result<std::unique_ptr<SampleIterator>> it = InternalError("no iterator");
             {
               py::gil_scoped_release release;

@@ -12,6 +12,8 @@
 
 #include "loader/batch_loader.h"
 #include "python/bindings.h"
+#include "python/fork_safe.h"
+#include "python/py_dataset.h"
 #include "python/status_exception.h"
 
 namespace py = pybind11;
@@ -104,14 +106,15 @@ py::dict ToPython(std::shared_ptr<Batch> batch) {
 class PyLoader {
  public:
   explicit PyLoader(std::unique_ptr<BatchLoader> loader) : loader_(std::move(loader)) {}
+  PyLoader(PyLoader&&) = default;
 
   py::dict Next() {
-    if (!loader_) throw py::stop_iteration();
+    if (!loader_.get()) throw py::stop_iteration();
     for (;;) {
       Result<std::optional<std::shared_ptr<Batch>>> next = InternalError("no batch");
       {
         py::gil_scoped_release release;
-        next = loader_->Next(std::chrono::milliseconds(100));
+        next = loader_.get()->Next(std::chrono::milliseconds(100));
       }
       auto got = Unwrap(std::move(next));
       if (!got) {  // timed out: let Ctrl+C (or any pending signal handler) in
@@ -123,7 +126,7 @@ class PyLoader {
     }
   }
 
-  uint64_t num_batches() const { return loader_ ? loader_->num_batches() : 0; }
+  uint64_t num_batches() const { return loader_.get() ? loader_.get()->num_batches() : 0; }
 
   void Close() {
     py::gil_scoped_release release;
@@ -131,17 +134,16 @@ class PyLoader {
   }
 
  private:
-  std::unique_ptr<BatchLoader> loader_;
+  ForkSafe<std::unique_ptr<BatchLoader>> loader_;
 };
 
 }  // namespace
 
 void RegisterLoader(py::module_& m) {
   py::class_<PyLoader>(m, "Loader")
-      .def(py::init([](std::shared_ptr<StreamingDataset> dataset, const py::list& columns,
-                       uint32_t batch_size, uint32_t num_threads, uint32_t prefetch_factor,
-                       bool drop_last, uint64_t seed,
-                       const std::tuple<uint32_t, uint32_t, uint32_t>& world,
+      .def(py::init([](const PyDataset& dataset, const py::list& columns, uint32_t batch_size,
+                       uint32_t num_threads, uint32_t prefetch_factor, bool drop_last,
+                       uint64_t seed, const std::tuple<uint32_t, uint32_t, uint32_t>& world,
                        const std::tuple<uint32_t, uint32_t>& rank, uint64_t epoch,
                        const std::vector<std::tuple<uint32_t, uint64_t, uint64_t>>& starts) {
              BatchLoaderOptions o;
@@ -164,7 +166,7 @@ void RegisterLoader(py::module_& m) {
              {
                py::gil_scoped_release release;
                loader = BatchLoader::Start(
-                   std::move(dataset), std::move(o),
+                   dataset.shared(), std::move(o),
                    {.nodes = std::get<0>(world),
                     .ranks_per_node = std::get<1>(world),
                     .workers_per_rank = std::get<2>(world)},

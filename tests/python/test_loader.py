@@ -249,3 +249,36 @@ def test_diagnose_reports_a_verdict(images):
     assert "waiting on data" in lines[0] and report["verdict"] in lines[0]
     stats = loader.stats()
     assert stats.batches == 5 and stats.samples == 40 and stats.compute_s > 0
+
+
+def test_a_forked_child_can_drop_what_it_inherited(images):
+    """torch forks DataLoader workers while native threads run in the parent: the child must be
+    able to let go of the loaders, iterators and datasets it inherited without hanging."""
+    import time
+
+    ds = ferry.StreamingDataset(local=str(images), shuffle=True)
+    loader = ferry.DataLoader(ds, batch_size=2, num_threads=2, transform=[T.CenterCrop(8)])
+    epoch = iter(loader)
+    next(epoch)
+    samples = iter(ds)
+    next(samples)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            del epoch, loader, samples, ds
+            gc.collect()
+            os._exit(0)
+        except BaseException:
+            os._exit(1)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the child hung destroying inherited native objects")
+    assert next(epoch)["image"].shape == (2, 8, 8, 3)  # the parent's are untouched
