@@ -45,8 +45,8 @@ void OnMessage(j_common_ptr cinfo, int level) {
 // Decodes into `out` (already sized). Returns false with err->message set on failure.
 // Kept free of objects with destructors because of the longjmp.
 bool DecodeInto(jpeg_decompress_struct* cinfo, ErrorManager* err, const unsigned char* data,
-                size_t size, JpegRegion region, int denominator, unsigned char* out,
-                int channels, unsigned char* row, bool* region_ok) {
+                size_t size, JpegRegion region, int denominator, unsigned char* out, int channels,
+                unsigned char* row, bool* region_ok) {
   if (setjmp(err->jump) != 0) return false;
   jpeg_create_decompress(cinfo);
   jpeg_mem_src(cinfo, data, static_cast<unsigned long>(size));
@@ -85,8 +85,7 @@ bool DecodeInto(jpeg_decompress_struct* cinfo, ErrorManager* err, const unsigned
 
 }  // namespace
 
-Result<PilImage> DecodeJpegRegion(std::string_view data, JpegRegion region,
-                                  int scale_denominator) {
+Result<PilImage> DecodeJpegRegion(std::string_view data, JpegRegion region, int scale_denominator) {
   if (scale_denominator != 1 && scale_denominator != 2 && scale_denominator != 4 &&
       scale_denominator != 8) {
     return InvalidArgumentError(
@@ -112,8 +111,8 @@ Result<PilImage> DecodeJpegRegion(std::string_view data, JpegRegion region,
     probe_err.pub.emit_message = OnMessage;
     if (setjmp(probe_err.jump) != 0) {
       jpeg_destroy_decompress(&probe);
-      return DataLossError(fmt::format("cannot decode JPEG ({} bytes): {}", data.size(),
-                                       probe_err.message));
+      return DataLossError(
+          fmt::format("cannot decode JPEG ({} bytes): {}", data.size(), probe_err.message));
     }
     jpeg_create_decompress(&probe);
     jpeg_mem_src(&probe, reinterpret_cast<const unsigned char*>(data.data()),
@@ -140,17 +139,18 @@ Result<PilImage> DecodeJpegRegion(std::string_view data, JpegRegion region,
   // One scanline of the widened band: at most the scaled image width.
   std::string row(size_t{full_width} * channels + 64, '\0');
   bool region_ok = true;
-  const bool ok = DecodeInto(&cinfo, &err, reinterpret_cast<const unsigned char*>(data.data()),
-                             data.size(), region, scale_denominator,
-                             reinterpret_cast<unsigned char*>(image.pixels.data()), channels,
-                             reinterpret_cast<unsigned char*>(row.data()), &region_ok);
+  const bool ok =
+      DecodeInto(&cinfo, &err, reinterpret_cast<const unsigned char*>(data.data()), data.size(),
+                 region, scale_denominator, reinterpret_cast<unsigned char*>(image.pixels.data()),
+                 channels, reinterpret_cast<unsigned char*>(row.data()), &region_ok);
   const bool truncated = err.truncated;
   jpeg_destroy_decompress(&cinfo);
   if (!region_ok) {
-    return InvalidArgumentError(fmt::format("JPEG region {}x{} at ({}, {}) is outside the {}x{} "
-                                            "image (scale 1/{})",
-                                            region.width, region.height, region.x, region.y,
-                                            full_width, full_height, scale_denominator));
+    return InvalidArgumentError(
+        fmt::format("JPEG region {}x{} at ({}, {}) is outside the {}x{} "
+                    "image (scale 1/{})",
+                    region.width, region.height, region.x, region.y, full_width, full_height,
+                    scale_denominator));
   }
   if (!ok) {
     return DataLossError(fmt::format("cannot decode JPEG ({}x{}, {} bytes): {}", full_width,

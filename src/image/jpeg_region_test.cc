@@ -30,8 +30,8 @@ TEST(DecodeJpegRegion, EqualsTheFullDecodeCutToTheRegion) {
         for (JpegRegion r : {JpegRegion{0, 0, full.width, full.height}, JpegRegion{5, 3, 20, 17},
                              JpegRegion{full.width - 9, full.height - 4, 9, 4},
                              JpegRegion{17, 0, 1, full.height}, JpegRegion{0, 9, full.width, 1}}) {
-          SCOPED_TRACE(testing::Message() << mode << " 1/" << d << " region " << r.x << ","
-                                          << r.y << " " << r.width << "x" << r.height);
+          SCOPED_TRACE(testing::Message() << mode << " 1/" << d << " region " << r.x << "," << r.y
+                                          << " " << r.width << "x" << r.height);
           auto got = DecodeJpegRegion(jpeg, r, d);
           ASSERT_TRUE(got.has_value()) << got.status().ToString();
           EXPECT_EQ(got->mode, mode);
@@ -69,8 +69,7 @@ TEST(DecodeJpegRegion, BadRegionsAndDataAreClearErrors) {
   const std::string jpeg = EncodeJpeg(PatternImage("RGB", 40, 30), 85).value();
   EXPECT_EQ(DecodeJpegRegion(jpeg, {30, 0, 11, 5}).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(DecodeJpegRegion(jpeg, {0, 0, 0, 5}).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(DecodeJpegRegion(jpeg, {0, 0, 5, 5}, 3).status().code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(DecodeJpegRegion(jpeg, {0, 0, 5, 5}, 3).status().code(), StatusCode::kInvalidArgument);
   auto truncated = DecodeJpegRegion(jpeg.substr(0, jpeg.size() / 2), {0, 20, 40, 10});
   EXPECT_EQ(truncated.status().code(), StatusCode::kDataLoss);
   EXPECT_THAT(truncated.status().message(), ::testing::HasSubstr("Premature end"));

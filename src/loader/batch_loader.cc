@@ -38,6 +38,35 @@ bool IsObjectKind(EncodingKind k) {
 
 }  // namespace
 
+std::shared_ptr<uint8_t[]> BufferPool::Get(size_t bytes) {
+  std::unique_ptr<uint8_t[]> buffer;
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = free_.begin(); it != free_.end(); ++it) {
+      if (it->first == bytes) {
+        buffer = std::move(it->second);
+        free_.erase(it);
+        break;
+      }
+    }
+  }
+  if (!buffer) buffer.reset(new uint8_t[bytes]);
+  std::weak_ptr<BufferPool> pool = weak_from_this();
+  return std::shared_ptr<uint8_t[]>(buffer.release(), [pool, bytes](uint8_t* p) {
+    if (auto alive = pool.lock()) {
+      alive->Put(p, bytes);
+    } else {
+      delete[] p;
+    }
+  });
+}
+
+void BufferPool::Put(uint8_t* buffer, size_t bytes) {
+  std::unique_ptr<uint8_t[]> owned(buffer);
+  std::lock_guard lock(mu_);
+  if (free_.size() < max_free_) free_.emplace_back(bytes, std::move(owned));
+}
+
 Result<std::unique_ptr<BatchLoader>> BatchLoader::Start(std::shared_ptr<StreamingDataset> dataset,
                                                         BatchLoaderOptions options,
                                                         WorldShape world, WorkerId rank,
@@ -91,6 +120,10 @@ Result<std::unique_ptr<BatchLoader>> BatchLoader::Start(std::shared_ptr<Streamin
     loader->columns_.push_back(std::move(column));
   }
   loader->dataset_ = dataset;
+  // Enough for every batch queued or being filled, of every column, plus a few held by Python.
+  loader->pool_ = std::make_shared<BufferPool>(
+      (size_t{options.num_threads} * (options.prefetch_factor + 1) + 4) *
+      std::max<size_t>(1, options.columns.size()));
   loader->options_ = options;
   loader->epoch_ = epoch;
   for (uint32_t t = 0; t < options.num_threads; ++t) {
@@ -155,7 +188,7 @@ std::shared_ptr<Batch> BatchLoader::NewBatch() const {
     } else {
       out.objects.reserve(b);
     }
-    if (bytes > 0) out.data = std::shared_ptr<uint8_t[]>(new uint8_t[bytes]);
+    if (bytes > 0) out.data = pool_->Get(bytes);
     batch->columns.push_back(std::move(out));
   }
   return batch;

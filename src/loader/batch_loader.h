@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -67,6 +68,22 @@ struct Batch {
   std::vector<BatchColumn> columns;
 };
 
+// Batch buffers come back here when the last tensor viewing them is gone, so that a steady
+// state allocates nothing (fresh multi-megabyte allocations are mmap()ed and zeroed by the
+// kernel every time). Shared by the loader and the buffers' deleters: it outlives either.
+class BufferPool : public std::enable_shared_from_this<BufferPool> {
+ public:
+  explicit BufferPool(size_t max_free) : max_free_(max_free) {}
+  std::shared_ptr<uint8_t[]> Get(size_t bytes);
+
+ private:
+  void Put(uint8_t* buffer, size_t bytes);
+
+  const size_t max_free_;
+  std::mutex mu_;
+  std::vector<std::pair<size_t, std::unique_ptr<uint8_t[]>>> free_;  // guarded by mu_
+};
+
 class BatchLoader {
  public:
   /// Starts the threads. kInvalidArgument for an unknown column, an image pipeline on a column
@@ -108,6 +125,7 @@ class BatchLoader {
   std::vector<Column> columns_;
   uint64_t epoch_ = 0;
   uint64_t num_batches_ = 0;
+  std::shared_ptr<BufferPool> pool_;
   std::vector<std::unique_ptr<Worker>> workers_;
   uint64_t next_ = 0;  // batches taken
 };
