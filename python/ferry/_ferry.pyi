@@ -52,3 +52,24 @@ class Dataset:
         resume_from: int = ...,
         skip: int = ...,
     ) -> SampleIterator: ...
+
+class Loader(Iterator[Dict[str, Any]]):
+    def __init__(
+        self,
+        dataset: Dataset,
+        columns: Sequence[Tuple[str, Optional[Dict[str, Any]]]],
+        batch_size: int,
+        num_threads: int,
+        prefetch_factor: int,
+        drop_last: bool,
+        seed: int,
+        world: Tuple[int, int, int],
+        rank: Tuple[int, int],
+        epoch: int,
+        starts: Sequence[Tuple[int, int, int]],
+    ) -> None: ...
+    def __iter__(self) -> "Loader": ...
+    def __next__(self) -> Dict[str, Any]: ...
+    @property
+    def num_batches(self) -> int: ...
+    def close(self) -> None: ...

@@ -9,9 +9,11 @@ on background threads while Python goes on encoding.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _ferry
@@ -19,6 +21,9 @@ from ._values import encoder
 from .errors import InvalidArgumentError
 
 _DEFAULT_SIZE_LIMIT = 1 << 26
+# A finished shard: the writer renames it into place from "<name>.tmp.<pid>.<n>" when complete.
+_SHARD_FILE = re.compile(r"^shard\.\d+\.mds(\.[a-z0-9]+)?$")
+_SCAN_INTERVAL_S = 0.1
 
 
 def _is_remote(path: str) -> bool:
@@ -43,15 +48,16 @@ class MDSWriter:
 
     Args:
         out: a local folder; a store URL (``s3://``, ``az://``, ``gs://``, ...) - shards are
-            written to a temporary local folder and uploaded when the writer finishes; or a
-            ``(local, remote)`` pair.
+            written to a temporary local folder and each is uploaded as soon as it is complete,
+            ``index.json`` last, when the writer finishes; or a ``(local, remote)`` pair.
         columns: column name -> encoding (``"bytes"``, ``"str"``, ``"int"``, ``"jpeg"``,
             ``"ndarray:float32:3,4"``, ... - every MDS encoding).
         compression: ``"zstd"``, ``"zstd:7"``, ``"gz"``, ``"br"``, ``"bz2"``, ``"snappy"`` or
             None.
         hashes: digests recorded in ``index.json`` (``"sha1"``, ``"xxh64"``, ...).
         size_limit: shard size in bytes or a human size (``"64mb"``); 0/None for one shard.
-        keep_local: with a remote ``out``, keep the local copy after uploading.
+        keep_local: with a remote ``out``, keep the local copy after uploading (otherwise each
+            shard is deleted once uploaded, so local disk holds only shards in flight).
         exist_ok: replace a dataset already in the local folder (otherwise a non-empty folder
             is an ``AlreadyExistsError``).
 
@@ -106,6 +112,14 @@ class MDSWriter:
             encoder(name, enc) for name, enc in zip(self._names, self._native.column_encodings)
         ]
         self._finished = False
+        self._pool = ThreadPoolExecutor(self._max_workers) if remote is not None else None
+        self._uploads: Dict[str, Future] = {}
+        self._last_scan = 0.0
+
+    @property
+    def uploaded(self) -> Sequence[str]:
+        """Shard files already uploaded to the remote ``out``."""
+        return sorted(name for name, f in self._uploads.items() if f.done() and not f.exception())
 
     @property
     def column_names(self) -> Sequence[str]:
@@ -128,37 +142,55 @@ class MDSWriter:
                 f"(columns: {', '.join(self._names)})"
             ) from None
         self._native.write(values)
+        if self._pool is not None and time.monotonic() - self._last_scan >= _SCAN_INTERVAL_S:
+            self._upload_finished_shards()
 
     def write_many(self, samples: Iterable[Mapping[str, Any]]) -> None:
         for sample in samples:
             self.write(sample)
 
     def finish(self) -> None:
-        """Writes the last shard and ``index.json``; uploads everything to a remote ``out``."""
+        """Writes the last shard and ``index.json``; with a remote ``out``, waits for every
+        upload and uploads ``index.json`` last (a reader never sees an index naming a shard
+        that is not there yet)."""
         if self._finished:
             return
         self._finished = True
-        self._native.finish()
-        if self.remote is not None:
-            self._upload()
+        try:
+            self._native.finish()
+            if self._pool is not None:
+                self._upload_finished_shards()
+                for name, future in sorted(self._uploads.items()):
+                    future.result()  # the first failed upload raises, naming its URL
+                _ferry.put_file(f"{self._remote_root()}/index.json",
+                                os.path.join(self.local, "index.json"))
+                if not self.keep_local:
+                    shutil.rmtree(self.local, ignore_errors=True)
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
 
-    def _upload(self) -> None:
-        files = []
+    def _remote_root(self) -> str:
+        return self.remote.rstrip("/")
+
+    def _upload_finished_shards(self) -> None:
+        self._last_scan = time.monotonic()
         for root, _, names in os.walk(self.local):
             for name in names:
+                if not _SHARD_FILE.match(name):
+                    continue
                 path = os.path.join(root, name)
-                files.append(os.path.relpath(path, self.local))
-        # index.json last: a reader never sees an index that names a shard not yet uploaded.
-        files.sort(key=lambda f: f == "index.json")
-        remote = self.remote.rstrip("/")
-        shards = [f for f in files if f != "index.json"]
-        with ThreadPoolExecutor(self._max_workers) as pool:
-            list(pool.map(lambda f: _ferry.put_file(f"{remote}/{f}", os.path.join(self.local, f)),
-                          shards))
-        if "index.json" in files:
-            _ferry.put_file(f"{remote}/index.json", os.path.join(self.local, "index.json"))
+                relative = os.path.relpath(path, self.local)
+                if relative not in self._uploads:
+                    self._uploads[relative] = self._pool.submit(self._upload, relative, path)
+        for future in self._uploads.values():
+            if future.done() and future.exception() is not None:
+                raise future.exception()
+
+    def _upload(self, relative: str, path: str) -> None:
+        _ferry.put_file(f"{self._remote_root()}/{relative}", path)
         if not self.keep_local:
-            shutil.rmtree(self.local, ignore_errors=True)
+            os.remove(path)
 
     def __enter__(self) -> "MDSWriter":
         return self

@@ -131,10 +131,16 @@ def test_a_remote_dataset_streams_through_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", os.environ["FERRY_TEST_S3RVER_SECRET_KEY"])
     monkeypatch.setenv("AWS_REGION", "us-east-1")
     url = f"s3://{os.environ['FERRY_TEST_S3RVER_BUCKET']}/python/{tmp_path.name}"
+    import time
+
     with ferry.MDSWriter(out=url, columns={"id": "int", "x": "ndarray:float32:3"},
                          size_limit="1kb") as writer:
         for i in range(200):
             writer.write({"id": i, "x": np.full(3, i, np.float32)})
+            time.sleep(0.002)
+        shards_before_finish = len(writer.uploaded)
+    assert shards_before_finish > 0, "shards are uploaded while the writer is still writing"
+    assert len(writer.uploaded) > shards_before_finish
     assert not pathlib.Path(writer.local).exists(), "the temporary local copy is removed"
 
     def requests():
