@@ -116,8 +116,9 @@ class _Epoch:
         return self._loader._to_torch(batch)
 
     def close(self) -> None:
-        if self._native is not None:
-            self._native.close()
+        native = getattr(self, "_native", None)
+        if native is not None:
+            native.close()
             self._native = None
 
     def __del__(self) -> None:
@@ -247,8 +248,9 @@ class DataLoader:
 
     def close(self) -> None:
         """Stops the threads of the epoch in progress (also done when the loader is deleted)."""
-        if self._epoch is not None:
-            self._epoch.close()
+        epoch = getattr(self, "_epoch", None)  # absent when __init__ raised
+        if epoch is not None:
+            epoch.close()
             self._epoch = None
 
     def __del__(self) -> None:
