@@ -27,6 +27,7 @@ Command AddStatCommand(CLI::App& parent);
 Command AddCpCommand(CLI::App& parent);
 Command AddSyncCommand(CLI::App& parent);
 Command AddStreamCommand(CLI::App& parent);
+Command AddDoctorCommand(CLI::App& parent);
 
 /// Exit codes, one per family of failure (documented in `ferry --help` and docs/cli.md):
 /// 0 ok, 1 verification found problems / other failure, 2 bad arguments, 3 not found,

@@ -52,7 +52,7 @@ int Main(int argc, char** argv) {
   std::vector<Command> commands = {
       AddConvertCommand(app),    AddInspectCommand(app), AddVerifyCommand(app), AddCatCommand(app),
       AddMergeIndexCommand(app), AddLsCommand(app),      AddStatCommand(app),   AddCpCommand(app),
-      AddSyncCommand(app),       AddStreamCommand(app)};
+      AddSyncCommand(app),       AddStreamCommand(app),  AddDoctorCommand(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

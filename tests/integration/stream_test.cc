@@ -110,24 +110,31 @@ TEST(Stream, ProcessesOfTwoJobsShareOneCacheAndDownloadEachShardOnce) {
   EXPECT_EQ(again[0]["cache_misses"], 0);
 }
 
+// Starts ferry-wan in front of s3rver with `args`; returns its endpoint. It stops with the
+// test's TempDir (StopWan).
+std::string StartWan(const TempDir& tmp, const std::string& args) {
+  const auto port_file = tmp / "port";
+  const std::string endpoint = ServerEnv("S3RVER_ENDPOINT");
+  const std::string target = endpoint.substr(endpoint.rfind('/') + 1);
+  const std::string wan = fmt::format("{}/bench/ferry-wan", FERRY_BUILD_DIR);
+  EXPECT_EQ(Sh(fmt::format("{} --target {} {} --port-file {} > {} 2>&1 & echo $! > {}", wan, target,
+                           args, Quote(port_file), Quote(tmp / "wan.log"), Quote(tmp / "wan.pid"))),
+            0);
+  for (int i = 0; i < 100 && !std::filesystem::exists(port_file); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const std::string port = ReadFileToString(port_file).value_or("0");
+  return "http://127.0.0.1:" + port.substr(0, port.find('\n'));
+}
+
+void StopWan(const TempDir& tmp) { Sh(fmt::format("kill $(cat {})", Quote(tmp / "wan.pid"))); }
+
 TEST(Stream, AKilledDownloadLeavesNothingThatPassesForAShard) {
   TempDir tmp;
   const Dataset d = MakeRemoteDataset(tmp, "crash", 96, 1 << 20, 40 << 20);
   const auto cache = tmp / "cache";
   // Slow the link down so that the kill lands in the middle of a download.
-  const auto port_file = tmp / "port";
-  const std::string endpoint = ServerEnv("S3RVER_ENDPOINT");
-  const std::string target = endpoint.substr(endpoint.rfind('/') + 1);
-  std::string wan = fmt::format("{}/bench/ferry-wan", FERRY_BUILD_DIR);
-  ASSERT_EQ(
-      Sh(fmt::format("{} --target {} --conn-mbps 20 --port-file {} > {} 2>&1 & echo $! > {}", wan,
-                     target, Quote(port_file), Quote(tmp / "wan.log"), Quote(tmp / "wan.pid"))),
-      0);
-  for (int i = 0; i < 100 && !std::filesystem::exists(port_file); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  const std::string port = ReadFileToString(port_file).value_or("0");
-  const std::string slow = "AWS_ENDPOINT_URL=http://127.0.0.1:" + port.substr(0, port.find('\n'));
+  const std::string slow = "AWS_ENDPOINT_URL=" + StartWan(tmp, "--conn-mbps 20");
   for (int round = 0; round < 3; ++round) {
     Sh(
         fmt::format("{} timeout -s KILL 1.5 {} stream {} --local {} --validate-hash xxh64 "
@@ -142,7 +149,7 @@ TEST(Stream, AKilledDownloadLeavesNothingThatPassesForAShard) {
       EXPECT_EQ(HashHex("xxh64", data).value(), *s.raw_data.FindHash("xxh64")) << path;
     }
   }
-  Sh(fmt::format("kill $(cat {})", Quote(tmp / "wan.pid")));
+  StopWan(tmp);
   ASSERT_EQ(Sh(fmt::format("{} stream {} --local {} --validate-hash xxh64 --json > {} 2>&1",
                            FERRY_CLI_PATH, d.url, Quote(cache), Quote(tmp / "final"))),
             0)
@@ -211,6 +218,38 @@ TEST(Stream, ACorruptedShardIsDataLossNamingIt) {
   EXPECT_THAT(out, HasSubstr(victim.raw_data.basename));
   EXPECT_THAT(out, HasSubstr("xxh64"));
   EXPECT_FALSE(std::filesystem::exists(tmp / "cache" / victim.raw_data.basename));
+}
+
+// ferry doctor through a link with a 50 ms round trip: it measures at least that, and its
+// advice for the dataset is consistent with what it measured.
+TEST(Doctor, MeasuresTheLinkAndAdvisesForTheDataset) {
+  TempDir tmp;
+  const Dataset d = MakeRemoteDataset(tmp, "doctor", 400, 10000, 1 << 20);
+  const std::string endpoint = StartWan(tmp, "--delay-ms 25");
+  ASSERT_EQ(Sh(fmt::format("AWS_ENDPOINT_URL={} {} doctor {} --dataset --json --requests 5 "
+                           "--connections 4 --bytes 4mb --local {} > {} 2> {}",
+                           endpoint, FERRY_CLI_PATH, d.url, Quote(tmp.path()), Quote(tmp / "out"),
+                           Quote(tmp / "err"))),
+            0)
+      << ReadFileToString(tmp / "err").value_or("");
+  StopWan(tmp);
+  auto lines = JsonLines(tmp / "out");
+  ASSERT_EQ(lines.size(), 1u);
+  const auto& j = lines[0];
+  EXPECT_GE(j["rtt_s"].get<double>(), 0.05);
+  EXPECT_LT(j["rtt_s"].get<double>(), 2.0);
+  EXPECT_GT(j["aggregate_bytes_per_s"].get<double>(), 0);
+  EXPECT_GT(j["small_requests_per_s"].get<double>(), 0);
+  // Little's law on what it measured.
+  EXPECT_NEAR(j["window_bytes"].get<double>(),
+              j["aggregate_bytes_per_s"].get<double>() * j["rtt_s"].get<double>() * 2, 1.0);
+  const uint64_t per_shard = d.samples / d.index.shards.size();
+  EXPECT_EQ(j["predownload"].get<uint64_t>(),
+            j["download_concurrency"].get<uint64_t>() * per_shard);
+  EXPECT_GE(j["cache_limit_bytes"].get<uint64_t>(), d.raw_bytes);
+  EXPECT_GT(j["epoch1_s"].get<double>(), 2 * j["rtt_s"].get<double>());
+  EXPECT_TRUE(j.contains("epoch2_s"));
+  EXPECT_EQ(j["reasoning"].size(), 8u);
 }
 
 }  // namespace

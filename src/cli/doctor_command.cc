@@ -1,0 +1,248 @@
+// ferry doctor URL [--dataset] [--json]: measure the link to a store from where this runs, then
+// say which streaming settings fill it and why (link_advice.h holds the arithmetic).
+//
+// Measurements, each bounded in requests and bytes:
+//   round trip   - the median of --requests sequential 1-byte ranged GETs of the smallest object;
+//   1 connection - one ranged GET of up to --bytes of the largest object;
+//   aggregate    - --connections ranged GETs at once, --bytes in all, over the largest objects;
+//   small requests/s - --requests x 4 1-byte ranged GETs with --connections x 4 in flight;
+//   local read   - with --dataset, a 64 MiB file written to and read back from --local.
+// With --dataset (URL is an MDS dataset) it also reads index.json and predicts epoch times.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "base/human_size.h"
+#include "base/python_json.h"
+#include "cli/command.h"
+#include "cli/link_advice.h"
+#include "ferry/format/index.h"
+#include "ferry/storage/registry.h"
+
+namespace ferry::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct DoctorOptions {
+  std::string url;
+  bool dataset = false;
+  bool json = false;
+  uint32_t requests = 10;
+  uint32_t connections = 16;
+  std::string bytes = "256mb";
+  std::string local = "/tmp";
+};
+
+double Seconds(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Reads [offset, offset + length) and throws the bytes away; returns the bytes read.
+Result<uint64_t> Drain(ObjectStore& store, const std::string& key, uint64_t offset,
+                       uint64_t length) {
+  uint64_t got = 0;
+  FERRY_RETURN_IF_ERROR(store
+                            .Read(key, ByteRange{offset, length},
+                                  [&](std::string_view chunk) {
+                                    got += chunk.size();
+                                    return Status::Ok();
+                                  })
+                            .status());
+  return got;
+}
+
+// Runs `count` calls of `fn(i)` with `parallel` threads; the first error wins.
+Status RunParallel(uint32_t count, uint32_t parallel, const std::function<Status(uint32_t)>& fn) {
+  std::atomic<uint32_t> next{0};
+  std::mutex mu;
+  Status first;
+  {
+    std::vector<std::jthread> threads;
+    for (uint32_t t = 0; t < std::min(parallel, count); ++t) {
+      threads.emplace_back([&] {
+        for (uint32_t i = next++; i < count; i = next++) {
+          if (Status s = fn(i); !s.ok()) {
+            std::lock_guard lock(mu);
+            if (first.ok()) first = std::move(s);
+            return;
+          }
+        }
+      });
+    }
+  }
+  return first;
+}
+
+// Write then read back a file in `folder`: how fast epoch 2 can read the cache.
+std::optional<double> LocalReadRate(const std::string& folder) {
+  const std::filesystem::path path =
+      std::filesystem::path(folder) / fmt::format(".ferry-doctor-{}", ::getpid());
+  const std::string block(1 << 20, 'x');
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return std::nullopt;
+  bool ok = true;
+  for (int i = 0; i < 64 && ok; ++i) ok = ::write(fd, block.data(), block.size()) == 1 << 20;
+  ::fsync(fd);
+  ::close(fd);
+  std::optional<double> rate;
+  const int in = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (ok && in >= 0) {
+    std::string buffer(1 << 20, '\0');
+    const auto start = Clock::now();
+    uint64_t total = 0;
+    for (ssize_t n; (n = ::read(in, buffer.data(), buffer.size())) > 0;) total += n;
+    rate = static_cast<double>(total) / std::max(Seconds(start), 1e-6);
+  }
+  if (in >= 0) ::close(in);
+  std::filesystem::remove(path);
+  return rate;
+}
+
+Result<int> RunDoctor(const DoctorOptions& o) {
+  FERRY_ASSIGN_OR_RETURN(const uint64_t budget, ParseHumanSize(o.bytes));
+  if (o.requests == 0 || o.connections == 0 || budget == 0) {
+    return InvalidArgumentError("--requests, --connections and --bytes must be above zero");
+  }
+  FERRY_ASSIGN_OR_RETURN(StoreAndKey target, OpenUrl(o.url));
+  ObjectStore& store = *target.store;
+  std::string prefix = target.key;
+  if (!prefix.empty() && prefix.back() != '/') prefix += '/';
+  FERRY_ASSIGN_OR_RETURN(ListResult listing, store.List(prefix, /*recursive=*/true));
+  std::vector<ObjectInfo> objects;
+  for (auto& obj : listing.objects) {
+    if (obj.size > 0) objects.push_back(std::move(obj));
+  }
+  if (objects.empty()) {
+    return NotFoundError(fmt::format("{}: no objects to measure with", o.url));
+  }
+  std::sort(objects.begin(), objects.end(),
+            [](const ObjectInfo& a, const ObjectInfo& b) { return a.size > b.size; });
+  const ObjectInfo& largest = objects.front();
+  const ObjectInfo& smallest = objects.back();
+  LinkMeasurements m;
+
+  // Round trip: sequential tiny requests, the median.
+  std::vector<double> times;
+  for (uint32_t i = 0; i < o.requests; ++i) {
+    const auto start = Clock::now();
+    FERRY_RETURN_IF_ERROR(Drain(store, smallest.key, 0, 1).status());
+    times.push_back(Seconds(start));
+  }
+  std::sort(times.begin(), times.end());
+  m.rtt_s = times[times.size() / 2];
+
+  // One connection.
+  {
+    const uint64_t length = std::min<uint64_t>(largest.size, budget / 4);
+    const auto start = Clock::now();
+    FERRY_ASSIGN_OR_RETURN(const uint64_t got, Drain(store, largest.key, 0, length));
+    m.connection_bytes_per_s = static_cast<double>(got) / std::max(Seconds(start), 1e-6);
+  }
+
+  // Many connections: equal ranges of the largest objects, round robin.
+  {
+    const uint64_t each = std::max<uint64_t>(1, budget / o.connections);
+    std::atomic<uint64_t> total{0};
+    const auto start = Clock::now();
+    FERRY_RETURN_IF_ERROR(RunParallel(o.connections, o.connections, [&](uint32_t i) -> Status {
+      const ObjectInfo& obj = objects[i % objects.size()];
+      const uint64_t slices = std::max<uint64_t>(1, obj.size / each);
+      const uint64_t offset = (i / objects.size()) % slices * each;
+      FERRY_ASSIGN_OR_RETURN(const uint64_t got,
+                             Drain(store, obj.key, offset, std::min(each, obj.size - offset)));
+      total += got;
+      return Status::Ok();
+    }));
+    m.aggregate_bytes_per_s = static_cast<double>(total) / std::max(Seconds(start), 1e-6);
+    m.aggregate_connections = o.connections;
+  }
+
+  // Small requests with many in flight.
+  {
+    const uint32_t count = o.requests * 4;
+    const auto start = Clock::now();
+    FERRY_RETURN_IF_ERROR(RunParallel(count, o.connections * 4, [&](uint32_t i) -> Status {
+      return Drain(store, objects[objects.size() - 1 - i % objects.size()].key, 0, 1).status();
+    }));
+    m.small_requests_per_s = count / std::max(Seconds(start), 1e-6);
+  }
+
+  std::optional<DatasetShape> shape;
+  if (o.dataset) {
+    FERRY_ASSIGN_OR_RETURN(const std::string text, store.Get(prefix + "index.json"));
+    FERRY_ASSIGN_OR_RETURN(const Index index, ParseIndex(text, o.url + "/index.json"));
+    DatasetShape d;
+    for (const ShardEntry& s : index.shards) {
+      d.samples += s.samples;
+      d.bytes += s.zip_data ? s.zip_data->bytes : s.raw_data.bytes;
+    }
+    d.shards = index.shards.size();
+    shape = d;
+    m.local_read_bytes_per_s = LocalReadRate(o.local);
+  }
+  const LinkAdvice a = AdviseLink(m, shape);
+
+  if (o.json) {
+    nlohmann::ordered_json j;
+    j["url"] = o.url;
+    j["rtt_s"] = m.rtt_s;
+    j["connection_bytes_per_s"] = m.connection_bytes_per_s;
+    j["aggregate_bytes_per_s"] = m.aggregate_bytes_per_s;
+    j["aggregate_connections"] = m.aggregate_connections;
+    j["small_requests_per_s"] = m.small_requests_per_s;
+    j["window_bytes"] = a.window_bytes;
+    j["connections"] = a.connections;
+    j["shard_bytes"] = a.shard_bytes;
+    j["download_concurrency"] = a.shards_in_flight;
+    if (a.predownload_samples) j["predownload"] = *a.predownload_samples;
+    if (a.cache_limit_bytes) j["cache_limit_bytes"] = *a.cache_limit_bytes;
+    if (a.epoch1_s) j["epoch1_s"] = *a.epoch1_s;
+    if (a.epoch2_s) j["epoch2_s"] = *a.epoch2_s;
+    j["reasoning"] = a.reasoning;
+    std::printf("%s\n", DumpPythonJson(j, JsonKeyOrder::kInsertion).c_str());
+    return 0;
+  }
+  std::printf("%s\n", o.url.c_str());
+  std::printf("  round trip       %.1f ms (median of %u)\n", m.rtt_s * 1000, o.requests);
+  std::printf("  one connection   %s/s\n",
+              FormatBytes(static_cast<uint64_t>(m.connection_bytes_per_s)).c_str());
+  std::printf("  %u connections  %s/s\n", m.aggregate_connections,
+              FormatBytes(static_cast<uint64_t>(m.aggregate_bytes_per_s)).c_str());
+  std::printf("  small requests   %.0f/s\n", m.small_requests_per_s);
+  std::printf("settings:\n");
+  for (const std::string& line : a.reasoning) std::printf("  %s\n", line.c_str());
+  return 0;
+}
+
+}  // namespace
+
+Command AddDoctorCommand(CLI::App& parent) {
+  auto o = std::make_shared<DoctorOptions>();
+  CLI::App* app = parent.add_subcommand(
+      "doctor", "Measure the link to a store and recommend streaming settings");
+  app->add_option("url", o->url, "Where the data is (s3://, az://, gs://, https://, a path)")
+      ->required();
+  app->add_flag("--dataset", o->dataset,
+                "URL is an MDS dataset: also predict epoch 1 and epoch 2 times");
+  app->add_flag("--json", o->json, "One JSON object with the measurements and the advice");
+  app->add_option("--requests", o->requests, "Sequential tiny requests for the round trip")
+      ->capture_default_str();
+  app->add_option("--connections", o->connections, "Connections for the aggregate bandwidth")
+      ->capture_default_str();
+  app->add_option("--bytes", o->bytes, "Bytes read for the aggregate bandwidth (at most)")
+      ->capture_default_str();
+  app->add_option("--local", o->local, "Where a cache would live (local read speed)")
+      ->capture_default_str();
+  return {app, [o] { return RunDoctor(*o); }};
+}
+
+}  // namespace ferry::cli

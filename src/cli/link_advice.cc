@@ -1,0 +1,101 @@
+#include "cli/link_advice.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/human_size.h"
+
+namespace ferry::cli {
+namespace {
+
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+// What the shard cache does (ShardCacheOptions): shards of 32 MiB and more come in 8 parts.
+constexpr uint64_t kPartThreshold = 32 * kMiB;
+constexpr uint32_t kParts = 8;
+
+uint32_t PartsFor(uint64_t shard_bytes) { return shard_bytes >= kPartThreshold ? kParts : 1; }
+
+std::string Rate(double bytes_per_s) { return FormatBytes(static_cast<uint64_t>(bytes_per_s)) + "/s"; }
+
+}  // namespace
+
+LinkAdvice AdviseLink(const LinkMeasurements& m, const std::optional<DatasetShape>& dataset) {
+  LinkAdvice a;
+  const double rtt = std::max(m.rtt_s, 1e-4);
+  const double per_connection = std::max(m.connection_bytes_per_s, 1.0);
+  const double aggregate = std::max(m.aggregate_bytes_per_s, per_connection);
+
+  a.window_bytes = static_cast<uint64_t>(std::ceil(aggregate * rtt * 2));
+  a.reasoning.push_back(fmt::format(
+      "bytes in flight: {} x {:.0f} ms x 2 (margin) = {} - less leaves the link idle while "
+      "requests travel",
+      Rate(aggregate), rtt * 1000, FormatBytes(a.window_bytes)));
+
+  a.connections = static_cast<uint32_t>(
+      std::clamp(std::ceil(aggregate / per_connection), 1.0, 256.0));
+  a.reasoning.push_back(fmt::format(
+      "connections: {} aggregate / {} per connection = {} at once", Rate(aggregate),
+      Rate(per_connection), a.connections));
+
+  const double floor_bytes = 9 * rtt * per_connection;
+  uint64_t shard = 16 * kMiB;
+  while (shard < floor_bytes && shard < 512 * kMiB) shard *= 2;
+  if (dataset && dataset->shards > 0) {
+    const uint64_t mean = dataset->bytes / dataset->shards;
+    a.reasoning.push_back(fmt::format(
+        "shard size: the dataset's are {} on average; {} a round trip costs {:.0f} % of a "
+        "shard's transfer ({:.0f} ms of {:.0f} ms){}",
+        FormatBytes(mean), mean >= floor_bytes ? "fine:" : "too small:",
+        100 * rtt / (rtt + mean / per_connection), rtt * 1000, 1000 * mean / per_connection,
+        mean >= floor_bytes ? ""
+                            : fmt::format(" - rewrite with --size-limit {}", FormatBytes(shard))));
+    a.shard_bytes = std::max<uint64_t>(mean, 1);
+  } else {
+    a.shard_bytes = shard;
+    a.reasoning.push_back(fmt::format(
+        "shard size: at least 9 x {:.0f} ms x {} = {} so that a round trip is at most 10 % of a "
+        "shard's transfer: use {}",
+        rtt * 1000, Rate(per_connection), FormatBytes(static_cast<uint64_t>(floor_bytes)),
+        FormatBytes(shard)));
+  }
+
+  a.parts_per_shard = PartsFor(a.shard_bytes);
+  const auto by_connections = static_cast<uint32_t>(
+      std::ceil(static_cast<double>(a.connections) / a.parts_per_shard));
+  const auto by_window = static_cast<uint32_t>(
+      std::ceil(static_cast<double>(a.window_bytes) / static_cast<double>(a.shard_bytes)));
+  a.shards_in_flight = std::max({by_connections, by_window, 2u});
+  a.reasoning.push_back(fmt::format(
+      "download_concurrency: max({} connections / {} parts per shard, {} window / {} shard, 2) "
+      "= {} shards at once",
+      a.connections, a.parts_per_shard, FormatBytes(a.window_bytes),
+      FormatBytes(a.shard_bytes), a.shards_in_flight));
+
+  if (!dataset || dataset->samples == 0 || dataset->shards == 0) return a;
+  const uint64_t per_shard = std::max<uint64_t>(1, dataset->samples / dataset->shards);
+  a.predownload_samples = uint64_t{a.shards_in_flight} * per_shard;
+  a.reasoning.push_back(fmt::format("predownload: {} shards x {} samples per shard = {} samples",
+                                    a.shards_in_flight, per_shard, *a.predownload_samples));
+  a.cache_limit_bytes = std::max<uint64_t>(dataset->bytes + dataset->bytes / 10,
+                                           4 * a.window_bytes);
+  a.reasoning.push_back(fmt::format(
+      "cache_limit: the dataset ({}) plus 10 %: {} - epoch 2 then makes no remote request (a "
+      "smaller cache works, at least {}, and re-fetches what it evicts)",
+      FormatBytes(dataset->bytes), FormatBytes(*a.cache_limit_bytes),
+      FormatBytes(4 * a.window_bytes)));
+  const double used = std::min(aggregate, a.shards_in_flight * a.parts_per_shard * per_connection);
+  a.epoch1_s = 2 * rtt + static_cast<double>(dataset->bytes) / used;
+  a.reasoning.push_back(fmt::format("epoch 1: 2 x {:.0f} ms + {} / {} = {:.1f} s", rtt * 1000,
+                                    FormatBytes(dataset->bytes), Rate(used), *a.epoch1_s));
+  if (m.local_read_bytes_per_s && *m.local_read_bytes_per_s > 0) {
+    a.epoch2_s = static_cast<double>(dataset->bytes) / *m.local_read_bytes_per_s;
+    a.reasoning.push_back(fmt::format("epoch 2: {} / {} read locally = {:.1f} s",
+                                      FormatBytes(dataset->bytes),
+                                      Rate(*m.local_read_bytes_per_s), *a.epoch2_s));
+  }
+  return a;
+}
+
+}  // namespace ferry::cli
