@@ -19,10 +19,12 @@ build: deps
 	@cmake --preset release >/dev/null
 	@cmake --build --preset release -j$(JOBS)
 
-# What the Python tests need from the release build: the module and the ferry command.
+# What the Python tests need from the release build: the module, the ferry command and the tools
+# the scenario runner's smoke test drives.
 build-python: deps
 	@cmake --preset release >/dev/null
-	@cmake --build --preset release -j$(JOBS) --target _ferry ferry
+	@cmake --build --preset release -j$(JOBS) --target _ferry ferry ferry-wan ferry-fetch-bench \
+	  ferry-make-images
 
 build-dev: deps
 	@cmake --preset dev >/dev/null
@@ -52,10 +54,10 @@ bench: build
 	@./bench/run.sh
 
 format:
-	@git ls-files '*.h' '*.cc' | xargs clang-format -i
+	@git ls-files --cached --others --exclude-standard '*.h' '*.cc' | xargs clang-format -i
 
 format-check:
-	@git ls-files '*.h' '*.cc' | xargs clang-format --dry-run --Werror
+	@git ls-files --cached --others --exclude-standard '*.h' '*.cc' | xargs clang-format --dry-run --Werror
 
 clean:
 	@rm -rf build

@@ -17,7 +17,9 @@ constexpr uint32_t kParts = 8;
 
 uint32_t PartsFor(uint64_t shard_bytes) { return shard_bytes >= kPartThreshold ? kParts : 1; }
 
-std::string Rate(double bytes_per_s) { return FormatBytes(static_cast<uint64_t>(bytes_per_s)) + "/s"; }
+std::string Rate(double bytes_per_s) {
+  return FormatBytes(static_cast<uint64_t>(bytes_per_s)) + "/s";
+}
 
 }  // namespace
 
@@ -33,11 +35,10 @@ LinkAdvice AdviseLink(const LinkMeasurements& m, const std::optional<DatasetShap
       "requests travel",
       Rate(aggregate), rtt * 1000, FormatBytes(a.window_bytes)));
 
-  a.connections = static_cast<uint32_t>(
-      std::clamp(std::ceil(aggregate / per_connection), 1.0, 256.0));
-  a.reasoning.push_back(fmt::format(
-      "connections: {} aggregate / {} per connection = {} at once", Rate(aggregate),
-      Rate(per_connection), a.connections));
+  a.connections =
+      static_cast<uint32_t>(std::clamp(std::ceil(aggregate / per_connection), 1.0, 256.0));
+  a.reasoning.push_back(fmt::format("connections: {} aggregate / {} per connection = {} at once",
+                                    Rate(aggregate), Rate(per_connection), a.connections));
 
   const double floor_bytes = 9 * rtt * per_connection;
   uint64_t shard = 16 * kMiB;
@@ -62,24 +63,24 @@ LinkAdvice AdviseLink(const LinkMeasurements& m, const std::optional<DatasetShap
   }
 
   a.parts_per_shard = PartsFor(a.shard_bytes);
-  const auto by_connections = static_cast<uint32_t>(
-      std::ceil(static_cast<double>(a.connections) / a.parts_per_shard));
+  const auto by_connections =
+      static_cast<uint32_t>(std::ceil(static_cast<double>(a.connections) / a.parts_per_shard));
   const auto by_window = static_cast<uint32_t>(
       std::ceil(static_cast<double>(a.window_bytes) / static_cast<double>(a.shard_bytes)));
   a.shards_in_flight = std::max({by_connections, by_window, 2u});
   a.reasoning.push_back(fmt::format(
       "download_concurrency: max({} connections / {} parts per shard, {} window / {} shard, 2) "
       "= {} shards at once",
-      a.connections, a.parts_per_shard, FormatBytes(a.window_bytes),
-      FormatBytes(a.shard_bytes), a.shards_in_flight));
+      a.connections, a.parts_per_shard, FormatBytes(a.window_bytes), FormatBytes(a.shard_bytes),
+      a.shards_in_flight));
 
   if (!dataset || dataset->samples == 0 || dataset->shards == 0) return a;
   const uint64_t per_shard = std::max<uint64_t>(1, dataset->samples / dataset->shards);
   a.predownload_samples = uint64_t{a.shards_in_flight} * per_shard;
   a.reasoning.push_back(fmt::format("predownload: {} shards x {} samples per shard = {} samples",
                                     a.shards_in_flight, per_shard, *a.predownload_samples));
-  a.cache_limit_bytes = std::max<uint64_t>(dataset->bytes + dataset->bytes / 10,
-                                           4 * a.window_bytes);
+  a.cache_limit_bytes =
+      std::max<uint64_t>(dataset->bytes + dataset->bytes / 10, 4 * a.window_bytes);
   a.reasoning.push_back(fmt::format(
       "cache_limit: the dataset ({}) plus 10 %: {} - epoch 2 then makes no remote request (a "
       "smaller cache works, at least {}, and re-fetches what it evicts)",
@@ -92,8 +93,8 @@ LinkAdvice AdviseLink(const LinkMeasurements& m, const std::optional<DatasetShap
   if (m.local_read_bytes_per_s && *m.local_read_bytes_per_s > 0) {
     a.epoch2_s = static_cast<double>(dataset->bytes) / *m.local_read_bytes_per_s;
     a.reasoning.push_back(fmt::format("epoch 2: {} / {} read locally = {:.1f} s",
-                                      FormatBytes(dataset->bytes),
-                                      Rate(*m.local_read_bytes_per_s), *a.epoch2_s));
+                                      FormatBytes(dataset->bytes), Rate(*m.local_read_bytes_per_s),
+                                      *a.epoch2_s));
   }
   return a;
 }

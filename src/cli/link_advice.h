@@ -23,11 +23,11 @@
 namespace ferry::cli {
 
 struct LinkMeasurements {
-  double rtt_s = 0;                      // median time of a tiny request
-  double connection_bytes_per_s = 0;     // one connection, one large read
-  double aggregate_bytes_per_s = 0;      // many connections at once
-  uint32_t aggregate_connections = 0;    // how many that was
-  double small_requests_per_s = 0;       // tiny requests with many in flight
+  double rtt_s = 0;                    // median time of a tiny request
+  double connection_bytes_per_s = 0;   // one connection, one large read
+  double aggregate_bytes_per_s = 0;    // many connections at once
+  uint32_t aggregate_connections = 0;  // how many that was
+  double small_requests_per_s = 0;     // tiny requests with many in flight
   std::optional<double> local_read_bytes_per_s;
 };
 

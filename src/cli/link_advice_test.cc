@@ -49,9 +49,8 @@ TEST(AdviseLink, WithADatasetItPredictsEpochsAndSizesTheCache) {
 }
 
 TEST(AdviseLink, SmallShardsOnALongLinkAreCalledOut) {
-  const LinkMeasurements m{.rtt_s = 0.15,
-                           .connection_bytes_per_s = 25 * kMB,
-                           .aggregate_bytes_per_s = 250 * kMB};
+  const LinkMeasurements m{
+      .rtt_s = 0.15, .connection_bytes_per_s = 25 * kMB, .aggregate_bytes_per_s = 250 * kMB};
   const DatasetShape d{.samples = 1000, .bytes = 100 * 4 * kMiB, .shards = 100};
   const LinkAdvice a = AdviseLink(m, d);
   EXPECT_EQ(a.parts_per_shard, 1u);
