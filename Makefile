@@ -7,7 +7,7 @@ FUZZ_RUNS ?= 100000
 FUZZ_SECONDS ?= 300
 DEMO_IMAGES ?= 2000
 
-.PHONY: all deps build build-python build-dev test fuzz-build fuzz-smoke fuzz demo bench format format-check clean
+.PHONY: all deps build build-python build-dev test bench-full fuzz-build fuzz-smoke fuzz demo bench format format-check clean
 
 all: build
 
@@ -52,6 +52,10 @@ demo: build
 
 bench: build
 	@./bench/run.sh
+
+# The whole cross-cloud grid (bench/scenarios/run.py --grid full): tens of minutes.
+bench-full: build
+	@/usr/bin/python3 bench/scenarios/run.py --grid full
 
 format:
 	@git ls-files --cached --others --exclude-standard '*.h' '*.cc' | xargs clang-format -i

@@ -8,3 +8,6 @@ build/release/bench/ferry_format_benchmark --benchmark_min_time=0.5
 echo
 echo "== convert vs cp -r"
 bench/convert_vs_cp.sh "$@"
+echo
+echo "== cross-cloud scenarios, quick grid (bench/scenarios/run.py; make bench-full for all)"
+/usr/bin/python3 bench/scenarios/run.py --grid quick

@@ -17,7 +17,7 @@ packages=(
   python3-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-pil
   python3-torch python3-boto3 python3-azure
   # benchmarks: the torchvision pipeline ferry.DataLoader is compared with
-  python3-torchvision
+  python3-torchvision python3-matplotlib
 )
 
 missing=()
