@@ -1,0 +1,216 @@
+// ShardCache when things go wrong: killed downloads, corrupt shards and zips, digests, and
+// kept compressed files.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <numeric>
+#include <random>
+#include <thread>
+
+#include "base/file_util.h"
+#include "base/temp_dir_testutil.h"
+#include "cache/cache_layout.h"
+#include "cache/cache_testutil.h"
+#include "cache/file_lock.h"
+#include "cache/shard_cache_fixture_testutil.h"
+#include "ferry/format/merge_index.h"
+#include "ferry/metrics/metrics.h"
+#include "ferry/stream/shard_cache.h"
+#include "format/fixture_testutil.h"
+
+namespace ferry {
+namespace {
+
+using namespace shard_cache_test;  // NOLINT: the fixture and its helpers
+
+namespace fs = std::filesystem;
+using internal_cache::CacheLayout;
+using internal_cache::FileLock;
+using internal_cache::LockMode;
+using std::chrono::milliseconds;
+using ::testing::HasSubstr;
+
+// A child downloading shard 0 from a slow remote is SIGKILLed once its temporary has bytes.
+void KillMidDownload(const std::shared_ptr<ObjectStore>& slow, const Index& index,
+                     const std::string& prefix, const fs::path& cache, const fs::path& temporary) {
+  testing::Children children;
+  const pid_t child = children.Spawn([&]() -> int {
+    auto opened = ShardCache::Open(slow, prefix, index, {.local = cache});
+    if (!opened) return 3;
+    return (*opened)->Acquire(0).has_value() ? 0 : 4;
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  std::error_code ec;
+  while (!(fs::exists(temporary, ec) && fs::file_size(temporary, ec) > 0) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  children.Kill(child);
+  EXPECT_TRUE(fs::exists(temporary)) << "the download was not caught in the middle";
+}
+
+void ExpectRecoveryAfterKill(const Index& index, const std::shared_ptr<ObjectStore>& store,
+                             const std::string& prefix, const fs::path& cache) {
+  const CacheLayout layout(cache);
+  const std::string& raw = index.shards[0].raw_data.basename;
+  EXPECT_FALSE(fs::exists(layout.FilePath(raw)));
+  // The locks died with the process.
+  for (const fs::path& lock : {layout.DownloadLockPath(raw), layout.UseLockPath(raw)}) {
+    auto tried = FileLock::TryLock(lock, LockMode::kExclusive);
+    ASSERT_TRUE(tried.has_value());
+    EXPECT_TRUE(tried->has_value()) << lock;
+  }
+  // A new process gets the shard, whole.
+  testing::Children children;
+  const pid_t child = children.Spawn([&]() -> int {
+    auto opened = ShardCache::Open(store, prefix, index, {.local = cache});
+    if (!opened) return 3;
+    auto handle = (*opened)->Acquire(0);
+    if (!handle) return 4;
+    return testing::RawShardIsIntact(handle->path(), index.shards[0]) ? 0 : 5;
+  });
+  EXPECT_EQ(children.Wait(child, std::chrono::seconds(10)), 0);
+  EXPECT_TRUE(testing::RawShardIsIntact(layout.FilePath(raw), index.shards[0]));
+  EXPECT_THAT(Temporaries(cache), ::testing::IsEmpty());
+}
+
+TEST_F(ShardCacheTest, AKilledDownloadLeavesNoShardAndNoLock) {
+  WriteRemote();
+  const auto slow = Store({.chunk_bytes = 512, .chunk_delay = milliseconds(20)});
+  const fs::path temporary = Cache() / (index_.shards[0].raw_data.basename + ".ferry-tmp");
+  KillMidDownload(slow, index_, prefix_, Cache(), temporary);
+  ExpectRecoveryAfterKill(index_, Store(), prefix_, Cache());
+}
+
+TEST_F(ShardCacheTest, AKilledCompressedDownloadLeavesNoShardAndNoLock) {
+  WriteRemote({.compression = "zstd"});
+  const auto slow = Store({.chunk_bytes = 512, .chunk_delay = milliseconds(20)});
+  const fs::path temporary = Cache() / (index_.shards[0].zip_data->basename + ".ferry-tmp");
+  KillMidDownload(slow, index_, prefix_, Cache(), temporary);
+  EXPECT_FALSE(fs::exists(Cache() / index_.shards[0].zip_data->basename));
+  ExpectRecoveryAfterKill(index_, Store(), prefix_, Cache());
+}
+
+void ExpectCorruptShardFails(ShardCache& cache, const Index& index, const fs::path& folder) {
+  const ShardEntry& shard = index.shards[1];
+  const FileInfo& fetched = shard.zip_data ? *shard.zip_data : shard.raw_data;
+  const uint64_t failures = CounterValue("/ferry/cache/hash_failures");
+  auto handle = cache.Acquire(1);
+  ASSERT_FALSE(handle.has_value());
+  EXPECT_EQ(handle.error().code(), StatusCode::kDataLoss);
+  EXPECT_THAT(handle.error().message(), HasSubstr(fetched.basename));
+  EXPECT_THAT(handle.error().message(), HasSubstr("xxh64"));
+  EXPECT_EQ(CounterValue("/ferry/cache/hash_failures") - failures, 2u);
+  EXPECT_FALSE(fs::exists(folder / shard.raw_data.basename));
+  EXPECT_FALSE(fs::exists(folder / fetched.basename));
+  EXPECT_THAT(Temporaries(folder), ::testing::IsEmpty());
+  // The other shards are fine.
+  auto other = cache.Acquire(0);
+  ASSERT_TRUE(other.has_value()) << other.status().ToString();
+  EXPECT_TRUE(testing::RawShardIsIntact(other->path(), index.shards[0]));
+}
+
+TEST_F(ShardCacheTest, ACorruptRemoteShardIsFetchedTwiceThenDataLoss) {
+  WriteRemote();
+  FlipByte(Remote() / Fetched(1).basename, Fetched(1).bytes / 2);
+  auto cache = Open({.validate_hash = "xxh64"});
+  ExpectCorruptShardFails(*cache, index_, Cache());
+  EXPECT_EQ(Reads(Fetched(1).basename), 2);
+}
+
+TEST_F(ShardCacheTest, ACorruptRemoteCompressedShardIsFetchedTwiceThenDataLoss) {
+  WriteRemote({.compression = "zstd"});
+  FlipByte(Remote() / Fetched(1).basename, Fetched(1).bytes / 2);
+  auto cache = Open({.keep_zip = true, .validate_hash = "xxh64"});
+  ExpectCorruptShardFails(*cache, index_, Cache());
+  EXPECT_EQ(Reads(Fetched(1).basename), 2);
+}
+
+TEST_F(ShardCacheTest, ValidateHashMustBeOneTheIndexHas) {
+  WriteRemote({.hashes = {"sha1"}});
+  auto missing =
+      ShardCache::Open(Store(), prefix_, index_, {.local = Cache(), .validate_hash = "xxh64"});
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_EQ(missing.error().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(missing.error().message(), HasSubstr("xxh64"));
+  EXPECT_THAT(missing.error().message(), HasSubstr("shard.00000.mds"));
+  auto unknown =
+      ShardCache::Open(Store(), prefix_, index_, {.local = Cache(), .validate_hash = "crc99"});
+  ASSERT_FALSE(unknown.has_value());
+  EXPECT_EQ(unknown.error().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(unknown.error().message(), HasSubstr("crc99"));
+}
+
+TEST_F(ShardCacheTest, GoodDigestsPass) {
+  WriteRemote({.compression = "zstd"});
+  const uint64_t failures = CounterValue("/ferry/cache/hash_failures");
+  auto cache = Open({.validate_hash = "sha1"});
+  for (size_t k = 0; k < index_.shards.size(); ++k) {
+    auto handle = cache->Acquire(k);
+    ASSERT_TRUE(handle.has_value()) << handle.status().ToString();
+    EXPECT_TRUE(testing::RawShardIsIntact(handle->path(), index_.shards[k]));
+  }
+  EXPECT_EQ(CounterValue("/ferry/cache/hash_failures"), failures);
+}
+
+TEST_F(ShardCacheTest, KeepZipKeepsTheCompressedFileAndReusesIt) {
+  WriteRemote({.compression = "zstd"});
+  const ShardEntry& shard = index_.shards[0];
+  auto store = Store();
+  {
+    auto plain = Open({.local = Cache() / "plain"}, store);
+    ASSERT_TRUE(plain->Acquire(0).has_value());
+    EXPECT_TRUE(fs::exists(Cache() / "plain" / shard.raw_data.basename));
+    EXPECT_FALSE(fs::exists(Cache() / "plain" / shard.zip_data->basename));
+  }
+  const fs::path kept = Cache() / "kept";
+  {
+    auto cache = Open({.local = kept, .keep_zip = true}, store);
+    ASSERT_TRUE(cache->Acquire(0).has_value());
+    EXPECT_EQ(cache->DiskUsage(), shard.raw_data.bytes + shard.zip_data->bytes);
+  }
+  const int downloads = Reads(shard.zip_data->basename);
+  EXPECT_EQ(downloads, 2);
+  // The raw file goes (an eviction elsewhere, a user): the zip is decompressed, not fetched.
+  fs::remove(kept / shard.raw_data.basename);
+  {
+    auto cache = Open({.local = kept, .keep_zip = true}, store);
+    auto handle = cache->Acquire(0);
+    ASSERT_TRUE(handle.has_value()) << handle.status().ToString();
+    EXPECT_FALSE(handle->was_cached());
+    EXPECT_TRUE(testing::RawShardIsIntact(handle->path(), shard));
+    EXPECT_TRUE(fs::exists(kept / shard.zip_data->basename));
+  }
+  fs::remove(kept / shard.raw_data.basename);
+  {
+    auto cache = Open({.local = kept, .validate_hash = "xxh64"}, store);  // no keep_zip now
+    auto handle = cache->Acquire(0);
+    ASSERT_TRUE(handle.has_value()) << handle.status().ToString();
+    EXPECT_TRUE(testing::RawShardIsIntact(handle->path(), shard));
+    EXPECT_FALSE(fs::exists(kept / shard.zip_data->basename));
+  }
+  EXPECT_EQ(Reads(shard.zip_data->basename), downloads);
+}
+
+TEST_F(ShardCacheTest, ACorruptKeptZipIsReplacedByADownload) {
+  WriteRemote({.compression = "zstd"});
+  const ShardEntry& shard = index_.shards[0];
+  auto store = Store();
+  {
+    auto cache = Open({.keep_zip = true}, store);
+    ASSERT_TRUE(cache->Acquire(0).has_value());
+  }
+  fs::remove(Cache() / shard.raw_data.basename);
+  FlipByte(Cache() / shard.zip_data->basename, 10);
+  auto cache = Open({.keep_zip = true, .validate_hash = "xxh64"}, store);
+  auto handle = cache->Acquire(0);
+  ASSERT_TRUE(handle.has_value()) << handle.status().ToString();
+  EXPECT_TRUE(testing::RawShardIsIntact(handle->path(), shard));
+  EXPECT_EQ(Reads(shard.zip_data->basename), 2);
+}
+
+}  // namespace
+}  // namespace ferry
