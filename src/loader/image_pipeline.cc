@@ -8,16 +8,10 @@
 #include "image/jpeg_codec.h"
 #include "image/jpeg_region.h"
 #include "image/png_codec.h"
+#include "order/random.h"
 
 namespace ferry::internal_loader {
 namespace {
-
-uint64_t SplitMix(uint64_t& x) {
-  uint64_t z = (x += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 bool IsJpeg(std::string_view data) {
   return data.size() >= 2 && static_cast<uint8_t>(data[0]) == 0xFF &&
@@ -72,12 +66,10 @@ int64_t CenterOffset(uint32_t size, uint32_t crop) {
 
 }  // namespace
 
-SampleRng::SampleRng(uint64_t seed, uint64_t epoch, uint64_t sample) : state_(seed) {
-  uint64_t e = epoch, s = sample;
-  state_ ^= SplitMix(e) * 3 + SplitMix(s);
-}
+SampleRng::SampleRng(uint64_t seed, uint64_t epoch, uint64_t sample)
+    : rng_(internal_order::DeriveKey(internal_order::DeriveKey(seed, epoch), sample)) {}
 
-uint64_t SampleRng::Next() { return SplitMix(state_); }
+uint64_t SampleRng::Next() { return rng_.Next(); }
 
 double SampleRng::Uniform(double lo, double hi) {
   const double u = static_cast<double>(Next() >> 11) * 0x1.0p-53;
@@ -86,7 +78,7 @@ double SampleRng::Uniform(double lo, double hi) {
 
 int64_t SampleRng::Integer(int64_t lo, int64_t hi_exclusive) {
   const auto span = static_cast<uint64_t>(hi_exclusive - lo);
-  return lo + static_cast<int64_t>(span == 0 ? 0 : Next() % span);
+  return lo + static_cast<int64_t>(span == 0 ? 0 : rng_.Bounded(span));
 }
 
 Result<ImagePipeline> ImagePipeline::Create(ImagePipelineOptions options) {

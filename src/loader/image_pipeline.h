@@ -22,6 +22,7 @@
 
 #include "ferry/result.h"
 #include "loader/image_ops.h"
+#include "order/random.h"
 
 namespace ferry::internal_loader {
 
@@ -45,7 +46,8 @@ struct ImagePipelineOptions {
   bool dct_scaling = true;
 };
 
-/// A small, fast, seedable generator (SplitMix64 steps) with the draws torchvision makes.
+/// The generator of one sample's random transforms (order/random.h's, keyed by seed, epoch and
+/// sample), with the draws torchvision makes.
 class SampleRng {
  public:
   SampleRng(uint64_t seed, uint64_t epoch, uint64_t sample);
@@ -54,7 +56,7 @@ class SampleRng {
   int64_t Integer(int64_t lo, int64_t hi_exclusive);  // [lo, hi)
 
  private:
-  uint64_t state_;
+  internal_order::Rng rng_;
 };
 
 class ImagePipeline {

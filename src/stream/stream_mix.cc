@@ -5,41 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <span>
 
-#include "base/int128.h"
+#include "order/random.h"
 
 namespace ferry::internal_stream {
-namespace {
-
-// splitmix64: the deterministic generator for subset draws (its output never depends on the
-// standard library's version, unlike std distributions).
-uint64_t SplitMix(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-// An unbiased draw in [0, n) (Lemire's method).
-uint64_t Below(uint64_t& state, uint64_t n) {
-  UInt128 m = static_cast<UInt128>(SplitMix(state)) * n;
-  uint64_t low = static_cast<uint64_t>(m);
-  if (low < n) {
-    const uint64_t threshold = -n % n;
-    while (low < threshold) {
-      m = static_cast<UInt128>(SplitMix(state)) * n;
-      low = static_cast<uint64_t>(m);
-    }
-  }
-  return static_cast<uint64_t>(m >> 64);
-}
-
-template <typename T>
-void Shuffle(std::vector<T>& v, uint64_t& state) {
-  for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[Below(state, i)]);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::vector<uint64_t> EpochMix::Counts() const {
   std::vector<uint64_t> out;
@@ -138,12 +109,12 @@ Result<EpochMix> MixStreams(const std::vector<std::vector<uint64_t>>& shard_samp
     }
     if (rest == 0) continue;
     // The subset: whole shards in a random order, then part of one more.
-    uint64_t state =
-        seed * 0x100000001b3ull ^ (s + 1) * 0xc2b2ae3d27d4eb4full ^
-        (method == SamplingMethod::kBalanced ? (epoch + 1) * 0x165667b19e3779f9ull : 0);
+    // order/random.h's generator, keyed by (seed, stream, epoch - or not, with "fixed").
+    internal_order::Rng rng(internal_order::DeriveKey(
+        internal_order::DeriveKey(seed, s), method == SamplingMethod::kBalanced ? epoch + 1 : 0));
     std::vector<uint32_t> order(shard_samples[s].size());
     std::iota(order.begin(), order.end(), 0);
-    Shuffle(order, state);
+    internal_order::Shuffle(std::span<uint32_t>(order), rng);
     for (uint32_t k : order) {
       const uint64_t have = shard_samples[s][k];
       if (have == 0) continue;
@@ -153,7 +124,7 @@ Result<EpochMix> MixStreams(const std::vector<std::vector<uint64_t>>& shard_samp
       } else {
         std::vector<uint32_t> all(have);
         std::iota(all.begin(), all.end(), 0);
-        Shuffle(all, state);
+        internal_order::Shuffle(std::span<uint32_t>(all), rng);
         all.resize(rest);
         std::sort(all.begin(), all.end());
         mix.shards.push_back({static_cast<uint32_t>(s), k, rest,
