@@ -199,7 +199,12 @@ Status BatchLoader::Fill(Batch& batch, uint32_t slot, const Sample& sample, uint
   for (size_t i = 0; i < columns_.size(); ++i) {
     const Column& c = columns_[i];
     BatchColumn& out = batch.columns[i];
-    const auto index = sample.config->ColumnIndex(c.name);
+    // The index Start found, unless this shard's columns differ (a merged dataset may mix
+    // configs): a name comparison per sample instead of a search.
+    const auto& names = sample.config->column_names;
+    const auto index = c.index < names.size() && names[c.index] == c.name
+                           ? std::optional<size_t>(c.index)
+                           : sample.config->ColumnIndex(c.name);
     if (!index) return DataLossError(fmt::format("sample {} has no column {}", sample.id, c.name));
     const std::string_view field = sample.fields[*index];
     auto context = [&](const Status& s) {
