@@ -21,11 +21,6 @@ from . import _ferry
 from ._values import decoder
 from .errors import InvalidArgumentError
 
-_UNSET = object()
-
-# Native datasets inherited through fork: their I/O threads did not survive it, so they must
-# not be destroyed in the child (joining a thread that is not there would hang). Kept here.
-_INHERITED: List[Any] = []
 
 
 def _size(value: Union[int, str, None], name: str) -> Optional[int]:
@@ -241,8 +236,8 @@ class StreamingDataset(torch.utils.data.IterableDataset):
 
     def _native(self):
         if self._pid != os.getpid():
-            if self._dataset is not None:
-                _INHERITED.append(self._dataset)
+            # A dataset inherited through fork is dropped here safely: the native side never
+            # destroys an object in a process other than its own (src/python/fork_safe.h).
             options = dict(self._options)
             if self.num_canonical_nodes is not None:
                 options["num_canonical_nodes"] = self.num_canonical_nodes
