@@ -1,0 +1,95 @@
+// FetchAhead: fetches the files of a known sequence ahead of the one thread that reads them,
+// many at once, and hands them over in sequence order.
+//
+// Pool threads (std::jthreads, started as the concurrency asks for them) take the next position
+// past those already dispatched while fewer than `concurrency` fetches run and the bytes
+// dispatched but not yet taken (by the listing's sizes) stay within max_bytes_in_flight (one
+// file is always allowed, however large); each fetch's result - the bytes or an error - waits in
+// its slot until Next reaches it, so errors come out in sequence order too.
+//
+// With concurrency unset (auto), every completed fetch updates moving averages of its latency
+// and of the file size, and the concurrency becomes AutoConcurrency of them: Little's law, the
+// requests in flight that keep target_bytes_per_s moving when each takes `latency`. It may grow
+// at most twofold per adjustment, so one slow outlier does not open the floodgates.
+//
+// Thread-safety: Next and the accessors are for the one reading thread; the rest is internal.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ferry/result.h"
+
+namespace ferry::internal_files {
+
+inline constexpr uint32_t kMinAutoConcurrency = 8;
+
+/// Requests in flight for `target_bytes_per_s` when each takes `latency_s` and moves
+/// `mean_bytes` (at least 1): ceil(target x latency / mean), within [min, max] and within what
+/// `max_bytes_in_flight` holds of such files.
+uint32_t AutoConcurrency(double latency_s, double mean_bytes, uint64_t target_bytes_per_s,
+                         uint64_t max_bytes_in_flight, uint32_t min_concurrency,
+                         uint32_t max_concurrency);
+
+struct FetchAheadOptions {
+  std::optional<uint32_t> concurrency;  // nullopt: auto
+  uint32_t max_concurrency = 256;
+  uint64_t target_bytes_per_s = uint64_t{1} << 30;
+  uint64_t max_bytes_in_flight = uint64_t{256} << 20;
+};
+
+class FetchAhead {
+ public:
+  /// Fetches one file (runs on pool threads, many at once).
+  using FetchFn = std::function<Result<std::string>(uint64_t file)>;
+
+  /// `files` is the sequence; `size_of(file)` its expected bytes (for the byte bound).
+  FetchAhead(std::vector<uint64_t> files, FetchFn fetch,
+             std::function<uint64_t(uint64_t file)> size_of, FetchAheadOptions options);
+  ~FetchAhead();
+  FetchAhead(const FetchAhead&) = delete;
+  FetchAhead& operator=(const FetchAhead&) = delete;
+
+  /// The next file of the sequence and its fetch result (blocking until it is fetched); nullopt
+  /// after the last.
+  std::optional<std::pair<uint64_t, Result<std::string>>> Next();
+
+  /// Positions of the sequence not yet returned.
+  uint64_t remaining() const { return files_.size() - next_; }
+  /// The concurrency now in force.
+  uint32_t concurrency() const;
+
+ private:
+  void Run(std::stop_token stop);
+  // True when the position `dispatched_` may start now. \pre mu_ held.
+  bool CanDispatch() const;
+  void Adjust(double latency_s, uint64_t bytes);  // \pre mu_ held
+
+  const std::vector<uint64_t> files_;
+  const FetchFn fetch_;
+  const std::function<uint64_t(uint64_t)> size_of_;
+  const FetchAheadOptions options_;
+
+  mutable std::mutex mu_;
+  std::condition_variable_any cv_;
+  uint64_t next_ = 0;        // position Next returns next
+  uint64_t dispatched_ = 0;  // positions [next_, dispatched_) are fetching or fetched
+  std::deque<std::optional<Result<std::string>>> slots_;  // by position - next_
+  uint32_t running_ = 0;
+  uint64_t bytes_ahead_ = 0;  // listing sizes of positions [next_, dispatched_)
+  uint32_t concurrency_ = 0;
+  double latency_avg_s_ = 0;
+  double bytes_avg_ = 0;
+  uint64_t completed_ = 0;
+  bool stopping_ = false;
+  std::vector<std::jthread> threads_;  // last: stopped and joined first
+};
+
+}  // namespace ferry::internal_files

@@ -1,0 +1,127 @@
+#include "files/fetch_ahead.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <numeric>
+#include <thread>
+
+namespace ferry::internal_files {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(AutoConcurrency, IsLittlesLawWithinBounds) {
+  // 1 GB/s at 100 ms with 100 KB files: ~1074 in flight, bounded by max.
+  EXPECT_EQ(AutoConcurrency(0.1, 100e3, uint64_t{1} << 30, uint64_t{1} << 30, 8, 256), 256u);
+  EXPECT_EQ(AutoConcurrency(0.1, 100e3, uint64_t{1} << 30, uint64_t{1} << 30, 8, 2000), 1074u);
+  // 100 MB/s at 20 ms with 1 MB files: 2 -> raised to the minimum.
+  EXPECT_EQ(AutoConcurrency(0.02, 1e6, 100'000'000, uint64_t{1} << 30, 8, 256), 8u);
+  // The byte budget holds 10 such files.
+  EXPECT_EQ(AutoConcurrency(0.1, 1e6, uint64_t{1} << 30, 10'000'000, 8, 256), 10u);
+  // A budget below one file still allows one, and below the minimum wins over it.
+  EXPECT_EQ(AutoConcurrency(0.1, 1e6, uint64_t{1} << 30, 10, 8, 256), 1u);
+}
+
+TEST(FetchAhead, HandsOverInOrderWhileFetchingManyAtOnce) {
+  std::atomic<int> running{0}, peak{0};
+  std::vector<uint64_t> files;
+  for (uint64_t i = 0; i < 200; ++i) files.push_back(199 - i);
+  FetchAhead fetch(
+      files,
+      [&](uint64_t f) -> Result<std::string> {
+        const int now = ++running;
+        int p = peak.load();
+        while (now > p && !peak.compare_exchange_weak(p, now)) {
+        }
+        // Later files finish sooner: the order must come from the sequence, not completion.
+        std::this_thread::sleep_for(std::chrono::microseconds(2000 - 5 * (f % 300)));
+        --running;
+        return std::to_string(f);
+      },
+      [](uint64_t) { return 10; }, {.concurrency = 16});
+  for (uint64_t f : files) {
+    auto item = fetch.Next();
+    ASSERT_TRUE(item.has_value());
+    EXPECT_EQ(item->first, f);
+    EXPECT_EQ(item->second.value(), std::to_string(f));
+  }
+  EXPECT_FALSE(fetch.Next().has_value());
+  EXPECT_EQ(fetch.remaining(), 0u);
+  EXPECT_GT(peak.load(), 4) << "fetches overlap";
+  EXPECT_LE(peak.load(), 16) << "never more than the concurrency";
+}
+
+TEST(FetchAhead, TheByteBudgetLimitsWhatIsAhead) {
+  std::atomic<uint64_t> started{0};
+  FetchAhead fetch(
+      {0, 1, 2, 3, 4, 5, 6, 7, 8, 9},
+      [&](uint64_t f) -> Result<std::string> {
+        ++started;
+        return std::string(100, static_cast<char>('a' + f));
+      },
+      [](uint64_t) { return 100; }, {.concurrency = 8, .max_bytes_in_flight = 300});
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(started.load(), 3u) << "300 bytes hold three files of 100 ahead of the reader";
+  ASSERT_TRUE(fetch.Next().has_value());
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(started.load(), 4u);
+}
+
+TEST(FetchAhead, ErrorsComeInSequenceOrder) {
+  FetchAhead fetch(
+      {0, 1, 2},
+      [](uint64_t f) -> Result<std::string> {
+        if (f == 1) return NotFoundError("file 1 is gone");
+        return std::string("ok");
+      },
+      [](uint64_t) { return 2; }, {.concurrency = 3});
+  EXPECT_TRUE(fetch.Next()->second.ok());
+  auto second = fetch.Next();
+  EXPECT_EQ(second->first, 1u);
+  EXPECT_EQ(second->second.error().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(fetch.Next()->second.ok());
+}
+
+TEST(FetchAhead, AutoGrowsTheConcurrencyWithTheLatency) {
+  std::vector<uint64_t> files(400);
+  std::iota(files.begin(), files.end(), 0);
+  FetchAhead fetch(
+      files,
+      [](uint64_t) -> Result<std::string> {
+        std::this_thread::sleep_for(5ms);
+        return std::string(1000, 'x');
+      },
+      [](uint64_t) { return 1000; }, {.max_concurrency = 64, .target_bytes_per_s = 100'000'000});
+  EXPECT_EQ(fetch.concurrency(), kMinAutoConcurrency);
+  while (fetch.Next()) {
+  }
+  // 100 MB/s x 5 ms / 1000 B = 500 -> the maximum.
+  EXPECT_EQ(fetch.concurrency(), 64u);
+}
+
+TEST(FetchAhead, DestroyingItMidwayStopsItsThreads) {
+  std::atomic<int> calls{0};
+  {
+    std::vector<uint64_t> files(10000);
+    std::iota(files.begin(), files.end(), 0);
+    FetchAhead fetch(
+        files,
+        [&](uint64_t) -> Result<std::string> {
+          ++calls;
+          std::this_thread::sleep_for(1ms);
+          return std::string("x");
+        },
+        [](uint64_t) { return 1; }, {.concurrency = 4});
+    fetch.Next();
+  }
+  const int after = calls.load();
+  std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(calls.load(), after);
+  EXPECT_LT(after, 10000);
+}
+
+}  // namespace
+}  // namespace ferry::internal_files

@@ -1,0 +1,191 @@
+#include "files/file_listing.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+#include "base/log.h"
+#include "cache/cache_layout.h"
+#include "ferry/format/index.h"
+
+namespace ferry::internal_files {
+namespace {
+
+constexpr int kListingVersion = 1;
+
+std::string_view LabelName(FileLabels labels) {
+  return labels == FileLabels::kFolder ? "folder" : "none";
+}
+
+std::string ToLower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+bool HasExtension(std::string_view path, const std::vector<std::string>& extensions) {
+  if (extensions.empty()) return true;
+  const std::string lower = ToLower(path);
+  return std::any_of(extensions.begin(), extensions.end(),
+                     [&](const std::string& ext) { return lower.ends_with(ext); });
+}
+
+// A stable version of a file for change detection: the etag, or for stores without one (local
+// files) the modification time.
+std::string VersionOf(const ObjectInfo& info) {
+  if (!info.etag.empty()) return info.etag;
+  if (!info.mtime) return {};
+  return fmt::format(
+      "mtime:{}",
+      std::chrono::duration_cast<std::chrono::nanoseconds>(info.mtime->time_since_epoch()).count());
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> NormalizeExtensions(const std::vector<std::string>& extensions) {
+  std::vector<std::string> out;
+  for (const std::string& ext : extensions) {
+    if (ext.empty() || ext == ".") {
+      return InvalidArgumentError(
+          "extensions: an empty extension matches every file; leave "
+          "`extensions` empty to keep every file");
+    }
+    out.push_back(ToLower(ext.front() == '.' ? ext : "." + ext));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+Result<Listing> ListFiles(ObjectStore& store, std::string_view prefix, std::string root_url,
+                          FileLabels labels, std::vector<std::string> extensions) {
+  std::string folder(prefix);
+  if (!folder.empty() && folder.back() != '/') folder += '/';
+  auto listed = store.List(folder, /*recursive=*/true);
+  if (!listed) return listed.error().WithContext(fmt::format("listing {}", root_url));
+  Listing listing;
+  listing.root = std::move(root_url);
+  listing.labels = labels;
+  listing.extensions = std::move(extensions);
+  listing.listed_at_s = std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+  std::map<std::string, int64_t> classes;
+  uint64_t unlabeled = 0;
+  for (ObjectInfo& object : listed->objects) {
+    if (!object.key.starts_with(folder)) continue;  // a store that ignored the prefix
+    std::string path = object.key.substr(folder.size());
+    if (path.empty() || path.back() == '/' || !HasExtension(path, listing.extensions)) continue;
+    if (Status s = ValidateBasename(path); !s.ok()) {
+      return InvalidArgumentError(
+          fmt::format("{}: the listing holds a key that is not a safe "
+                      "relative path ({}): {}",
+                      listing.root, path, s.message()));
+    }
+    if (Status s = internal_cache::CheckBasenameIsNotReserved(path); !s.ok()) {
+      return InvalidArgumentError(fmt::format("{}: {}", listing.root, s.message()));
+    }
+    int64_t label = -1;
+    if (labels == FileLabels::kFolder) {
+      const size_t slash = path.find('/');
+      if (slash == std::string::npos) {
+        ++unlabeled;
+        continue;
+      }
+      label = classes.emplace(path.substr(0, slash), 0).first->second;
+    }
+    listing.files.push_back(
+        {.path = std::move(path), .size = object.size, .etag = VersionOf(object), .label = label});
+  }
+  if (unlabeled > 0) {
+    Log().warn("{}: {} file(s) directly under the root have no class folder and are left out",
+               listing.root, unlabeled);
+  }
+  std::sort(listing.files.begin(), listing.files.end(),
+            [](const FileEntry& a, const FileEntry& b) { return a.path < b.path; });
+  if (labels == FileLabels::kFolder) {
+    int64_t rank = 0;
+    for (auto& [name, label] : classes) {
+      listing.classes.push_back(name);
+      label = rank++;
+    }
+    for (FileEntry& file : listing.files) {
+      file.label = classes.at(file.path.substr(0, file.path.find('/')));
+    }
+  }
+  return listing;
+}
+
+std::string SerializeListing(const Listing& listing) {
+  nlohmann::json files = nlohmann::json::array();
+  for (const FileEntry& f : listing.files) files.push_back({f.path, f.size, f.etag, f.label});
+  const nlohmann::json doc = {{"version", kListingVersion},
+                              {"root", listing.root},
+                              {"labels", LabelName(listing.labels)},
+                              {"extensions", listing.extensions},
+                              {"listed_at", listing.listed_at_s},
+                              {"classes", listing.classes},
+                              {"files", std::move(files)}};
+  return doc.dump();
+}
+
+Result<Listing> ParseListing(std::string_view text, std::string_view origin) {
+  try {
+    const nlohmann::json doc = nlohmann::json::parse(text);
+    if (doc.at("version").get<int>() != kListingVersion) {
+      return DataLossError(fmt::format("{}: listing version {} is not {}", origin,
+                                       doc.at("version").dump(), kListingVersion));
+    }
+    Listing listing;
+    listing.root = doc.at("root").get<std::string>();
+    listing.labels =
+        doc.at("labels").get<std::string>() == "folder" ? FileLabels::kFolder : FileLabels::kNone;
+    listing.extensions = doc.at("extensions").get<std::vector<std::string>>();
+    listing.listed_at_s = doc.at("listed_at").get<int64_t>();
+    listing.classes = doc.at("classes").get<std::vector<std::string>>();
+    const auto& files = doc.at("files");
+    listing.files.reserve(files.size());
+    for (const auto& f : files) {
+      FileEntry entry{.path = f.at(0).get<std::string>(),
+                      .size = f.at(1).get<uint64_t>(),
+                      .etag = f.at(2).get<std::string>(),
+                      .label = f.at(3).get<int64_t>()};
+      // The file is ours, but a cache folder can be edited: the same rules as a fresh listing.
+      FERRY_RETURN_IF_ERROR(ValidateBasename(entry.path));
+      if (entry.label >= static_cast<int64_t>(listing.classes.size())) {
+        return DataLossError(fmt::format("{}: {} has label {} of {} classes", origin, entry.path,
+                                         entry.label, listing.classes.size()));
+      }
+      listing.files.push_back(std::move(entry));
+    }
+    return listing;
+  } catch (const nlohmann::json::exception& e) {
+    return DataLossError(fmt::format("{}: not a ferry file listing: {}", origin, e.what()));
+  }
+}
+
+bool SameQuery(const Listing& stored, std::string_view root_url, FileLabels labels,
+               const std::vector<std::string>& extensions) {
+  return stored.root == root_url && stored.labels == labels && stored.extensions == extensions;
+}
+
+std::vector<std::string> ChangedFiles(const Listing& before, const Listing& after) {
+  std::unordered_map<std::string_view, const FileEntry*> now;
+  now.reserve(after.files.size());
+  for (const FileEntry& f : after.files) now.emplace(f.path, &f);
+  std::vector<std::string> changed;
+  for (const FileEntry& f : before.files) {
+    auto it = now.find(f.path);
+    if (it == now.end() || it->second->size != f.size || it->second->etag != f.etag) {
+      changed.push_back(f.path);
+    }
+  }
+  return changed;
+}
+
+}  // namespace ferry::internal_files
