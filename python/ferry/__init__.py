@@ -2,8 +2,9 @@
 
 ``from ferry import MDSWriter, StreamingDataset, StreamingDataLoader, Stream`` - the same
 arguments as Mosaic Streaming's - and ``ferry.DataLoader`` with ``ferry.transforms``, which
-decodes, transforms and collates in native threads. torch is imported only when a torch-facing class is first
-used (``import ferry`` alone, for writing datasets, does not need it).
+decodes, transforms and collates in native threads; ``ferry.FileDataset`` for folders of many
+small files. torch is imported only when a torch-facing class is first used (``import ferry``
+alone, for writing datasets, does not need it).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "StreamingDataset": "dataset",
+    "FileDataset": "files",
     "Stream": "dataset",
     "StreamingDataLoader": "dataloader",
     "DataLoader": "loader",
@@ -53,6 +55,7 @@ __all__ = [
     "DataLoader",
     "DataLossError",
     "FerryError",
+    "FileDataset",
     "InvalidArgumentError",
     "MDSWriter",
     "NotFoundError",

@@ -114,6 +114,21 @@ def _worker() -> Tuple[int, int]:
     return (info.id, info.num_workers) if info is not None else (0, 1)
 
 
+def _advance_epoch(epochs, workers: int) -> int:
+    """The epoch a DataLoader worker's __iter__ reads. ``epochs`` is a shared
+    ``multiprocessing.Array('q', [epoch, workers that started it, workers it has])``: every
+    worker of a rank calls __iter__ once per epoch (persistent or not); the first caller after
+    all workers started the current epoch - or one with another worker count, which can only
+    come from a new DataLoader - moves to the next one."""
+    with epochs.get_lock():
+        if epochs[1] and (epochs[1] >= epochs[2] or workers != epochs[2]):
+            epochs[0] += 1
+            epochs[1] = 0
+        epochs[1] += 1
+        epochs[2] = workers
+        return epochs[0]
+
+
 class StreamingDataset(torch.utils.data.IterableDataset):
     """Samples of one or more MDS datasets, streamed through a shared local cache.
 
@@ -218,7 +233,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
         }
         # Epoch bookkeeping shared by this process and the DataLoader workers it forks:
         # [epoch, workers that started it]; see _next_epoch.
-        self._epochs = multiprocessing.Array("q", [0, 0])
+        self._epochs = multiprocessing.Array("q", [0, 0, 0])
         self._resume: Optional[Dict[str, Any]] = None
         self._epoch_offset = 0  # sample_in_epoch this process resumed from
         self._workers = 1  # DataLoader workers per rank (StreamingDataLoader tells the parent)
@@ -255,7 +270,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
     def __setstate__(self, state):
         self.__dict__.update(state)
         if self._epochs is None:
-            self._epochs = multiprocessing.Array("q", [0, 0])
+            self._epochs = multiprocessing.Array("q", [0, 0, 0])
 
     # -- samples ------------------------------------------------------------------------------
 
@@ -296,14 +311,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
     # -- epochs and resumption ----------------------------------------------------------------
 
     def _next_epoch(self, workers: int) -> int:
-        # Every worker of a rank calls __iter__ once per epoch (persistent or not); the first
-        # caller after all `workers` started the current epoch moves to the next one.
-        with self._epochs.get_lock():
-            if self._epochs[1] >= workers:
-                self._epochs[0] += 1
-                self._epochs[1] = 0
-            self._epochs[1] += 1
-            return self._epochs[0]
+        return _advance_epoch(self._epochs, workers)
 
     @property
     def next_epoch(self) -> int:

@@ -8,5 +8,6 @@ namespace ferry::python {
 void RegisterWriter(pybind11::module_& m);
 void RegisterDataset(pybind11::module_& m);
 void RegisterLoader(pybind11::module_& m);
+void RegisterFiles(pybind11::module_& m);
 
 }  // namespace ferry::python

@@ -53,4 +53,5 @@ PYBIND11_MODULE(_ferry, m) {
   RegisterWriter(m);
   RegisterDataset(m);
   RegisterLoader(m);
+  RegisterFiles(m);
 }

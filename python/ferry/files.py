@@ -1,0 +1,221 @@
+"""FileDataset: a folder of many small files - a remote prefix or a mounted path - as a dataset.
+
+For data that cannot be converted to shards first: point it at ``s3://bucket/images/`` (or
+``/Volumes/catalog/schema/volume/images``) and train. Iterating fetches the coming files with
+many requests in flight into a local cache shared by every process on the node; later epochs
+read the cache (or, with ``pack=True``, a few local MDS shards written during the first epoch).
+The native engine does the work (docs/files.md); this module is the thin Python face.
+"""
+
+from __future__ import annotations
+
+import io
+import multiprocessing
+import os
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+import torch.utils.data
+
+from . import _ferry
+from .dataset import _advance_epoch, _count, _default_local, _size, _worker, _world
+from .errors import InvalidArgumentError
+
+
+def _pil_image(data: bytes):
+    from PIL import Image  # imported only when images are asked for
+
+    image = Image.open(io.BytesIO(data))
+    image.load()
+    return image
+
+
+class FileDataset(torch.utils.data.IterableDataset):
+    """The files under ``root``, as samples ``{"path", "data", "label"}``.
+
+    Iterating it (alone or under ``torch.utils.data.DataLoader(num_workers=N)`` and
+    torch.distributed's ``RANK``/``WORLD_SIZE``) reads every file once per epoch, fetched ahead
+    of the order; ``ds[i]`` reads file ``i`` of the listing alone; ``len(ds)`` is the files one
+    rank reads per epoch.
+
+    Args:
+        root: a store URL (``s3://``, ``az://``, ``gs://``, ``https://``) or a local folder.
+        local: the cache folder (default: one under the temp folder named after ``root``);
+            ``None`` with a local ``root`` reads it in place (pass ``local=False``).
+        cache_limit: bytes (or ``"100gb"``) of cached files; least recently used go first.
+        shuffle, shuffle_seed: a new order every epoch, a function of the seed and the epoch.
+        drop_last: cut the epoch to a multiple of the ranks instead of padding by repetition.
+        concurrency: files fetched at once per iterator, or ``"auto"`` (sized from the measured
+            latency and file size: requests in flight = bandwidth x latency / file size).
+        max_bytes_in_flight: bytes fetched ahead and not yet read, per iterator.
+        labels: ``"folder"`` (the first folder under the root is the class, as torchvision's
+            ImageFolder; files directly under the root are left out) or ``None``.
+        extensions: keep only files ending so (``["jpg", "jpeg"]``); default every file.
+        refresh: list the root again although a listing is stored in the cache folder.
+        listing_max_age: seconds after which a stored listing is listed again.
+        on_missing: ``"error"`` (a file gone since the listing stops the epoch, naming it) or
+            ``"skip"`` (skipped and counted in ``ferry.metrics()["/ferry/files/missing"]``).
+        pack: also write each epoch's fetched files into local MDS shards that later epochs read.
+        decode: ``"bytes"`` (the file as is), ``"pil"`` or ``"numpy"`` (images).
+    """
+
+    def __init__(
+        self,
+        root: str,
+        *,
+        local: Union[str, None, bool] = None,
+        cache_limit: Union[int, str, None] = None,
+        shuffle: bool = False,
+        shuffle_seed: int = 9176,
+        drop_last: bool = False,
+        concurrency: Union[int, str] = "auto",
+        max_bytes_in_flight: Union[int, str, None] = None,
+        labels: Optional[str] = "folder",
+        extensions: Optional[Sequence[str]] = None,
+        refresh: bool = False,
+        listing_max_age: Optional[float] = None,
+        on_missing: str = "error",
+        pack: bool = False,
+        decode: str = "bytes",
+    ) -> None:
+        super().__init__()
+        root = str(root)
+        if local is False:
+            local = None
+        elif local is None or local is True:
+            local = _default_local(root, None)
+        if decode not in ("bytes", "pil", "numpy"):
+            raise InvalidArgumentError(f"decode must be 'bytes', 'pil' or 'numpy', not {decode!r}")
+        if concurrency == "auto":
+            concurrency = None
+        if labels not in ("folder", None):
+            raise InvalidArgumentError(f"labels must be 'folder' or None, not {labels!r}")
+        if isinstance(extensions, str):
+            extensions = [extensions]
+        self.root = root
+        self.local = str(local) if local is not None else None
+        self.shuffle = bool(shuffle)
+        self.shuffle_seed = _count(shuffle_seed, "shuffle_seed")
+        self.drop_last = bool(drop_last)
+        self.decode = decode
+        self._options = {
+            "root": root,
+            "local": self.local,
+            "cache_limit": _size(cache_limit, "cache_limit"),
+            "shuffle": self.shuffle,
+            "shuffle_seed": self.shuffle_seed,
+            "drop_last": self.drop_last,
+            "concurrency": _count(concurrency, "concurrency", 1),
+            "max_bytes_in_flight": _size(max_bytes_in_flight, "max_bytes_in_flight"),
+            "labels": "folder" if labels == "folder" else "none",
+            "extensions": list(extensions) if extensions else None,
+            "refresh": bool(refresh),
+            "listing_max_age": None if listing_max_age is None else int(listing_max_age),
+            "on_missing": on_missing,
+            "pack": bool(pack),
+        }
+        self._epochs = multiprocessing.Array("q", [0, 0, 0])
+        self._pid = None
+        self._dataset = None
+        # Open now: a bad URL or option, or an unreadable root, fails here, not in a worker. A
+        # refresh happens once: workers reuse the listing this open stored.
+        native = self._native()
+        self._options["refresh"] = False
+        self._num_files = len(native)
+        self.classes: List[str] = list(native.classes)
+
+    # -- native state, re-created after fork --------------------------------------------------
+
+    def _native(self):
+        if self._pid != os.getpid():
+            self._dataset = _ferry.FileDataset(self._options)
+            self._pid = os.getpid()
+        return self._dataset
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_dataset"] = None
+        state["_pid"] = None
+        state["_epochs"] = None  # shared only through fork
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        if self._epochs is None:
+            self._epochs = multiprocessing.Array("q", [0, 0, 0])
+
+    # -- samples ------------------------------------------------------------------------------
+
+    @property
+    def num_files(self) -> int:
+        """Files in the listing."""
+        return self._num_files
+
+    @property
+    def files(self) -> List[Tuple[str, int, int]]:
+        """(path, size, label) of every file in the listing, sorted by path."""
+        return self._native().files
+
+    @property
+    def listed(self) -> bool:
+        """True when opening listed the root (False: the listing stored in ``local`` was reused)."""
+        return self._native().listed
+
+    def __len__(self) -> int:
+        """Files one rank reads per epoch."""
+        nodes, ranks_per_node, _, _ = _world()
+        ranks = nodes * ranks_per_node
+        return self._num_files // ranks if self.drop_last else -(-self._num_files // ranks)
+
+    def _sample(self, raw) -> Dict[str, Any]:
+        _, path, label, data = raw
+        if self.decode != "bytes":
+            data = _pil_image(data)
+            if self.decode == "numpy":
+                import numpy as np
+
+                data = np.asarray(data)
+        return {"path": path, "data": data, "label": label}
+
+    def __getitem__(self, index: int) -> Dict[str, Any]:
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise InvalidArgumentError(f"a file index is an int, not {index!r}")
+        if index < 0:
+            index += self._num_files
+        if not 0 <= index < self._num_files:
+            raise IndexError(f"file index out of range (the listing has {self._num_files})")
+        return self._sample(self._native().get(index))
+
+    # -- epochs and iteration -----------------------------------------------------------------
+
+    @property
+    def next_epoch(self) -> int:
+        with self._epochs.get_lock():
+            return self._epochs[0] + (1 if self._epochs[1] else 0)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Makes the next iteration read `epoch`."""
+        with self._epochs.get_lock():
+            self._epochs[0] = _count(epoch, "epoch")
+            self._epochs[1] = 0
+
+    def order(self, epoch: int, worker: Tuple[int, int] = (0, 1)) -> List[int]:
+        """Listing indices this rank's DataLoader worker ``worker`` = (id, count) reads in
+        ``epoch``, in order."""
+        nodes, ranks_per_node, node, rank = _world()
+        return self._native().order((nodes, ranks_per_node, worker[1]), (node, rank, worker[0]),
+                                    epoch)
+
+    def __iter__(self) -> Iterator[Dict[str, Any]]:
+        nodes, ranks_per_node, node, rank = _world()
+        worker_id, workers = _worker()
+        epoch = _advance_epoch(self._epochs, workers)
+        it = self._native().iterate((nodes, ranks_per_node, workers), (node, rank, worker_id),
+                                    epoch)
+        try:
+            for raw in it:
+                yield self._sample(raw)
+        finally:
+            it.close()
+
+
+__all__ = ["FileDataset"]

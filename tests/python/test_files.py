@@ -1,0 +1,180 @@
+"""ferry.FileDataset: folders of small files, local and in an S3 server (s3rver), under torch's
+DataLoader workers and simulated ranks."""
+
+import io
+import os
+import pathlib
+import random
+
+import pytest
+import torch.utils.data
+
+import ferry
+
+
+def _make_root(root: pathlib.Path, classes: int = 3, per_class: int = 12) -> dict:
+    rng = random.Random(5)
+    files = {}
+    for c in range(classes):
+        for i in range(per_class):
+            path = f"c{c}/f{i:03}.bin"
+            data = bytes(rng.getrandbits(8) for _ in range(rng.randint(100, 900)))
+            (root / path).parent.mkdir(parents=True, exist_ok=True)
+            (root / path).write_bytes(data)
+            files[path] = data
+    return files
+
+
+def _read(ds, workers: int):
+    loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=workers)
+    return [(s["path"], s["data"], s["label"]) for s in loader]
+
+
+def test_exactly_once_across_workers_and_ranks_and_the_same_order_for_the_same_seed(
+        tmp_path, monkeypatch):
+    files = _make_root(tmp_path / "root")
+    seen = []
+    for rank in range(2):
+        monkeypatch.setenv("RANK", str(rank))
+        monkeypatch.setenv("WORLD_SIZE", "2")
+        ds = ferry.FileDataset(str(tmp_path / "root"), local=str(tmp_path / "cache"),
+                               shuffle=True, shuffle_seed=3)
+        assert len(ds) == 18
+        got = _read(ds, workers=2)
+        assert len(got) == 18
+        for path, data, label in got:
+            assert data == files[path]
+            assert label == int(path[1])
+        seen += [p for p, _, _ in got]
+    assert sorted(seen) == sorted(files), "every file exactly once across ranks and workers"
+    monkeypatch.delenv("RANK")
+    monkeypatch.delenv("WORLD_SIZE")
+    a = ferry.FileDataset(str(tmp_path / "root"), local=str(tmp_path / "cache"), shuffle=True,
+                          shuffle_seed=3)
+    b = ferry.FileDataset(str(tmp_path / "root"), local=str(tmp_path / "cache"), shuffle=True,
+                          shuffle_seed=3)
+    first = [s["path"] for s in a]
+    assert first == [s["path"] for s in b]
+    assert first != [s["path"] for s in a], "the next epoch has another order"
+    a.set_epoch(0)
+    assert [s["path"] for s in a] == first
+    assert [a.files[i][0] for i in a.order(0)] == first
+
+
+def test_in_place_random_access_labels_and_images(tmp_path):
+    from PIL import Image
+
+    root = tmp_path / "images"
+    for name, color in (("cat", (255, 0, 0)), ("dog", (0, 0, 255))):
+        (root / name).mkdir(parents=True)
+        buf = io.BytesIO()
+        Image.new("RGB", (16, 8), color).save(buf, format="PNG")
+        (root / name / "a.png").write_bytes(buf.getvalue())
+    (root / "dog" / "notes.txt").write_text("not an image")
+    ds = ferry.FileDataset(str(root), local=False, extensions=["png"], decode="pil")
+    assert ds.classes == ["cat", "dog"]
+    assert len(ds) == 2 and ds.num_files == 2
+    sample = ds[1]
+    assert sample["path"] == "dog/a.png" and sample["label"] == 1
+    assert sample["data"].size == (16, 8) and sample["data"].getpixel((0, 0)) == (0, 0, 255)
+    assert ds[-2]["path"] == "cat/a.png"
+    with pytest.raises(IndexError):
+        ds[2]
+    assert not (root / ".ferry").exists(), "reading in place writes nothing into the root"
+
+
+def test_clear_errors(tmp_path):
+    with pytest.raises(ferry.NotFoundError):
+        ferry.FileDataset(str(tmp_path / "missing"), local=False)
+    (tmp_path / "r").mkdir()
+    with pytest.raises(ferry.InvalidArgumentError, match="labels"):
+        ferry.FileDataset(str(tmp_path / "r"), labels="parent")
+    with pytest.raises(ferry.InvalidArgumentError, match="on_missing"):
+        ferry.FileDataset(str(tmp_path / "r"), on_missing="ignore")
+    with pytest.raises(ferry.InvalidArgumentError, match="need `local`"):
+        ferry.FileDataset(str(tmp_path / "r"), local=False, pack=True)
+
+
+@pytest.fixture
+def s3_root(tmp_path, monkeypatch):
+    endpoint = os.environ.get("FERRY_TEST_S3RVER_ENDPOINT")
+    if not endpoint:
+        pytest.fail("no S3 test server: run through scripts/run-tests.sh (make test)")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", os.environ["FERRY_TEST_S3RVER_ACCESS_KEY"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", os.environ["FERRY_TEST_S3RVER_SECRET_KEY"])
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    import boto3
+
+    s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                      aws_access_key_id=os.environ["FERRY_TEST_S3RVER_ACCESS_KEY"],
+                      aws_secret_access_key=os.environ["FERRY_TEST_S3RVER_SECRET_KEY"])
+    bucket = os.environ["FERRY_TEST_S3RVER_BUCKET"]
+    prefix = f"files/{tmp_path.name}"
+    files = _make_root(tmp_path / "src", classes=4, per_class=15)
+    for path, data in files.items():  # an independent client puts what ferry must read
+        s3.put_object(Bucket=bucket, Key=f"{prefix}/{path}", Body=data)
+    return s3, bucket, prefix, f"s3://{bucket}/{prefix}", files
+
+
+def _s3_gets():
+    return sum(v for k, v in ferry.metrics().items()
+               if k.startswith("/ferry/storage/s3") and k.endswith("/requests"))
+
+
+@pytest.mark.parametrize("pack", [False, True])
+def test_a_remote_folder_epoch_two_makes_no_request(tmp_path, s3_root, pack):
+    _, _, _, url, files = s3_root
+    before_open = _s3_gets()
+    ds = ferry.FileDataset(url, local=str(tmp_path / "cache"), shuffle=True, pack=pack)
+    assert _s3_gets() > before_open, "the counter sees this process's requests (the listing)"
+    first = _read(ds, workers=2)
+    assert sorted(p for p, _, _ in first) == sorted(files)
+    assert all(data == files[p] for p, data, _ in first)
+    # Epoch 2 in this process, where the request counter is.
+    before = _s3_gets()
+    second = _read(ds, workers=0)
+    assert sorted(p for p, _, _ in second) == sorted(files)
+    assert all(data == files[p] for p, data, _ in second)
+    assert _s3_gets() == before, "epoch 2 is served locally"
+    assert [p for p, _, _ in first] != [p for p, _, _ in second]
+    cache = tmp_path / "cache"
+    if pack:
+        assert len(list((cache / ".ferry" / "packs").iterdir())) == 2, "one pack per worker"
+        assert not (cache / "c0").exists(), "packing keeps no per-file copies"
+        assert ferry.metrics()["/ferry/files/packed_reads"] >= len(files)
+    else:
+        assert all((cache / p).read_bytes() == d for p, d in files.items())
+    # Epoch 3 under workers again still reads everything exactly once.
+    third = _read(ds, workers=3)
+    assert sorted(p for p, _, _ in third) == sorted(files)
+
+
+def test_a_changed_remote_file_is_fetched_again_and_a_vanished_one_skipped(tmp_path, s3_root):
+    s3, bucket, prefix, url, files = s3_root
+    local = str(tmp_path / "cache")
+    ds = ferry.FileDataset(url, local=local)
+    assert ds.listed
+    assert [s["data"] for s in ds] == [files[p] for p in sorted(files)]
+    changed, gone = sorted(files)[5], sorted(files)[9]
+    new = bytes(len(files[changed]))  # same size: only the etag tells
+    s3.put_object(Bucket=bucket, Key=f"{prefix}/{changed}", Body=new)
+    s3.delete_object(Bucket=bucket, Key=f"{prefix}/{gone}")
+    reused = ferry.FileDataset(url, local=local)
+    assert not reused.listed, "the stored listing is reused"
+    assert reused[5]["data"] == files[changed], "served from the cache until listed again"
+    fresh = ferry.FileDataset(url, local=local, refresh=True, on_missing="skip")
+    assert fresh.listed and fresh.num_files == len(files) - 1
+    assert fresh[5]["data"] == new
+    # A file that vanishes after the listing: an error naming it, or skipped and counted.
+    stale = ferry.FileDataset(url, local=str(tmp_path / "other"))
+    s3.delete_object(Bucket=bucket, Key=f"{prefix}/{sorted(files)[0]}")
+    with pytest.raises(ferry.NotFoundError, match=sorted(files)[0]):
+        list(stale)
+    skipping = ferry.FileDataset(url, local=str(tmp_path / "other"), on_missing="skip")
+    missing = ferry.metrics().get("/ferry/files/missing", 0)
+    # `gone` was never listed here; the first file is listed and missing.
+    assert len(list(skipping)) == len(files) - 2
+    assert ferry.metrics()["/ferry/files/missing"] == missing + 1
+    leftovers = [p for p in pathlib.Path(tmp_path / "other").rglob("*") if "ferry-tmp" in p.name]
+    assert not leftovers, "no partial file is left behind"
