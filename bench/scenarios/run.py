@@ -12,10 +12,12 @@ for each profile (pure delay, or delay plus a per-connection cap) and RTT measur
   ferry-stream   `ferry stream --shuffle --touch` (native, raw bytes), epochs 1 and 2
   ferry-torch    ferry.StreamingDataset (raw bytes) under torch DataLoader(num_workers=2)
   ferry-decode   ferry.DataLoader with RandomResizedCrop(224) + flip + ToTensor, epochs 1, 2
+  ferry-files    ferry.FileDataset over the files themselves (raw bytes), epochs 1 and 2
 Each measurement runs in its own process, bounded in samples and time, and reports samples/s,
 MB/s, link utilisation (MB/s / ceiling), time to the first batch and peak RSS. Writes
 results.json, results.md and two plots (throughput vs RTT per method; bytes in flight and data
-wait over one ferry-decode run). ferry's FileDataset joins the grid when it exists.
+wait over one ferry-decode run). The `files` grid is issue 6's comparison alone: 10,000 files at
+RTT 0 and 100 ms, FileDataset against the naive loader with 8 workers.
 """
 
 import argparse
@@ -46,7 +48,11 @@ GRIDS = {
     "full": {"images": 10000, "size_limit": "64mb", "rtts": [0, 50, 100, 150],
              "profiles": ["delay", "capped"], "naive_workers": [2, 8], "naive_samples": 1000,
              "timeout": 600},
+    "files": {"images": 10000, "size_limit": "64mb", "rtts": [0, 100], "profiles": ["delay"],
+              "naive_workers": [8], "naive_samples": 1000, "timeout": 600,
+              "methods": ["ferry-files"]},
 }
+METHODS = ["ferry-stream", "ferry-torch", "ferry-decode", "ferry-files"]
 CAP_MBPS = 25  # the "capped" profile: one TCP stream across clouds
 
 
@@ -147,11 +153,29 @@ def worker_ferry_decode(spec):
     return out, timeline
 
 
+def worker_ferry_files(spec):
+    import ferry
+
+    ds = ferry.FileDataset(spec["url"], local=spec["cache"], shuffle=True)
+    out = []
+    for epoch in (1, 2):
+        s, b, t, first = _measure(ds, 0, lambda x: (1, len(x["data"])))
+        m = ferry.metrics()
+        out.append({"epoch": epoch, "samples": s, "bytes": b, "seconds": t, "first_s": first,
+                    "concurrency": m.get("/ferry/files/concurrency", 0),
+                    "remote_requests": sum(v for k, v in m.items()
+                                           if k.startswith("/ferry/storage/")
+                                           and k.endswith("/requests"))})
+    return out
+
+
 def worker_main(spec):
     kind = spec["kind"]
     timeline = None
     if kind == "naive":
         rows = worker_naive(spec)
+    elif kind == "ferry-files":
+        rows = worker_ferry_files(spec)
     elif kind == "ferry-torch":
         rows = worker_ferry_torch(spec)
     else:
@@ -217,7 +241,7 @@ def main():
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        return worker_main(json.loads(args.worker))
+        return worker_main(json.loads(pathlib.Path(args.worker).read_text()))
     grid = GRIDS[args.grid]
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -303,8 +327,10 @@ def measure_point(grid, servers, endpoint, prefix, keys, work, profile, rtt, mea
     def worker(spec):
         spec = dict(spec, endpoint=endpoint, bucket=servers.bucket, key=servers.key,
                     secret=servers.secret)
-        cmd = [sys.executable, str(pathlib.Path(__file__).resolve()), "--worker",
-               json.dumps(spec)]
+        # Through a file: the key list of a large grid is longer than one argument may be.
+        spec_file = work / "worker-spec.json"
+        spec_file.write_text(json.dumps(spec))
+        cmd = [sys.executable, str(pathlib.Path(__file__).resolve()), "--worker", str(spec_file)]
         return json.loads(run(cmd, timeout, env=dict(env, PYTHONPATH=str(BUILD / "python")))
                           .splitlines()[-1])
 
@@ -314,19 +340,35 @@ def measure_point(grid, servers, endpoint, prefix, keys, work, profile, rtt, mea
         for row in r["rows"]:
             add(f"naive-boto3-w{n}", row["epoch"], row["samples"], row["bytes"], row["seconds"],
                 row["first_s"], r["peak_rss_mb"])
+    methods = grid.get("methods", METHODS)
     url = f"s3://{servers.bucket}/{prefix}/mds"
-    cache = work / f"cache-stream-{profile}-{rtt}"
-    t0 = time.perf_counter()
-    proc = subprocess.run(["/usr/bin/time", "-f", "%M", str(FERRY), "stream", url, "--local",
-                           str(cache), "--epochs", "2", "--shuffle", "--touch", "--json"],
-                          timeout=timeout, env=env, check=True, text=True, capture_output=True)
-    rss = float(proc.stderr.strip().splitlines()[-1]) / 1024
-    for epoch, j in enumerate((json.loads(l) for l in proc.stdout.splitlines()
-                               if l.startswith("{")), start=1):
-        add("ferry-stream", epoch, j["samples"], j["bytes"], j["seconds"],
-            j["time_to_first_sample_s"], rss)
-    shutil.rmtree(cache, ignore_errors=True)
+    if "ferry-stream" in methods:
+        cache = work / f"cache-stream-{profile}-{rtt}"
+        proc = subprocess.run(["/usr/bin/time", "-f", "%M", str(FERRY), "stream", url,
+                               "--local", str(cache), "--epochs", "2", "--shuffle", "--touch",
+                               "--json"],
+                              timeout=timeout, env=env, check=True, text=True,
+                              capture_output=True)
+        rss = float(proc.stderr.strip().splitlines()[-1]) / 1024
+        for epoch, j in enumerate((json.loads(l) for l in proc.stdout.splitlines()
+                                   if l.startswith("{")), start=1):
+            add("ferry-stream", epoch, j["samples"], j["bytes"], j["seconds"],
+                j["time_to_first_sample_s"], rss)
+        shutil.rmtree(cache, ignore_errors=True)
+    if "ferry-files" in methods:
+        cache = work / f"cache-files-{profile}-{rtt}"
+        r = worker({"kind": "ferry-files", "url": f"s3://{servers.bucket}/{prefix}/files",
+                    "cache": str(cache)})
+        requests_before = 0
+        for row in r["rows"]:
+            add("ferry-files", row["epoch"], row["samples"], row["bytes"], row["seconds"],
+                row["first_s"], r["peak_rss_mb"], concurrency=row["concurrency"],
+                remote_requests=row["remote_requests"] - requests_before)
+            requests_before = row["remote_requests"]
+        shutil.rmtree(cache, ignore_errors=True)
     for kind in ("ferry-torch", "ferry-decode"):
+        if kind not in methods:
+            continue
         cache = work / f"cache-{kind}-{profile}-{rtt}"
         r = worker({"kind": kind, "url": url, "cache": str(cache)})
         for row in r["rows"]:

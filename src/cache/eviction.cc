@@ -1,11 +1,16 @@
 #include "cache/eviction.h"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <ctime>
+#include <optional>
+#include <string>
 
 #include "base/file_util.h"
 #include "base/log.h"
@@ -90,11 +95,67 @@ uint64_t MeasureDiskUsage(const CacheLayout& layout, const Index& index) {
   return used;
 }
 
+namespace {
+
+// The usage ledger in cache.lock's contents: "<bytes> <scanned_at_ns> <scan_ns>\n".
+struct Ledger {
+  uint64_t bytes = 0;
+  int64_t scanned_at_ns = 0;  // CLOCK_REALTIME: shared across processes
+  int64_t scan_ns = 0;        // what the scan cost
+};
+
+int64_t RealtimeNs() {
+  struct timespec ts;
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+std::optional<Ledger> ReadLedger(int fd) {
+  char buffer[96] = {};
+  const ssize_t n = ::pread(fd, buffer, sizeof(buffer) - 1, 0);
+  if (n <= 0) return std::nullopt;
+  Ledger ledger;
+  unsigned long long bytes = 0;
+  long long at = 0, cost = 0;
+  // Anything else (an old empty lock file, a torn write) means "scan".
+  if (std::sscanf(buffer, "%llu %lld %lld\n", &bytes, &at, &cost) != 3) return std::nullopt;
+  ledger.bytes = bytes;
+  ledger.scanned_at_ns = at;
+  ledger.scan_ns = cost;
+  return ledger;
+}
+
+void WriteLedger(int fd, const Ledger& ledger) {
+  const std::string text =
+      fmt::format("{} {} {}\n", ledger.bytes, ledger.scanned_at_ns, ledger.scan_ns);
+  // Padded over whatever was longer before; a failed write only costs a scan next time.
+  const std::string padded = text + std::string(text.size() < 64 ? 64 - text.size() : 0, ' ');
+  if (::pwrite(fd, padded.data(), padded.size(), 0) < 0) {
+    Log().debug("cache: cannot update the usage ledger: {}", std::strerror(errno));
+  }
+}
+
+bool IsRecent(const Ledger& ledger, int64_t now_ns) {
+  const int64_t age = now_ns - ledger.scanned_at_ns;
+  return age >= 0 && age < std::max<int64_t>(1'000'000'000, 10 * ledger.scan_ns);
+}
+
+}  // namespace
+
 Result<RoomResult> MakeRoom(const CacheLayout& layout, const Index& index,
                             std::span<const size_t> upcoming_position, const RoomRequest& request) {
   FERRY_ASSIGN_OR_RETURN(FileLock cache_lock,
                          FileLock::Lock(layout.CacheLockPath(), LockMode::kExclusive));
   RoomResult result;
+  const int64_t start_ns = RealtimeNs();
+  if (std::optional<Ledger> ledger = ReadLedger(cache_lock.fd());
+      ledger && IsRecent(*ledger, start_ns) && ledger->bytes + request.needed <= request.limit) {
+    result.used_before = result.used_after = ledger->bytes;
+    result.scanned = false;
+    ledger->bytes += request.needed;
+    WriteLedger(cache_lock.fd(), *ledger);
+    return result;
+  }
   uint64_t used = 0;
   std::vector<EvictionCandidate> candidates;
   for (size_t i = 0; i < index.shards.size(); ++i) {
@@ -116,8 +177,9 @@ Result<RoomResult> MakeRoom(const CacheLayout& layout, const Index& index,
   if (used + request.needed > request.limit) {
     OrderVictims(candidates, upcoming_position);
     CacheMetrics& metrics = CacheMetrics::Get();
+    const uint64_t target = request.limit - std::min(request.limit, request.headroom);
     for (const EvictionCandidate& candidate : candidates) {
-      if (used + request.needed <= request.limit) break;
+      if (used + request.needed <= target) break;
       const ShardEntry& shard = index.shards[candidate.shard];
       FERRY_ASSIGN_OR_RETURN(
           std::optional<FileLock> exclusive,
@@ -137,6 +199,10 @@ Result<RoomResult> MakeRoom(const CacheLayout& layout, const Index& index,
   }
   result.used_after = used;
   result.fits = used + request.needed <= request.limit;
+  const int64_t end_ns = RealtimeNs();
+  WriteLedger(
+      cache_lock.fd(),
+      {.bytes = used + request.needed, .scanned_at_ns = end_ns, .scan_ns = end_ns - start_ns});
   return result;
 }
 

@@ -10,11 +10,20 @@
 //
 // How (MakeRoom), under the folder-wide cache.lock so that two processes never pick the same
 // victim or both count the same free space:
+//   0. the usage ledger, kept in cache.lock itself, holds the bytes of the last scan plus every
+//      reservation made since by any process: when it is recent (younger than 1 s or ten scans'
+//      time) and the new download fits, the download is added to it and no scan happens - a
+//      folder of a million small files is not statted once per file fetched. The ledger only
+//      ever over-counts (a reservation for a download that failed, a file deleted by hand), and
+//      a stale one is replaced by a scan;
 //   1. stat every shard file the index names (raw and zip): the bytes in use;
-//   2. while used + needed > limit, take the next victim's use-lock exclusively without waiting
-//      - failing means some process has it pinned, so it is skipped - delete its files, and
-//      release the lock. An Acquire racing with this waits on the use-lock and then finds the
-//      file gone, so it downloads it again instead of reading a deleted shard.
+//   2. while used + needed + headroom > limit, take the next victim's use-lock exclusively
+//      without waiting - failing means some process has it pinned, so it is skipped - delete its
+//      files, and release the lock. An Acquire racing with this waits on the use-lock and then
+//      finds the file gone, so it downloads it again instead of reading a deleted shard. The
+//      headroom (0 for shard caches) frees more than needed at once, so that a cache at its limit
+//      does not scan for every small file;
+//   3. the ledger becomes the bytes left plus this download.
 // When every remaining shard is pinned the download goes ahead anyway (fits = false): the limit
 // is exceeded by what is pinned, never by deleting a shard in use.
 //
@@ -57,9 +66,10 @@ Status StampLastUse(int fd);
 uint64_t MeasureDiskUsage(const CacheLayout& layout, const Index& index);
 
 struct RoomRequest {
-  uint64_t limit = 0;    // cache_limit
-  uint64_t needed = 0;   // bytes the coming download will add at its peak
-  size_t for_shard = 0;  // the shard being fetched: never a victim
+  uint64_t limit = 0;     // cache_limit
+  uint64_t needed = 0;    // bytes the coming download will add at its peak
+  size_t for_shard = 0;   // the shard being fetched: never a victim
+  uint64_t headroom = 0;  // bytes freed beyond `needed` once eviction has to run
 };
 
 struct RoomResult {
@@ -67,7 +77,8 @@ struct RoomResult {
   uint64_t used_after = 0;
   size_t evicted_shards = 0;
   uint64_t evicted_bytes = 0;
-  bool fits = true;  // used_after + needed <= limit
+  bool fits = true;     // used_after + needed <= limit
+  bool scanned = true;  // false: the usage ledger answered without a scan
 };
 
 /// Evicts unpinned shards until `needed` more bytes fit under the limit (see the file comment).

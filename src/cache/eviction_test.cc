@@ -2,7 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <vector>
+
+#include "base/temp_dir_testutil.h"
 
 namespace ferry::internal_cache {
 namespace {
@@ -36,6 +41,60 @@ TEST(OrderVictims, UnneededShardsGoFirstThenTheOneNeededLast) {
 TEST(OrderVictims, ShardsPastTheScheduleCountAsUnneeded) {
   const auto positions = UpcomingPositions(std::vector<size_t>{0}, 1);
   EXPECT_EQ(Order({{0, 1}, {7, 5}}, positions), (std::vector<size_t>{7, 0}));
+}
+
+// Ten cached files of 100 bytes named f0..f9, under an index of those names.
+Index TenFiles(const CacheLayout& layout) {
+  Index index;
+  auto config = std::make_shared<const ShardConfig>();
+  EXPECT_TRUE(layout.CreateLocksDir().ok());
+  for (int i = 0; i < 10; ++i) {
+    const std::string name = "f" + std::to_string(i);
+    std::ofstream(layout.FilePath(name)) << std::string(100, 'x');
+    index.shards.push_back({.config = config, .raw_data = {.basename = name, .bytes = 100}});
+  }
+  return index;
+}
+
+TEST(MakeRoom, TheLedgerAnswersWithoutAScanWhileFreshAndTheDownloadFits) {
+  ferry::testing::TempDir tmp;
+  const CacheLayout layout(tmp.path());
+  const Index index = TenFiles(layout);
+  // The first call scans (no ledger yet): 1000 bytes there, 50 more fit under 2000.
+  auto first = MakeRoom(layout, index, {}, {.limit = 2000, .needed = 50}).value();
+  EXPECT_TRUE(first.scanned);
+  EXPECT_EQ(first.used_before, 1000u);
+  // A file added behind the ledger's back is not seen while the ledger is fresh...
+  std::ofstream(layout.FilePath("f0"), std::ios::app) << std::string(500, 'y');
+  auto second = MakeRoom(layout, index, {}, {.limit = 2000, .needed = 50}).value();
+  EXPECT_FALSE(second.scanned);
+  EXPECT_EQ(second.used_before, 1050u) << "the scan's bytes plus the reservation since";
+  // ...but a download that does not fit by the ledger makes it scan, and evict for real.
+  // (ledger 1100 + 950 > 2000; really 1500 + 950: five files of 100 must go.)
+  auto third = MakeRoom(layout, index, {}, {.limit = 2000, .needed = 950}).value();
+  EXPECT_TRUE(third.scanned);
+  EXPECT_EQ(third.used_before, 1500u);
+  EXPECT_EQ(third.evicted_shards, 5u);
+  EXPECT_EQ(third.used_after, 1000u);
+  EXPECT_TRUE(third.fits);
+}
+
+TEST(MakeRoom, HeadroomEvictsMoreOnceEvictionRuns) {
+  ferry::testing::TempDir tmp;
+  const CacheLayout layout(tmp.path());
+  const Index index = TenFiles(layout);
+  // 1000 used, limit 1000, 100 needed: 1 file must go; a headroom of 300 takes 3 more.
+  auto room = MakeRoom(layout, index, {}, {.limit = 1000, .needed = 100, .headroom = 300}).value();
+  EXPECT_EQ(room.evicted_shards, 4u);
+  EXPECT_EQ(room.used_after, 600u);
+  // The ledger now says 700: three more downloads fit it without a scan, the fourth does not.
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_FALSE(MakeRoom(layout, index, {}, {.limit = 1000, .needed = 100, .headroom = 300})
+                     .value()
+                     .scanned);
+  }
+  EXPECT_TRUE(
+      MakeRoom(layout, index, {}, {.limit = 1000, .needed = 100, .headroom = 300}).value().scanned);
 }
 
 }  // namespace

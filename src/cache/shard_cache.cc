@@ -258,12 +258,14 @@ class ShardCacheImpl final : public ShardCache {
       std::lock_guard lock(mu_);
       positions = upcoming_position_;
     }
-    FERRY_ASSIGN_OR_RETURN(
-        const internal_cache::RoomResult room,
-        internal_cache::MakeRoom(
-            layout_, index_,
-            positions ? std::span<const size_t>(*positions) : std::span<const size_t>(),
-            {.limit = *options_.cache_limit, .needed = bytes, .for_shard = k}));
+    FERRY_ASSIGN_OR_RETURN(const internal_cache::RoomResult room,
+                           internal_cache::MakeRoom(layout_, index_,
+                                                    positions ? std::span<const size_t>(*positions)
+                                                              : std::span<const size_t>(),
+                                                    {.limit = *options_.cache_limit,
+                                                     .needed = bytes,
+                                                     .for_shard = k,
+                                                     .headroom = options_.eviction_headroom}));
     if (!room.fits) {
       // Said once loudly: with a limit below what the readers pin at once it would say it on
       // every download.

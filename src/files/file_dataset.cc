@@ -132,7 +132,11 @@ class FileDatasetImpl final : public FileDataset,
     }
     FERRY_ASSIGN_OR_RETURN(
         cache_, ShardCache::Open(remote_, prefix_, std::move(index),
-                                 {.local = cache_root_, .cache_limit = options_.cache_limit}));
+                                 {.local = cache_root_,
+                                  .cache_limit = options_.cache_limit,
+                                  // A 16th of the limit: at the limit, one folder scan per that
+                                  // many bytes fetched, not one per file.
+                                  .eviction_headroom = options_.cache_limit.value_or(0) / 16}));
     if (options_.pack) digest_ = internal_files::ListingDigest(listing_.files);
     return Status::Ok();
   }

@@ -26,7 +26,8 @@ def test_the_smoke_grid_produces_results_and_plots(tmp_path):
     methods = {(r["method"], r["rtt_ms"], r["epoch"]) for r in rows}
     for rtt in (0, 40):
         for method, epochs in (("naive-boto3-w2", (1,)), ("ferry-stream", (1, 2)),
-                               ("ferry-torch", (1, 2)), ("ferry-decode", (1, 2))):
+                               ("ferry-torch", (1, 2)), ("ferry-decode", (1, 2)),
+                               ("ferry-files", (1, 2))):
             for epoch in epochs:
                 assert (method, rtt, epoch) in methods, (method, rtt, epoch)
     for r in rows:
@@ -35,6 +36,9 @@ def test_the_smoke_grid_produces_results_and_plots(tmp_path):
     # Every sample of the dataset in each ferry epoch (plus the padding to whole world batches).
     assert all(r["samples"] >= results["images"] for r in rows
                if r["method"] != "naive-boto3-w2")
+    # FileDataset: epoch 2 from its cache, without a remote request.
+    assert all(r["remote_requests"] == 0 for r in rows
+               if r["method"] == "ferry-files" and r["epoch"] == 2)
     assert (out / "results.md").read_text().count("\n") == len(rows) + 2
     for png in ("throughput_vs_rtt.png", "timeline.png"):
         data = (out / png).read_bytes()

@@ -18,15 +18,17 @@
 // a crash never leaves a shard locked, and a temporary file left by a killed download is never
 // mistaken for a shard (only a rename publishes one; the next downloader removes leftovers).
 //
-// cache_limit bounds the bytes of shard files in the folder across all processes. Before a
-// download, shards that nobody has pinned are evicted until the new one fits: those this process
-// will need furthest in the future first (SetUpcoming), then least recently used (by the time
-// each was last acquired, kept in the lock file's mtime). A pinned shard is never evicted. Slack:
-// room is made for each download at its peak (both files while a compressed shard is
-// decompressed), but downloads in flight elsewhere are not counted, so N concurrent downloads
-// may exceed the limit by up to N - 1 times the largest shard (counted twice when compressed);
-// and when the pinned shards leave no room, the download goes ahead anyway (logged) rather than
-// wait. docs/streaming.md states it.
+// cache_limit bounds the bytes of shard files in the folder across all processes. Each download
+// first reserves its bytes in a usage ledger that every process shares (the folder is scanned
+// only when the ledger is stale or the download does not fit), and shards that nobody has pinned
+// are evicted until it fits: those this process will need furthest in the future first
+// (SetUpcoming), then least recently used (by the time each was last acquired, kept in the lock
+// file's mtime). A pinned shard is never evicted. Slack: room is made for each download at its
+// peak (both files while a compressed shard is decompressed); a scan sees only the files
+// present, so downloads in flight elsewhere during it are not counted and N concurrent
+// downloads may exceed the limit by up to N - 1 times the largest shard (counted twice when
+// compressed); and when the pinned shards leave no room, the download goes ahead anyway (logged)
+// rather than wait. docs/streaming.md states it.
 //
 // Without a remote (a dataset that is already local) shards are read in place and nothing is
 // ever evicted or deleted.
@@ -48,8 +50,12 @@
 namespace ferry {
 
 struct ShardCacheOptions {
-  std::filesystem::path local;               // the cache folder (created if missing)
-  std::optional<uint64_t> cache_limit;       // bytes of shard files; nullopt = no limit
+  std::filesystem::path local;          // the cache folder (created if missing)
+  std::optional<uint64_t> cache_limit;  // bytes of shard files; nullopt = no limit
+  /// Once eviction has to run, it frees this many bytes more than the download needs, so that
+  /// a cache of many small files at its limit scans its folder once per batch of downloads
+  /// rather than once per download (src/cache/eviction.h).
+  uint64_t eviction_headroom = 0;
   bool keep_zip = false;                     // keep compressed files after decompressing
   std::optional<std::string> validate_hash;  // e.g. "xxh64": check downloads against the index
   /// Shards at least this big are fetched as `download_parts` ranged parts at once.
