@@ -114,6 +114,20 @@ def _worker() -> Tuple[int, int]:
     return (info.id, info.num_workers) if info is not None else (0, 1)
 
 
+def _exact_resume(done: int, ranks: int, batch: int, workers: int,
+                  worker_id: int) -> Tuple[int, int]:
+    """(plan worker, samples it already read) for DataLoader worker ``worker_id`` when the world
+    read ``done`` samples of the epoch in batches of ``batch`` under the same world shape. The
+    DataLoader hands out batches round robin from worker 0, so after k batches per rank plan
+    worker p has read ceil((k - p) / W) of them. Rotating the workers makes the first batch of
+    this run come from plan worker k % W, which keeps that true across any number of
+    interruptions."""
+    batches = done // (ranks * batch)
+    plan_worker = (worker_id + batches) % workers
+    read = max(0, -(-(batches - plan_worker) // workers))
+    return plan_worker, read * batch
+
+
 def _advance_epoch(epochs, workers: int) -> int:
     """The epoch a DataLoader worker's __iter__ reads. ``epochs`` is a shared
     ``multiprocessing.Array('q', [epoch, workers that started it, workers it has])``: every
@@ -390,6 +404,24 @@ class StreamingDataset(torch.utils.data.IterableDataset):
             resume["sample_in_epoch"] if resume and resume["epoch"] == self.next_epoch else 0
         )
 
+    # -- what ferry.DataLoader asks of a dataset ------------------------------------------------
+
+    def _loader_columns(self) -> List[Tuple[str, str]]:
+        return list(self._native().columns)
+
+    def _loader_options(self, batch_size: int) -> Dict[str, Any]:
+        options = dict(self._options, batch_size=batch_size)
+        if self.num_canonical_nodes is not None:
+            options["num_canonical_nodes"] = self.num_canonical_nodes
+        return options
+
+    def _loader_batches(self, native, world: Tuple[int, int, int], batch_size: int,
+                        drop_last: bool) -> int:
+        plan = native.plan(world, self.next_epoch)
+        per_thread = plan["samples_per_worker"]
+        batches = per_thread // batch_size if drop_last else -(-per_thread // batch_size)
+        return batches * world[2]
+
     # -- iteration ----------------------------------------------------------------------------
 
     def _start(self, world: Tuple[int, int, int], worker_id: int, epoch: int):
@@ -403,14 +435,8 @@ class StreamingDataset(torch.utils.data.IterableDataset):
         ranks = world[0] * world[1]
         batch = self._batch
         if resume["world"] == world and resume["batch_size"] == batch:
-            # Exact: the DataLoader hands out batches round robin from worker 0, so after k
-            # batches per rank plan worker p has read ceil((k - p) / W) of them. Rotating the
-            # workers makes the first batch of this run come from plan worker k % W, which
-            # keeps that true across any number of interruptions.
-            batches = done // (ranks * batch)
-            plan_worker = (worker_id + batches) % workers
-            read = max(0, -(-(batches - plan_worker) // workers))
-            return plan_worker, 0, read * batch
+            plan_worker, skip = _exact_resume(done, ranks, batch, workers, worker_id)
+            return plan_worker, 0, skip
         # Another world shape: continue every canonical sequence from the last whole round.
         canonical = self._canonical_nodes()
         return worker_id, done - done % canonical, 0

@@ -17,7 +17,8 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 import torch.utils.data
 
 from . import _ferry
-from .dataset import _advance_epoch, _count, _default_local, _size, _worker, _world
+from .dataset import (_advance_epoch, _count, _default_local, _exact_resume, _size, _worker,
+                      _world)
 from .errors import InvalidArgumentError
 
 
@@ -56,6 +57,12 @@ class FileDataset(torch.utils.data.IterableDataset):
             ``"skip"`` (skipped and counted in ``ferry.metrics()["/ferry/files/missing"]``).
         pack: also write each epoch's fetched files into local MDS shards that later epochs read.
         decode: ``"bytes"`` (the file as is), ``"pil"`` or ``"numpy"`` (images).
+        batch_size: the batch the torch DataLoader makes (for exact resumption only).
+
+    ``ferry.DataLoader(ds, ...)`` reads it too, decoding and transforming the images in native
+    threads: its columns are ``data`` (jpeg when every file is .jpg/.jpeg, png when every one is
+    .png, else bytes), ``label`` and ``path``. ``state_dict`` / ``load_state_dict`` resume an
+    epoch exactly under the same world shape and batch size.
     """
 
     def __init__(
@@ -76,6 +83,7 @@ class FileDataset(torch.utils.data.IterableDataset):
         on_missing: str = "error",
         pack: bool = False,
         decode: str = "bytes",
+        batch_size: Optional[int] = None,
     ) -> None:
         super().__init__()
         root = str(root)
@@ -97,6 +105,7 @@ class FileDataset(torch.utils.data.IterableDataset):
         self.shuffle_seed = _count(shuffle_seed, "shuffle_seed")
         self.drop_last = bool(drop_last)
         self.decode = decode
+        self.batch_size = _count(batch_size, "batch_size", 1) or 1
         self._options = {
             "root": root,
             "local": self.local,
@@ -114,6 +123,9 @@ class FileDataset(torch.utils.data.IterableDataset):
             "pack": bool(pack),
         }
         self._epochs = multiprocessing.Array("q", [0, 0, 0])
+        self._resume: Optional[Dict[str, Any]] = None
+        self._workers = 1  # DataLoader workers per rank (ferry.DataLoader's threads)
+        self._batch = self.batch_size
         self._pid = None
         self._dataset = None
         # Open now: a bad URL or option, or an unreadable root, fails here, not in a worker. A
@@ -205,12 +217,89 @@ class FileDataset(torch.utils.data.IterableDataset):
         return self._native().order((nodes, ranks_per_node, worker[1]), (node, rank, worker[0]),
                                     epoch)
 
+    # -- resumption ---------------------------------------------------------------------------
+
+    def state_dict(self, num_samples: int, from_beginning: bool = True) -> Dict[str, Any]:
+        """Where the world is: ``num_samples`` files read this epoch over all ranks."""
+        nodes, ranks_per_node, _, _ = _world()
+        with self._epochs.get_lock():
+            epoch = self._epochs[0]
+        offset = 0
+        if not from_beginning and self._resume and self._resume["epoch"] == epoch:
+            offset = self._resume["sample_in_epoch"]
+        return {"epoch": epoch, "sample_in_epoch": offset + int(num_samples),
+                "shuffle_seed": self.shuffle_seed, "world": [nodes, ranks_per_node, self._workers],
+                "batch_size": self._batch}
+
+    def load_state_dict(self, obj: Dict[str, Any]) -> None:
+        """Resumes at the state ``state_dict`` returned (same world shape and batch size)."""
+        try:
+            epoch = _count(obj["epoch"], "epoch")
+            done = _count(obj["sample_in_epoch"], "sample_in_epoch")
+        except KeyError as e:
+            raise InvalidArgumentError(f"state has no {e.args[0]!r}") from None
+        if obj.get("shuffle_seed") not in (None, self.shuffle_seed):
+            raise InvalidArgumentError(f"the state was saved with shuffle_seed "
+                                       f"{obj['shuffle_seed']}, this dataset has "
+                                       f"{self.shuffle_seed}")
+        with self._epochs.get_lock():
+            self._epochs[0] = epoch
+            self._epochs[1] = 0
+        self._resume = {"epoch": epoch, "sample_in_epoch": done,
+                        "world": tuple(obj.get("world") or ()), "batch_size": obj.get("batch_size")}
+
+    # -- what ferry.DataLoader asks of a dataset ------------------------------------------------
+
+    @property
+    def columns(self) -> List[str]:
+        return ["data", "label", "path"]
+
+    def _loader_columns(self) -> List[Tuple[str, str]]:
+        return [("data", self._native().data_encoding), ("label", "int"), ("path", "str")]
+
+    def _loader_options(self, batch_size: int) -> Dict[str, Any]:
+        return {"files": dict(self._options), "batch_size": batch_size}
+
+    def _loader_batches(self, native, world: Tuple[int, int, int], batch_size: int,
+                        drop_last: bool) -> int:
+        _, _, node, rank = _world()
+        total = 0
+        for t in range(world[2]):
+            n = len(self._native().order(world, (node, rank, t), self.next_epoch))
+            total += n // batch_size if drop_last else -(-n // batch_size)
+        return total
+
+    def _begin_epoch(self, workers: int, batch_size: Optional[int] = None) -> None:
+        self._workers = max(1, workers)
+        self._batch = batch_size or self.batch_size
+
+    def _next_epoch(self, workers: int) -> int:
+        return _advance_epoch(self._epochs, workers)
+
+    def _start(self, world: Tuple[int, int, int], worker_id: int, epoch: int):
+        """(order worker, 0, files it already read) for this worker."""
+        resume = self._resume if self._resume and self._resume["epoch"] == epoch else None
+        if not resume or not resume["sample_in_epoch"]:
+            return worker_id, 0, 0
+        if resume["world"] != world or resume["batch_size"] != self._batch:
+            raise InvalidArgumentError(
+                f"a FileDataset resumes under the world and batch size it was saved with "
+                f"({resume['world']}, batch {resume['batch_size']}), not {world}, batch "
+                f"{self._batch}")
+        plan_worker, skip = _exact_resume(resume["sample_in_epoch"], world[0] * world[1],
+                                          self._batch, world[2], worker_id)
+        return plan_worker, 0, skip
+
+    # -- iteration ----------------------------------------------------------------------------
+
     def __iter__(self) -> Iterator[Dict[str, Any]]:
         nodes, ranks_per_node, node, rank = _world()
         worker_id, workers = _worker()
-        epoch = _advance_epoch(self._epochs, workers)
-        it = self._native().iterate((nodes, ranks_per_node, workers), (node, rank, worker_id),
-                                    epoch)
+        self._workers = workers
+        epoch = self._next_epoch(workers)
+        world = (nodes, ranks_per_node, workers)
+        plan_worker, _, skip = self._start(world, worker_id, epoch)
+        it = self._native().iterate(world, (node, rank, plan_worker), epoch, skip)
         try:
             for raw in it:
                 yield self._sample(raw)

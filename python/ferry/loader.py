@@ -1,4 +1,4 @@
-"""ferry.DataLoader: batches of a StreamingDataset made in native threads.
+"""ferry.DataLoader: batches of a StreamingDataset or a FileDataset made in native threads.
 
 Worker threads fetch, decode, transform and collate; Python receives a dict of torch tensors that
 share the native buffers (no copy) - no worker processes, no fork, no shared memory. Batches come
@@ -19,6 +19,7 @@ import torch
 
 from . import _ferry
 from .dataset import StreamingDataset, _world
+from .files import FileDataset
 from .errors import InvalidArgumentError
 from .transforms import Transform, pipeline
 
@@ -129,7 +130,7 @@ class DataLoader:
     """Batches of ``dataset`` made by ``num_threads`` native threads.
 
     Args:
-        dataset: a ``ferry.StreamingDataset``.
+        dataset: a ``ferry.StreamingDataset`` or a ``ferry.FileDataset``.
         batch_size: samples per batch (per rank).
         num_threads: worker threads (default: the cores this process may use).
         prefetch_factor: finished batches each thread keeps ready.
@@ -154,8 +155,9 @@ class DataLoader:
                                   Mapping[str, Any]] = None,
                  columns: Optional[Sequence[str]] = None, pin_memory: bool = False,
                  seed: Optional[int] = None) -> None:
-        if not isinstance(dataset, StreamingDataset):
-            raise InvalidArgumentError("ferry.DataLoader reads a ferry.StreamingDataset")
+        if not isinstance(dataset, (StreamingDataset, FileDataset)):
+            raise InvalidArgumentError(
+                "ferry.DataLoader reads a ferry.StreamingDataset or a ferry.FileDataset")
         for name, value in (("batch_size", batch_size), ("prefetch_factor", prefetch_factor)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InvalidArgumentError(f"{name} must be a whole number >= 1, got {value!r}")
@@ -170,7 +172,7 @@ class DataLoader:
         self.drop_last = bool(drop_last)
         self.pin_memory = bool(pin_memory) and torch.cuda.is_available()
         self.seed = dataset.shuffle_seed if seed is None else int(seed)
-        kinds = {name: _ferry.encoding_kind(enc) for name, enc in dataset._native().columns}
+        kinds = {name: _ferry.encoding_kind(enc) for name, enc in dataset._loader_columns()}
         if columns is None:
             columns = [c for c in dataset.columns if kinds[c] in _BATCHABLE]
         unknown = [c for c in columns if c not in kinds]
@@ -192,10 +194,7 @@ class DataLoader:
                 raise InvalidArgumentError("a transform was given but no jpeg/png column is loaded")
         self._columns = [(c, pipeline(per_column[c]) if c in per_column else None) for c in columns]
         # The loader's own native dataset: the order must deal batches of this batch size.
-        options = dict(dataset._options, batch_size=batch_size)
-        if dataset.num_canonical_nodes is not None:
-            options["num_canonical_nodes"] = dataset.num_canonical_nodes
-        self._dataset_options = options
+        self._dataset_options = dataset._loader_options(batch_size)
         self._native_dataset = None
         self._pid = None
         self._stats = LoaderStats()
@@ -223,12 +222,9 @@ class DataLoader:
 
     def __len__(self) -> int:
         nodes, ranks_per_node, _, _ = _world()
-        plan = self._native().plan((nodes, ranks_per_node, self.num_threads),
-                                   self.dataset.next_epoch)
-        per_thread = plan["samples_per_worker"]
-        batches = per_thread // self.batch_size if self.drop_last else -(
-            -per_thread // self.batch_size)
-        return batches * self.num_threads
+        return self.dataset._loader_batches(self._native(),
+                                            (nodes, ranks_per_node, self.num_threads),
+                                            self.batch_size, self.drop_last)
 
     def __iter__(self) -> _Epoch:
         if self._epoch is not None:

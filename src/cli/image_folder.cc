@@ -8,6 +8,7 @@
 
 #include "base/file_util.h"
 #include "base/utf8.h"
+#include "ferry/format/index.h"
 
 namespace ferry {
 namespace {
@@ -61,6 +62,74 @@ Status AddTree(const std::filesystem::path& root, const std::filesystem::path& d
 
 }  // namespace
 
+namespace {
+
+// Classes, labels, order and the JPEG check, once the files are known.
+Status Finish(FolderListing& out, std::string_view root) {
+  if (out.files.empty()) {
+    return InvalidArgumentError(fmt::format("{}: holds no files to convert", root));
+  }
+  std::sort(out.files.begin(), out.files.end(), [](const FolderFile& a, const FolderFile& b) {
+    return a.label != b.label ? a.label < b.label : a.relative < b.relative;
+  });
+  out.all_jpeg_names = std::all_of(out.files.begin(), out.files.end(),
+                                   [](const FolderFile& f) { return HasJpegName(f.path); });
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<FolderListing> ListRemoteImageFolder(ObjectStore& store, std::string_view prefix,
+                                            std::string_view url) {
+  std::string folder(prefix);
+  if (!folder.empty() && folder.back() != '/') folder += '/';
+  FERRY_ASSIGN_OR_RETURN(ListResult listed, store.List(folder, /*recursive=*/true));
+  FolderListing out;
+  std::vector<FolderFile> top;
+  std::vector<std::pair<std::string, FolderFile>> nested;  // class name, file
+  for (ObjectInfo& object : listed.objects) {
+    if (!object.key.starts_with(folder)) continue;
+    std::string relative = object.key.substr(folder.size());
+    if (relative.empty() || relative.back() == '/') continue;  // "folder" markers
+    FERRY_RETURN_IF_ERROR(ValidateBasename(relative).WithContext(url));
+    bool hidden = false;
+    for (size_t start = 0; start < relative.size();) {
+      hidden |= relative[start] == '.';
+      const size_t slash = relative.find('/', start);
+      start = slash == std::string::npos ? relative.size() : slash + 1;
+    }
+    if (hidden) continue;
+    if (!IsValidUtf8(relative)) {
+      return InvalidArgumentError(fmt::format(
+          "{}/{}: file name is not UTF-8, so it cannot be stored in a str column", url, relative));
+    }
+    FolderFile f{.path = relative, .relative = relative, .label = -1, .bytes = object.size};
+    const size_t slash = relative.find('/');
+    if (slash == std::string::npos) {
+      top.push_back(std::move(f));
+    } else {
+      nested.emplace_back(relative.substr(0, slash), std::move(f));
+    }
+  }
+  out.labeled = !nested.empty();
+  if (out.labeled) {
+    for (const auto& [name, file] : nested) out.classes.push_back(name);
+    std::sort(out.classes.begin(), out.classes.end());
+    out.classes.erase(std::unique(out.classes.begin(), out.classes.end()), out.classes.end());
+    for (auto& [name, file] : nested) {
+      file.label =
+          std::lower_bound(out.classes.begin(), out.classes.end(), name) - out.classes.begin();
+      out.files.push_back(std::move(file));
+    }
+    out.skipped_top_level = top.size();
+  } else {
+    out.files = std::move(top);
+  }
+  for (const FolderFile& f : out.files) out.total_bytes += f.bytes;
+  FERRY_RETURN_IF_ERROR(Finish(out, url));
+  return out;
+}
+
 Result<FolderListing> ListImageFolder(const std::filesystem::path& root) {
   std::error_code ec;
   if (!std::filesystem::is_directory(root, ec)) {
@@ -94,13 +163,7 @@ Result<FolderListing> ListImageFolder(const std::filesystem::path& root) {
   } else {
     for (const auto& entry : top_files) FERRY_RETURN_IF_ERROR(AddFile(root, entry, -1, out));
   }
-  if (out.files.empty())
-    return InvalidArgumentError(fmt::format("{}: holds no files to convert", root.string()));
-  std::sort(out.files.begin(), out.files.end(), [](const FolderFile& a, const FolderFile& b) {
-    return a.label != b.label ? a.label < b.label : a.relative < b.relative;
-  });
-  out.all_jpeg_names = std::all_of(out.files.begin(), out.files.end(),
-                                   [](const FolderFile& f) { return HasJpegName(f.path); });
+  FERRY_RETURN_IF_ERROR(Finish(out, root.string()));
   return out;
 }
 

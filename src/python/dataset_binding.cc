@@ -1,5 +1,6 @@
 // ferry._ferry.Dataset and SampleIterator: the streaming engine for Python. Options come as one
-// dict built by python/ferry/dataset.py; samples come back as (id, stream, [raw values]) that
+// dict built by python/ferry/dataset.py (or, with a "files" entry, python/ferry/files.py's, for
+// a folder of files seen as a stream); samples come back as (id, stream, [raw values]) that
 // python/ferry/_values.py finishes (PIL images, numpy scalars, Decimal, parsed JSON). Every call
 // that may wait on the network or the disk releases the GIL.
 #include <fmt/format.h>
@@ -14,9 +15,11 @@
 
 #include "ferry/format/encoding.h"
 #include "ferry/stream/streaming_dataset.h"
+#include "files/file_stream_view.h"
 #include "python/bindings.h"
 #include "python/fork_safe.h"
 #include "python/py_dataset.h"
+#include "python/py_files.h"
 #include "python/py_value.h"
 #include "python/status_exception.h"
 
@@ -162,9 +165,20 @@ WorldShape World(const std::tuple<uint32_t, uint32_t, uint32_t>& w) {
 void RegisterDataset(py::module_& m) {
   py::class_<PyDataset>(m, "Dataset")
       .def(py::init([](const py::dict& options) {
-             StreamingOptions parsed = ParseOptions(options);
              Result<std::shared_ptr<StreamingDataset>> ds = InternalError("not opened");
-             {
+             if (options.contains("files")) {
+               // A FileDataset seen as a stream, for ferry.DataLoader.
+               FileDatasetOptions parsed =
+                   ParseFileDatasetOptions(options["files"].cast<py::dict>());
+               const uint32_t batch_size = Get<uint32_t>(options, "batch_size", 1);
+               py::gil_scoped_release release;
+               ds = [&]() -> Result<std::shared_ptr<StreamingDataset>> {
+                 FERRY_ASSIGN_OR_RETURN(std::shared_ptr<FileDataset> files,
+                                        FileDataset::Open(std::move(parsed)));
+                 return ViewAsStream(std::move(files), batch_size);
+               }();
+             } else {
+               StreamingOptions parsed = ParseOptions(options);
                py::gil_scoped_release release;
                ds = StreamingDataset::Open(std::move(parsed));
              }

@@ -12,8 +12,10 @@
 #include <vector>
 
 #include "ferry/files/file_dataset.h"
+#include "files/file_stream_view.h"
 #include "python/bindings.h"
 #include "python/fork_safe.h"
+#include "python/py_files.h"
 #include "python/status_exception.h"
 
 namespace py = pybind11;
@@ -27,7 +29,9 @@ std::optional<T> GetOptional(const py::dict& d, const char* key) {
   return d[key].cast<T>();
 }
 
-FileDatasetOptions ParseOptions(const py::dict& d) {
+}  // namespace
+
+FileDatasetOptions ParseFileDatasetOptions(const py::dict& d) {
   FileDatasetOptions o;
   o.root = d["root"].cast<std::string>();
   o.local = GetOptional<std::string>(d, "local").value_or("");
@@ -60,6 +64,8 @@ FileDatasetOptions ParseOptions(const py::dict& d) {
       GetOptional<uint64_t>(d, "max_bytes_in_flight").value_or(o.max_bytes_in_flight);
   return o;
 }
+
+namespace {
 
 py::tuple ToPython(FileSample& s) {
   return py::make_tuple(s.index, s.path, s.label, py::bytes(s.data.data(), s.data.size()));
@@ -113,7 +119,7 @@ struct PyFileDataset {
 void RegisterFiles(py::module_& m) {
   py::class_<PyFileDataset>(m, "FileDataset")
       .def(py::init([](const py::dict& options) {
-             FileDatasetOptions parsed = ParseOptions(options);
+             FileDatasetOptions parsed = ParseFileDatasetOptions(options);
              Result<std::shared_ptr<FileDataset>> ds = InternalError("not opened");
              {
                py::gil_scoped_release release;
@@ -125,6 +131,8 @@ void RegisterFiles(py::module_& m) {
       .def("__len__", [](PyFileDataset& self) { return self.get().files().size(); })
       .def_property_readonly("classes", [](PyFileDataset& self) { return self.get().classes(); })
       .def_property_readonly("listed", [](PyFileDataset& self) { return self.get().listed(); })
+      .def_property_readonly(
+          "data_encoding", [](PyFileDataset& self) { return FileDataEncoding(self.get().files()); })
       .def_property_readonly("files",
                              [](PyFileDataset& self) {
                                py::list out;
