@@ -14,6 +14,7 @@
 
 #include "base/file_util.h"
 #include "base/temp_dir_testutil.h"
+#include "cache/cache_testutil.h"
 #include "ferry/metrics/metrics.h"
 
 namespace ferry {
@@ -260,6 +261,51 @@ TEST(FileDataset, AnInterruptedPackLeavesNothingVisible) {
   EXPECT_TRUE(fs::is_empty(tmp / "cache/.ferry/packs", ec)) << "an unfinished pack is dropped";
   auto all = ReadAll(*ds, {});
   EXPECT_EQ(all.size(), 30u);
+}
+
+TEST(FileDataset, AKilledRunLeavesNoPartialFileAndTheNextRunCompletes) {
+  testing::TempDir tmp;
+  const auto files = MakeRoot(tmp / "remote", 10, 150);
+  const FileDatasetOptions options{
+      .root = (tmp / "remote").string(), .local = (tmp / "cache").string(), .concurrency = 64};
+  ASSERT_TRUE(FileDataset::Open(options).ok());  // the listing, stored before the child runs
+  testing::Children children;
+  testing::Pipe started;
+  const pid_t child = children.Spawn([&] {
+    auto ds = FileDataset::Open(options);
+    if (!ds) return 2;
+    auto it = (*ds)->Iterate({});
+    if (!it) return 3;
+    for (int i = 0; i < 50; ++i) {
+      if (!(*it)->Next().ok()) return 4;
+    }
+    started.Send();  // 64 downloads are in flight now
+    while (true) {
+      auto next = (*it)->Next();
+      if (!next.ok() || !next->has_value()) return 5;
+    }
+  });
+  started.CloseWrite();
+  ASSERT_TRUE(started.Receive());
+  children.Kill(child);
+  size_t complete = 0;
+  for (const auto& [path, data] : files) {
+    std::error_code ec;
+    const auto size = fs::file_size(tmp / "cache" / path, ec);
+    if (ec) continue;
+    EXPECT_EQ(size, data.size()) << path << ": a file under its own name is complete";
+    ++complete;
+  }
+  EXPECT_GE(complete, 50u);
+  EXPECT_LT(complete, files.size()) << "killed before the end (the test proves nothing otherwise)";
+  // The next run reads everything, and leaves no temporary behind.
+  auto ds = FileDataset::Open(options).value();
+  auto all = ReadAll(*ds, {});
+  ASSERT_EQ(all.size(), files.size());
+  for (auto& sample : all) EXPECT_EQ(sample.data, files.at(sample.path));
+  for (const auto& entry : fs::recursive_directory_iterator(tmp / "cache")) {
+    EXPECT_EQ(entry.path().string().find(".ferry-tmp"), std::string::npos) << entry.path();
+  }
 }
 
 TEST(FileDataset, ClearErrorsForBadOptions) {
