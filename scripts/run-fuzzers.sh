@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the libFuzzer targets built by the `fuzz` preset, seeded from the MDS fixtures.
+# Runs the libFuzzer targets built by the `fuzz` preset, seeded from the MDS fixtures and from
+# the small committed corpus under fuzz/corpus/ (copied: what a run finds stays in build/).
 #   scripts/run-fuzzers.sh --runs N      fixed number of inputs per target (make test)
 #   scripts/run-fuzzers.sh --seconds S   time budget per target (make fuzz)
 # Crashes are written to build/fuzz/crashes/<target>/ and make the script fail.
@@ -26,9 +27,11 @@ seed() {  # seed <corpus> <find predicate...>
 
 seed "$build/corpus/index_fuzzer" -name index.json
 seed "$build/corpus/shard_reader_fuzzer" -name '*.mds'
+mkdir -p "$build/corpus/storage_fuzzer"
+cp -f fuzz/corpus/storage_fuzzer/* "$build/corpus/storage_fuzzer/"
 
 status=0
-for target in index_fuzzer shard_reader_fuzzer; do
+for target in index_fuzzer shard_reader_fuzzer storage_fuzzer; do
   crashes="$build/crashes/$target"
   mkdir -p "$crashes"
   echo "fuzz: $target ${mode[*]} ($(ls "$build/corpus/$target" | wc -l) seeds)"

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <type_traits>
 #include <unordered_map>
 
 #include "base/log.h"
@@ -134,30 +136,72 @@ std::string SerializeListing(const Listing& listing) {
   return doc.dump();
 }
 
+namespace {
+
+// nlohmann's get<int> of a float or an out-of-range number is undefined behaviour (found by
+// fuzz/storage_fuzzer.cc): numbers are checked for kind and range first.
+template <typename T>
+T IntegerOf(const nlohmann::json& value, std::string_view what) {
+  const bool fits =
+      std::is_signed_v<T>
+          ? (value.is_number_unsigned() ? value.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX)
+                                        : value.is_number_integer())
+          : value.is_number_unsigned();
+  if (!fits) {
+    throw nlohmann::json::type_error::create(
+        302, fmt::format("{} must be a whole number in range, not {}", what, value.dump()),
+        nullptr);
+  }
+  return value.get<T>();
+}
+
+std::string StringOf(const nlohmann::json& value, std::string_view what) {
+  if (!value.is_string()) {
+    throw nlohmann::json::type_error::create(
+        302, fmt::format("{} must be a string, not {}", what, value.dump()), nullptr);
+  }
+  return value.get<std::string>();
+}
+
+std::vector<std::string> StringsOf(const nlohmann::json& value, std::string_view what) {
+  if (!value.is_array()) {
+    throw nlohmann::json::type_error::create(
+        302, fmt::format("{} must be a list of strings, not {}", what, value.dump()), nullptr);
+  }
+  std::vector<std::string> out;
+  for (const auto& item : value) out.push_back(StringOf(item, what));
+  return out;
+}
+
+}  // namespace
+
 Result<Listing> ParseListing(std::string_view text, std::string_view origin) {
   try {
     const nlohmann::json doc = nlohmann::json::parse(text);
-    if (doc.at("version").get<int>() != kListingVersion) {
+    if (IntegerOf<int64_t>(doc.at("version"), "version") != kListingVersion) {
       return DataLossError(fmt::format("{}: listing version {} is not {}", origin,
                                        doc.at("version").dump(), kListingVersion));
     }
     Listing listing;
-    listing.root = doc.at("root").get<std::string>();
+    listing.root = StringOf(doc.at("root"), "root");
     listing.labels =
-        doc.at("labels").get<std::string>() == "folder" ? FileLabels::kFolder : FileLabels::kNone;
-    listing.extensions = doc.at("extensions").get<std::vector<std::string>>();
-    listing.listed_at_s = doc.at("listed_at").get<int64_t>();
-    listing.classes = doc.at("classes").get<std::vector<std::string>>();
+        StringOf(doc.at("labels"), "labels") == "folder" ? FileLabels::kFolder : FileLabels::kNone;
+    listing.extensions = StringsOf(doc.at("extensions"), "extensions");
+    listing.listed_at_s = IntegerOf<int64_t>(doc.at("listed_at"), "listed_at");
+    listing.classes = StringsOf(doc.at("classes"), "classes");
     const auto& files = doc.at("files");
+    if (!files.is_array()) {
+      return DataLossError(fmt::format("{}: `files` is not a list", origin));
+    }
     listing.files.reserve(files.size());
     for (const auto& f : files) {
-      FileEntry entry{.path = f.at(0).get<std::string>(),
-                      .size = f.at(1).get<uint64_t>(),
-                      .etag = f.at(2).get<std::string>(),
-                      .label = f.at(3).get<int64_t>()};
+      FileEntry entry{.path = StringOf(f.at(0), "a path"),
+                      .size = IntegerOf<uint64_t>(f.at(1), "a size"),
+                      .etag = StringOf(f.at(2), "an etag"),
+                      .label = IntegerOf<int64_t>(f.at(3), "a label")};
       // The file is ours, but a cache folder can be edited: the same rules as a fresh listing.
       FERRY_RETURN_IF_ERROR(ValidateBasename(entry.path));
-      if (entry.label >= static_cast<int64_t>(listing.classes.size())) {
+      if (entry.label < -1 || entry.label >= static_cast<int64_t>(listing.classes.size())) {
         return DataLossError(fmt::format("{}: {} has label {} of {} classes", origin, entry.path,
                                          entry.label, listing.classes.size()));
       }

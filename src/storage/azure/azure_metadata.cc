@@ -7,6 +7,7 @@
 #include <ctime>
 
 #include "storage/azure/azure_auth.h"
+#include "storage/http/http_types.h"
 #include "storage/http/resumable_get.h"
 #include "storage/xml/xml_tree.h"
 
@@ -52,7 +53,7 @@ std::optional<std::chrono::system_clock::time_point> ParseHttpDate(std::string_v
   tm.tm_hour = static_cast<int>(*hour);
   tm.tm_min = static_cast<int>(*minute);
   tm.tm_sec = static_cast<int>(*second);
-  return std::chrono::system_clock::from_time_t(timegm(&tm));
+  return http::TimeFromUtc(tm);
 }
 
 Result<ObjectInfo> ObjectInfoFromHeaders(const http::Headers& headers, std::string_view key,

@@ -8,7 +8,9 @@
 // I/O thread, and again from the start on a retry.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <ctime>
 #include <functional>
 #include <optional>
 #include <string>
@@ -81,6 +83,13 @@ struct Response {
 /// Receives a successful response's body as it arrives. Returning an error aborts the transfer
 /// and becomes the request's result.
 using BodySink = std::function<Status(std::string_view chunk)>;
+
+/// The time of a broken-down UTC date; nullopt outside the years 1900-2200 (the clock counts
+/// nanoseconds in 64 bits: a hostile date far out would overflow it).
+std::optional<std::chrono::system_clock::time_point> TimeFromUtc(std::tm& tm);
+
+/// An RFC 7231 date ("Wed, 21 Oct 2015 07:28:00 GMT"); nullopt when malformed or out of range.
+std::optional<std::chrono::system_clock::time_point> ParseHttpDate(std::string_view text);
 
 /// The URL with its query string's credentials masked (SAS signatures, X-Amz-Signature, tokens):
 /// the form every log line and error message uses.

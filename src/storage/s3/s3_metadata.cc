@@ -24,20 +24,10 @@ std::optional<uint64_t> ParseUint(std::string_view text) {
   return v;
 }
 
-std::optional<std::chrono::system_clock::time_point> FromTm(struct tm& tm) {
-  const time_t t = timegm(&tm);
-  if (t == static_cast<time_t>(-1)) return std::nullopt;
-  return std::chrono::system_clock::from_time_t(t);
-}
-
 }  // namespace
 
 std::optional<std::chrono::system_clock::time_point> ParseHttpDate(std::string_view text) {
-  const std::string s(text);
-  struct tm tm {};
-  const char* end = strptime(s.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm);
-  if (end == nullptr || *end != '\0') return std::nullopt;
-  return FromTm(tm);
+  return http::ParseHttpDate(text);
 }
 
 std::optional<std::chrono::system_clock::time_point> ParseIso8601(std::string_view text) {
@@ -60,7 +50,7 @@ std::optional<std::chrono::system_clock::time_point> ParseIso8601(std::string_vi
     fraction = std::chrono::milliseconds(ms);
   }
   if (std::strcmp(end, "Z") != 0 && std::strcmp(end, "+00:00") != 0) return std::nullopt;
-  auto t = FromTm(tm);
+  auto t = http::TimeFromUtc(tm);
   if (!t) return std::nullopt;
   return *t + fraction;
 }

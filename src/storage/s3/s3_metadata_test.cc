@@ -18,6 +18,10 @@ TEST(DatesTest, HttpAndIso8601) {
   ASSERT_TRUE(t.has_value());
   EXPECT_EQ(UnixMillis(*t), 1255369800000);
   EXPECT_FALSE(ParseHttpDate("yesterday").has_value());
+  // Beyond what the clock holds (a hostile listing): refused, not overflowed.
+  EXPECT_FALSE(ParseIso8601("12338-01-01T00:00:00Z").has_value());
+  EXPECT_FALSE(ParseHttpDate("Wed, 12 Oct 99999 17:50:00 GMT").has_value());
+  EXPECT_TRUE(ParseIso8601("2199-12-31T23:59:59Z").has_value());
   EXPECT_FALSE(ParseHttpDate("Wed, 12 Oct 2009 17:50:00 GMT trailing").has_value());
 
   t = ParseIso8601("2009-10-12T17:50:30.123Z");

@@ -22,13 +22,6 @@
 namespace ferry {
 namespace {
 
-std::optional<std::chrono::system_clock::time_point> ParseHttpDate(std::string_view text) {
-  std::tm tm{};
-  const std::string s(text);
-  if (::strptime(s.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm) == nullptr) return std::nullopt;
-  return std::chrono::system_clock::from_time_t(::timegm(&tm));
-}
-
 class HttpStore : public ObjectStore {
  public:
   HttpStore(std::string origin, std::shared_ptr<http::Transport> transport)
@@ -58,7 +51,7 @@ class HttpStore : public ObjectStore {
         std::from_chars(cl->data(), cl->data() + cl->size(), info.size);
       }
       if (auto etag = response.headers.Get("ETag")) info.etag = http::UnquoteEtag(*etag);
-      if (auto lm = response.headers.Get("Last-Modified")) info.mtime = ParseHttpDate(*lm);
+      if (auto lm = response.headers.Get("Last-Modified")) info.mtime = http::ParseHttpDate(*lm);
       return info;
     });
   }
