@@ -106,9 +106,10 @@ std::filesystem::path TemporaryPathFor(const std::filesystem::path& path) {
   return tmp;
 }
 
-Status WriteFileAtomically(const std::filesystem::path& path, std::string_view contents) {
+Status WriteFileAtomically(const std::filesystem::path& path, std::string_view contents,
+                           unsigned mode) {
   const std::filesystem::path tmp = TemporaryPathFor(path);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   if (fd < 0) return ErrnoToStatus(errno, "create", tmp);
   FdCloser closer(fd);
   Status status = WriteAll(fd, contents, tmp);

@@ -24,7 +24,8 @@ Result<std::string> ReadFileToString(const std::filesystem::path& path);
 
 /// Writes `contents` to `path` through a unique temporary file in the same folder: write, fsync,
 /// rename over `path`, fsync the folder. On error the temporary is removed.
-Status WriteFileAtomically(const std::filesystem::path& path, std::string_view contents);
+Status WriteFileAtomically(const std::filesystem::path& path, std::string_view contents,
+                           unsigned mode = 0644);
 
 /// A unique temporary name beside `path` (same folder, so rename is atomic), e.g.
 /// "shard.00000.mds.tmp.4242.7".

@@ -1,10 +1,15 @@
 #include "cache/cache_layout.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
+#include <cerrno>
+#include <cstdlib>
 #include <system_error>
+#include <vector>
 
 #include "base/file_util.h"
+#include "base/log.h"
 #include "format/hash.h"
 
 namespace ferry::internal_cache {
@@ -80,11 +85,37 @@ std::filesystem::path CacheLayout::DownloadLockPath(std::string_view basename) c
 
 std::filesystem::path CacheLayout::CacheLockPath() const { return LocksDir() / "cache.lock"; }
 
-Status CacheLayout::CreateLocksDir() const {
+const CacheModes& Modes() {
+  static const CacheModes modes = [] {
+    const char* env = std::getenv("FERRY_CACHE_MODE");
+    const std::string_view mode = env ? env : "private";
+    if (mode == "group") return CacheModes{.folder = 0770, .file = 0660};
+    if (mode == "shared") return CacheModes{.folder = 0755, .file = 0644};
+    if (mode != "private") {
+      Log().warn("FERRY_CACHE_MODE={} is not private, group or shared: using private", mode);
+    }
+    return CacheModes{};
+  }();
+  return modes;
+}
+
+Status CreateCacheFolders(const std::filesystem::path& folder) {
+  std::vector<std::filesystem::path> missing;
   std::error_code ec;
-  std::filesystem::create_directories(LocksDir(), ec);
-  if (ec) return ErrnoToStatus(ec.value(), "create folder", LocksDir());
+  for (std::filesystem::path p = folder; !p.empty() && !std::filesystem::exists(p, ec);
+       p = p.parent_path()) {
+    missing.push_back(p);
+    if (p == p.parent_path()) break;
+  }
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    // EEXIST: another process made it in between, which is fine.
+    if (::mkdir(it->c_str(), Modes().folder) != 0 && errno != EEXIST) {
+      return ErrnoToStatus(errno, "create folder", *it);
+    }
+  }
   return Status::Ok();
 }
+
+Status CacheLayout::CreateLocksDir() const { return CreateCacheFolders(LocksDir()); }
 
 }  // namespace ferry::internal_cache

@@ -26,6 +26,22 @@
 
 namespace ferry::internal_cache {
 
+/// Who may read what ferry creates in a cache folder, from FERRY_CACHE_MODE (read once):
+///   private (default)  folders 0700, files 0600: only this user (a shared node's other users
+///                      cannot read the data, nor plant files or links in the folder);
+///   group              folders 0770, files 0660: jobs of several users in one group share it;
+///   shared             folders 0755, files 0644: everyone may read (the umask still applies).
+/// Folders ferry did not create (a local dataset's, a cache folder made beforehand) are left
+/// as they are.
+struct CacheModes {
+  unsigned folder = 0700;
+  unsigned file = 0600;
+};
+const CacheModes& Modes();
+
+/// Creates `folder` and its missing parents with Modes().folder (existing ones are untouched).
+Status CreateCacheFolders(const std::filesystem::path& folder);
+
 /// The folder (first component) that ferry reserves inside a cache folder.
 inline constexpr std::string_view kBookkeepingFolder = ".ferry";
 /// Appended to a shard file's name for its temporary.

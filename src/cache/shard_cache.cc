@@ -378,10 +378,8 @@ Result<Index> LoadIndex(ObjectStore* remote, const std::string& remote_prefix,
   }
   // Parsed before it lands: a broken remote index never becomes the local copy.
   FERRY_ASSIGN_OR_RETURN(Index index, ParseIndex(*text, url));
-  std::error_code ec;
-  fs::create_directories(local, ec);
-  if (ec) return ErrnoToStatus(ec.value(), "create folder", local);
-  FERRY_RETURN_IF_ERROR(WriteFileAtomically(path, *text));
+  FERRY_RETURN_IF_ERROR(internal_cache::CreateCacheFolders(local));
+  FERRY_RETURN_IF_ERROR(WriteFileAtomically(path, *text, internal_cache::Modes().file));
   Log().debug("cache: fetched {} into {}", url, local.string());
   return index;
 }

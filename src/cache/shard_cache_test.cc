@@ -4,6 +4,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <atomic>
@@ -356,3 +357,31 @@ TEST_F(ShardCacheTest, OpenRefusesWhatCouldHarmTheDataset) {
 
 }  // namespace
 }  // namespace ferry
+
+namespace ferry::shard_cache_test {
+namespace {
+
+unsigned ModeOf(const fs::path& path) {
+  struct stat st;
+  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+  return st.st_mode & 0777;
+}
+
+// FERRY_CACHE_MODE is unset in the tests: private, whatever the umask allowed.
+TEST_F(ShardCacheTest, WhatTheCacheCreatesIsPrivateToTheUser) {
+  WriteRemote();
+  auto cache = Open({.local = Cache() / "deep" / "er"});
+  ASSERT_NE(cache, nullptr);
+  auto shard = cache->Acquire(0);
+  ASSERT_TRUE(shard.ok()) << shard.status().ToString();
+  EXPECT_EQ(ModeOf(Cache() / "deep"), 0700u);
+  EXPECT_EQ(ModeOf(Cache() / "deep" / "er"), 0700u);
+  EXPECT_EQ(ModeOf(Cache() / "deep" / "er" / ".ferry" / "locks"), 0700u);
+  EXPECT_EQ(ModeOf(shard->path()), 0600u);
+  for (const auto& entry : fs::directory_iterator(Cache() / "deep" / "er" / ".ferry" / "locks")) {
+    EXPECT_EQ(ModeOf(entry.path()), 0600u) << entry.path();
+  }
+}
+
+}  // namespace
+}  // namespace ferry::shard_cache_test

@@ -56,10 +56,23 @@ Status RemoveIfExists(const fs::path& path) {
   return Status::Ok();
 }
 
-Status CreateParentFolder(const fs::path& path) {
+// Creates the folder of `path` and checks that it really lies inside the cache folder: a
+// basename is a safe relative path (ParseIndex checks), but one of its folders could be a
+// symlink planted in the cache folder, and nothing may be written - or removed - through it.
+Status CreateParentFolder(const CacheLayout& layout, const fs::path& path) {
+  FERRY_RETURN_IF_ERROR(CreateCacheFolders(path.parent_path()));
   std::error_code ec;
-  fs::create_directories(path.parent_path(), ec);
-  if (ec) return ErrnoToStatus(ec.value(), "create folder", path.parent_path());
+  const fs::path root = fs::canonical(layout.root(), ec);
+  if (ec) return ErrnoToStatus(ec.value(), "resolve", layout.root());
+  const fs::path folder = fs::canonical(path.parent_path(), ec);
+  if (ec) return ErrnoToStatus(ec.value(), "resolve", path.parent_path());
+  const auto [root_end, _] = std::mismatch(root.begin(), root.end(), folder.begin(), folder.end());
+  if (root_end != root.end()) {
+    return PermissionDeniedError(fmt::format(
+        "{}: its folder leads outside the cache folder {} (through a symlink, to {}); ferry "
+        "writes nothing there",
+        path.string(), layout.root().string(), folder.string()));
+  }
   return Status::Ok();
 }
 
@@ -78,7 +91,7 @@ Status PwriteAll(int fd, std::string_view data, uint64_t offset, const fs::path&
 
 // Writes a new file. Not flushed, as downloads are not: see IsComplete in shard_cache.cc.
 Status WriteNewFile(const fs::path& path, std::string_view data) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, Modes().file);
   if (fd < 0) return ErrnoToStatus(errno, "create", path);
   Status status = PwriteAll(fd, data, 0, path);
   if (::close(fd) != 0 && status.ok()) status = ErrnoToStatus(errno, "close", path);
@@ -200,7 +213,7 @@ Status DownloadParts(ObjectStore& store, std::string_view key, int fd, const fs:
 Status DownloadToFile(ObjectStore& store, std::string_view key, const fs::path& tmp,
                       uint64_t expected_size, const PartOptions& parts) {
   const std::string url = http::RedactUrl(store.ToUrl(key));
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, Modes().file);
   if (fd < 0) return ErrnoToStatus(errno, "create", tmp);
   Status status = parts.download_parts > 1 && expected_size > 0 &&
                           expected_size >= parts.parallel_part_threshold
@@ -327,13 +340,13 @@ Status ShardDownloader::DownloadOnce(const ShardEntry& shard, const MakeRoomFn& 
 
 Status ShardDownloader::Fetch(const ShardEntry& shard, const MakeRoomFn& make_room) const {
   const fs::path raw_path = layout_.FilePath(shard.raw_data.basename);
+  FERRY_RETURN_IF_ERROR(CreateParentFolder(layout_, raw_path));
   // Leftovers of a download that was killed: the download lock is ours, so nobody writes them.
   FERRY_RETURN_IF_ERROR(RemoveIfExists(layout_.TemporaryPath(shard.raw_data.basename)));
-  FERRY_RETURN_IF_ERROR(CreateParentFolder(raw_path));
   if (shard.zip_data) {
     const fs::path zip_path = layout_.FilePath(shard.zip_data->basename);
+    FERRY_RETURN_IF_ERROR(CreateParentFolder(layout_, zip_path));
     FERRY_RETURN_IF_ERROR(RemoveIfExists(layout_.TemporaryPath(shard.zip_data->basename)));
-    FERRY_RETURN_IF_ERROR(CreateParentFolder(zip_path));
     if (IsRegularFile(zip_path)) {
       if (remote_) FERRY_RETURN_IF_ERROR(make_room(shard.raw_data.bytes));
       Status local = DecompressLocalZip(shard);

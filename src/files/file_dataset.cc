@@ -356,8 +356,8 @@ Result<std::pair<Listing, bool>> LoadListing(ObjectStore& store, const std::stri
                    changed.size());
       }
     }
-    FERRY_RETURN_IF_ERROR(
-        WriteFileAtomically(ListingPath(local), internal_files::SerializeListing(fresh)));
+    FERRY_RETURN_IF_ERROR(WriteFileAtomically(
+        ListingPath(local), internal_files::SerializeListing(fresh), internal_cache::Modes().file));
   }
   return std::make_pair(std::move(fresh), true);
 }

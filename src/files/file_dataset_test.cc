@@ -308,6 +308,22 @@ TEST(FileDataset, AKilledRunLeavesNoPartialFileAndTheNextRunCompletes) {
   }
 }
 
+TEST(FileDataset, NothingIsWrittenThroughASymlinkPlantedInTheCacheFolder) {
+  testing::TempDir tmp;
+  MakeRoot(tmp / "remote", 2, 3);
+  const FileDatasetOptions options{.root = (tmp / "remote").string(),
+                                   .local = (tmp / "cache").string()};
+  auto ds = FileDataset::Open(options).value();
+  fs::create_directories(tmp / "elsewhere");
+  fs::create_directory_symlink(tmp / "elsewhere", tmp / "cache" / "class00");
+  auto got = ds->Get(0);  // class00/img000.jpg
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.error().code(), StatusCode::kPermissionDenied);
+  EXPECT_THAT(got.error().message(), HasSubstr("outside the cache folder"));
+  EXPECT_TRUE(fs::is_empty(tmp / "elsewhere")) << "nothing written through the link";
+  EXPECT_TRUE(ds->Get(3).ok()) << "class01 is a real folder";
+}
+
 TEST(FileDataset, ClearErrorsForBadOptions) {
   testing::TempDir tmp;
   MakeRoot(tmp / "a", 1, 2);

@@ -11,6 +11,7 @@
 
 #include "base/file_util.h"
 #include "base/log.h"
+#include "cache/cache_layout.h"
 #include "format/hash.h"
 
 namespace ferry::internal_files {
@@ -43,9 +44,7 @@ std::string ListingDigest(const std::vector<FileEntry>& files) {
 
 Result<std::unique_ptr<PackWriter>> PackWriter::Create(const fs::path& packs_dir, std::string name,
                                                        std::string listing_digest) {
-  std::error_code ec;
-  fs::create_directories(packs_dir, ec);
-  if (ec) return ErrnoToStatus(ec.value(), "create folder", packs_dir);
+  FERRY_RETURN_IF_ERROR(internal_cache::CreateCacheFolders(packs_dir));
   RemoveAbandonedPacks(packs_dir);
   static std::atomic<uint64_t> counter{0};
   std::unique_ptr<PackWriter> writer(new PackWriter());

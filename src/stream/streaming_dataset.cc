@@ -153,7 +153,10 @@ class StreamingDatasetImpl : public StreamingDataset,
       recent_.emplace_front(key, shard);
       recent_index_[key] = recent_.begin();
       recent_bytes_ += entry.raw_data.bytes;
-      const uint64_t byte_cap = options_.cache_limit ? *options_.cache_limit / 4 : UINT64_MAX;
+      // Under a cache_limit these pins are shared by every process on the cache: a 16th of it
+      // each, so that eight processes keep half the cache open behind them at most, and
+      // eviction still finds room (the race test in tests/integration/stream_test.cc).
+      const uint64_t byte_cap = options_.cache_limit ? *options_.cache_limit / 16 : UINT64_MAX;
       while (recent_.size() > kRecentShards || (recent_.size() > 1 && recent_bytes_ > byte_cap)) {
         const ShardKey& old = recent_.back().first;
         recent_bytes_ -= indexes_[old.stream].shards[old.shard].raw_data.bytes;

@@ -200,6 +200,64 @@ TEST(Stream, DiskUseStaysWithinTheCacheLimit) {
   EXPECT_GT(peak, limit / 2) << "the cache was used";
 }
 
+// The race suite in small: eight processes with different orders through one cache folder with a
+// tight limit. Every one must finish its epoch with every sample read (--touch reads every
+// byte, so a shard deleted or cut under a reader would show), and the folder must stay within
+// the limit plus the documented slack: one shard per download in flight beyond the first.
+TEST(Stream, EightProcessesShareATightCacheWithoutHarm) {
+  TempDir tmp;
+  // Small shards: what the eight pin at once (the shard in use, the ones fetched ahead, a 16th
+  // of the limit each behind) stays well under the limit, so eviction has work to do.
+  const Dataset d = MakeRemoteDataset(tmp, "race", 2500, 10000, 256 << 10);
+  ASSERT_GE(d.index.shards.size(), 80u);
+  const auto cache = tmp / "cache";
+  const uint64_t limit = d.raw_bytes * 3 / 5;
+  uint64_t largest = 0;
+  for (const auto& s : d.index.shards) largest = std::max(largest, s.raw_data.bytes);
+  constexpr int kProcesses = 8;
+  const uint64_t slack = (kProcesses - 1) * largest;  // --concurrency 1 each
+  std::atomic<bool> done{false};
+  uint64_t peak = 0;
+  std::jthread sampler([&] {
+    while (!done) {
+      uint64_t used = 0;
+      std::error_code ec;
+      for (auto it = std::filesystem::recursive_directory_iterator(cache, ec);
+           !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+        if (it->is_regular_file(ec) && it->path().filename().string().starts_with("shard.")) {
+          std::error_code size_ec;
+          const uint64_t size = std::filesystem::file_size(it->path(), size_ec);
+          if (!size_ec) used += size;
+        }
+      }
+      peak = std::max(peak, used);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  });
+  std::string command = "(";
+  for (int p = 0; p < kProcesses; ++p) {
+    command += fmt::format(
+        "{} stream {} --local {} --cache-limit {} --shuffle --seed {} --concurrency 1 "
+        "--predownload 20 --validate-hash xxh64 --touch --json > {} 2>&1 & ",
+        FERRY_CLI_PATH, d.url, Quote(cache), limit, p, Quote(tmp / fmt::format("race{}", p)));
+  }
+  command += "wait)";
+  ASSERT_EQ(Sh(command), 0);
+  done = true;
+  sampler.join();
+  uint64_t evictions = 0;
+  for (int p = 0; p < kProcesses; ++p) {
+    auto lines = JsonLines(tmp / fmt::format("race{}", p));
+    ASSERT_EQ(lines.size(), 1u) << ReadFileToString(tmp / fmt::format("race{}", p)).value_or("");
+    EXPECT_EQ(lines[0]["samples"], d.samples) << "process " << p;
+    evictions += lines[0]["evictions"].get<uint64_t>();
+  }
+  EXPECT_GT(evictions, 0u) << "the limit was tight enough to evict";
+  EXPECT_LE(peak, limit + slack) << "limit " << limit << ", slack " << slack;
+  std::cerr << "race: " << kProcesses << " processes, " << evictions << " evictions, peak " << peak
+            << " bytes of a limit of " << limit << "\n";
+}
+
 TEST(Stream, ACorruptedShardIsDataLossNamingIt) {
   TempDir tmp;
   const Dataset d = MakeRemoteDataset(tmp, "corrupt", 500, 1000, 100000);
