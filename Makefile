@@ -7,7 +7,7 @@ FUZZ_RUNS ?= 100000
 FUZZ_SECONDS ?= 300
 DEMO_IMAGES ?= 2000
 
-.PHONY: all deps build build-python build-dev test bench-full fuzz-build fuzz-smoke fuzz demo bench format format-check clean
+.PHONY: all deps build build-python build-dev test bench-full fuzz-build fuzz-smoke fuzz reliability demo bench format format-check clean
 
 all: build
 
@@ -46,6 +46,11 @@ fuzz-smoke: fuzz-build
 
 fuzz: fuzz-build
 	@./scripts/run-fuzzers.sh --seconds $(FUZZ_SECONDS)
+
+# The reliability suites at full strength (kill, race, hostile input, fuzzing, secrets); writes
+# docs/reliability.md.
+reliability: build-dev build-python fuzz-build
+	@./scripts/reliability.sh
 
 demo: build
 	@./scripts/demo.sh --images $(DEMO_IMAGES)

@@ -11,7 +11,9 @@
 #include <sys/wait.h>
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -155,6 +157,82 @@ TEST(Stream, AKilledDownloadLeavesNothingThatPassesForAShard) {
             0)
       << ReadFileToString(tmp / "final").value_or("");
   EXPECT_EQ(JsonLines(tmp / "final")[0]["samples"], d.samples);
+}
+
+// The kill suite: `ferry stream` over compressed shards with a cache_limit (so downloads,
+// decompressions, renames, evictions and the index write all happen) is SIGKILLed at a random
+// moment, FERRY_KILL_ROUNDS times (12 in make test, 50 in make reliability). After every kill
+// the cache folder must be consistent - every file under a shard's name is exactly that file,
+// index.json is whole - and the next round must be able to use it (no lock outlives its
+// process); at the end an uninterrupted run reads the epoch.
+TEST(Stream, SurvivesRepeatedKillsAtRandomMoments) {
+  const char* env_rounds = std::getenv("FERRY_KILL_ROUNDS");
+  const int rounds = env_rounds ? std::atoi(env_rounds) : 12;
+  TempDir tmp;
+  UseS3Server("S3RVER");
+  const auto local = tmp / "src";
+  auto writer = MdsWriter::Create({.out = local,
+                                   .columns = {{"id", "int"}, {"blob", "bytes"}},
+                                   .compression = "zstd:1",
+                                   .hashes = {"xxh64"},
+                                   .size_limit = 512 << 10})
+                    .value();
+  for (uint64_t i = 0; i < 1500; ++i) {
+    const Value values[] = {Value(Bytes{TestBytes(4000, i)}), Value(static_cast<int64_t>(i))};
+    ASSERT_TRUE(writer->WriteValues(values).ok());
+  }
+  const Index index = writer->Finish().value();
+  const std::string url =
+      fmt::format("s3://{}/stream/{}/kill", ServerEnv("S3RVER_BUCKET"), RunId());
+  ASSERT_EQ(Sh(fmt::format("{} cp -r -q {} {} >/dev/null", FERRY_CLI_PATH, Quote(local), url)), 0);
+  const std::string index_text = ReadFileToString(local / "index.json").value();
+  uint64_t raw_bytes = 0;
+  std::map<std::string, const FileInfo*> files;  // every shard file by basename
+  for (const auto& shard : index.shards) {
+    raw_bytes += shard.raw_data.bytes;
+    files[shard.raw_data.basename] = &shard.raw_data;
+    if (shard.zip_data) files[shard.zip_data->basename] = &*shard.zip_data;
+  }
+  const auto cache = tmp / "cache";
+  std::mt19937 random(20261201);
+  int killed = 0, checked = 0;
+  for (int round = 0; round < rounds; ++round) {
+    const int delay_ms = 30 + static_cast<int>(random() % 900);
+    const int code = Sh(fmt::format(
+        "timeout -s KILL {:.3f} {} stream {} --local {} --cache-limit {} --shuffle --seed {} "
+        "--validate-hash xxh64 --touch > /dev/null 2>&1",
+        delay_ms / 1000.0, FERRY_CLI_PATH, url, Quote(cache), raw_bytes / 2, round));
+    if (code == 137) ++killed;
+    std::error_code ec;
+    for (auto it = std::filesystem::recursive_directory_iterator(cache, ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+      const auto relative = std::filesystem::relative(it->path(), cache).generic_string();
+      if (relative.starts_with(".ferry") || !it->is_regular_file() ||
+          relative.ends_with(".ferry-tmp")) {
+        continue;
+      }
+      const std::string data = ReadFileToString(it->path()).value_or("<unreadable>");
+      if (relative == "index.json") {
+        EXPECT_EQ(data, index_text) << "round " << round << ": index.json is whole";
+      } else {
+        auto f = files.find(relative);
+        ASSERT_NE(f, files.end()) << "round " << round << ": a stray file " << relative;
+        EXPECT_EQ(data.size(), f->second->bytes) << "round " << round << ": " << relative;
+        EXPECT_EQ(HashHex("xxh64", data).value_or(""), *f->second->FindHash("xxh64"))
+            << "round " << round << ": " << relative;
+      }
+      ++checked;
+    }
+  }
+  ASSERT_EQ(Sh(fmt::format("{} stream {} --local {} --cache-limit {} --validate-hash xxh64 "
+                           "--touch --json > {} 2>&1",
+                           FERRY_CLI_PATH, url, Quote(cache), raw_bytes / 2, Quote(tmp / "final"))),
+            0)
+      << ReadFileToString(tmp / "final").value_or("");
+  EXPECT_EQ(JsonLines(tmp / "final")[0]["samples"], 1500);
+  EXPECT_GE(killed, rounds / 2) << "most rounds must be killed mid-epoch to prove anything";
+  std::cerr << "kill suite: " << rounds << " rounds, " << killed << " killed mid-epoch, " << checked
+            << " cached files checked whole after the kills\n";
 }
 
 TEST(Stream, DiskUseStaysWithinTheCacheLimit) {
