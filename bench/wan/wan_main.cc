@@ -1,13 +1,18 @@
 // ferry-wan: the WAN emulator (wan_proxy.h) as a command.
 //   ferry-wan --target 127.0.0.1:9000 --delay-ms 50 [--listen PORT] [--conn-mbps 25]
 //             [--total-mbps 1000] [--max-conns 64] [--port-file F]
+//             [--fault-rate 0.2 --fault-kinds truncate,stall,flip,refuse,http503
+//              --fault-seed 7 --fault-max-offset BYTES --fault-stall-ms 1000]
 // Prints "listening on 127.0.0.1:PORT" (and writes PORT to --port-file), runs until SIGINT or
 // SIGTERM, then prints what went through as one JSON line.
+#include <fmt/format.h>
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "bench/wan/wan_proxy.h"
 
@@ -24,6 +29,17 @@ int main(int argc, char** argv) {
   app.add_option("--total-mbps", total_mbps, "Bandwidth cap in total, MB/s (0: none)");
   app.add_option("--max-conns", max_conns, "Concurrent connections (0: any)");
   app.add_option("--port-file", port_file, "Write the listening port here");
+  double fault_rate = 0;
+  std::vector<std::string> fault_kinds;
+  uint64_t fault_seed = 1, fault_max_offset = uint64_t{1} << 20;
+  int64_t fault_stall_ms = 1000;
+  app.add_option("--fault-rate", fault_rate, "Fraction of connections given one fault");
+  app.add_option("--fault-kinds", fault_kinds, "truncate, stall, flip, refuse, http503")
+      ->delimiter(',');
+  app.add_option("--fault-seed", fault_seed, "Seed of the fault schedule");
+  app.add_option("--fault-max-offset", fault_max_offset,
+                 "A fault fires within this many bytes to the client");
+  app.add_option("--fault-stall-ms", fault_stall_ms, "How long a stall lasts");
   CLI11_PARSE(app, argc, argv);
 
   ferry::wan::WanOptions options;
@@ -39,6 +55,18 @@ int main(int argc, char** argv) {
   options.per_connection_bytes_per_s = conn_mbps * 1e6;
   options.total_bytes_per_s = total_mbps * 1e6;
   options.max_connections = max_conns;
+  options.faults.rate = fault_rate;
+  options.faults.seed = fault_seed;
+  options.faults.max_offset = fault_max_offset;
+  options.faults.stall = std::chrono::milliseconds(fault_stall_ms);
+  for (const std::string& name : fault_kinds) {
+    auto kind = ferry::wan::ParseFaultKind(name);
+    if (!kind) {
+      std::fprintf(stderr, "ferry-wan: %s\n", kind.status().message().c_str());
+      return 2;
+    }
+    options.faults.kinds.push_back(*kind);
+  }
 
   // Block the signals before any thread starts, then wait for one.
   sigset_t signals;
@@ -60,10 +88,17 @@ int main(int argc, char** argv) {
   sigwait(&signals, &sig);
   const auto stats = (*proxy)->Stats();
   (*proxy)->Stop();
-  std::printf(R"({"connections": %llu, "bytes_to_server": %llu, "bytes_to_client": %llu})"
+  std::string faults;
+  for (int k = 0; k < ferry::wan::kFaultKinds; ++k) {
+    faults += fmt::format("{}\"{}\": {}", k ? ", " : "",
+                          ferry::wan::FaultKindName(static_cast<ferry::wan::FaultKind>(k)),
+                          stats.faults[k]);
+  }
+  std::printf(R"({"connections": %llu, "bytes_to_server": %llu, "bytes_to_client": %llu, )"
+              R"("faults": {%s}})"
               "\n",
               static_cast<unsigned long long>(stats.connections),
               static_cast<unsigned long long>(stats.bytes_to_server),
-              static_cast<unsigned long long>(stats.bytes_to_client));
+              static_cast<unsigned long long>(stats.bytes_to_client), faults.c_str());
   return 0;
 }

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <deque>
 #include <list>
+#include <optional>
+#include <random>
 
 #include "base/file_util.h"
 
@@ -46,6 +48,19 @@ class Pacer {
   Clock::time_point next_ = Clock::now();
 };
 
+// One connection's planned fault (the down direction's).
+struct Fault {
+  FaultKind kind = FaultKind::kTruncate;
+  uint64_t offset = 0;
+  std::chrono::milliseconds stall{0};
+  std::atomic<uint64_t>* fired = nullptr;  // the counter of its kind
+  // A stall or a flip leaves the connection up: with probability `rate` another one follows
+  // within `max_offset` bytes, drawn from `seed` (so the schedule stays a function of it).
+  double rate = 0;
+  uint64_t max_offset = 0;
+  uint64_t seed = 0;
+};
+
 void SetNoDelay(int fd) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -55,13 +70,14 @@ void SetNoDelay(int fd) {
 class Direction {
  public:
   Direction(int from, int to, const WanOptions& options, Pacer* total,
-            std::atomic<uint64_t>* counter)
+            std::atomic<uint64_t>* counter, std::optional<Fault> fault = std::nullopt)
       : from_(from),
         to_(to),
         options_(options),
         own_(options.per_connection_bytes_per_s),
         total_(total),
-        counter_(counter) {}
+        counter_(counter),
+        fault_(fault) {}
 
   void Run(std::stop_token stop) {
     reader_ = std::jthread([this](std::stop_token s) { Read(s); });
@@ -115,18 +131,64 @@ class Direction {
         ::shutdown(to_, SHUT_WR);  // pass the end of the stream on
         return;
       }
-      std::string_view rest = chunk.data;
+      if (fault_ && sent_ + chunk.data.size() > fault_->offset) {
+        // The fault fires inside this chunk.
+        // (A re-armed fault may fall behind what was sent: it fires at this chunk's start.)
+        const size_t at =
+            fault_->offset > sent_ ? static_cast<size_t>(fault_->offset - sent_) : size_t{0};
+        switch (fault_->kind) {
+          case FaultKind::kFlip:
+            chunk.data[at] = static_cast<char>(chunk.data[at] ^ 0x10);
+            break;
+          case FaultKind::kTruncate:
+            chunk.data.resize(at);
+            break;
+          default:
+            break;
+        }
+        const FaultKind kind = fault_->kind;
+        const auto stall = fault_->stall;
+        fault_->fired->fetch_add(1, std::memory_order_relaxed);
+        std::mt19937_64 next(fault_->seed);
+        if (kind != FaultKind::kTruncate && fault_->max_offset > 0 &&
+            std::uniform_real_distribution<double>(0, 1)(next) < fault_->rate) {
+          fault_->offset += 1 + next() % fault_->max_offset;
+          fault_->seed = next();
+        } else {
+          fault_.reset();
+        }
+        if (kind == FaultKind::kTruncate) {
+          if (!Send(chunk.data)) return;
+          ::shutdown(to_, SHUT_RDWR);
+          ::shutdown(from_, SHUT_RDWR);
+          return;
+        }
+        if (kind == FaultKind::kStall) {
+          std::unique_lock lock(mu_);
+          cv_.wait_for(lock, stop, stall, [] { return false; });
+          if (stop.stop_requested()) return;
+        }
+      }
+      if (!Send(chunk.data)) return;
+    }
+  }
+
+  // Sends `data` at the allowed rate; false when the peer is gone.
+  bool Send(std::string_view rest) {
+    {
       while (!rest.empty()) {
         const size_t n = std::min(rest.size(), kWriteSlice);
         const auto at = std::max(own_.Reserve(n), total_->Reserve(n));
         std::this_thread::sleep_until(at);
         const ssize_t w = ::send(to_, rest.data(), n, MSG_NOSIGNAL);
         if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return;
+        if (w <= 0) return false;
         counter_->fetch_add(static_cast<uint64_t>(w), std::memory_order_relaxed);
+        sent_ += static_cast<uint64_t>(w);
         rest.remove_prefix(static_cast<size_t>(w));
       }
     }
+    return true;
   }
 
   const int from_, to_;
@@ -134,6 +196,8 @@ class Direction {
   Pacer own_;
   Pacer* total_;
   std::atomic<uint64_t>* counter_;
+  std::optional<Fault> fault_;
+  uint64_t sent_ = 0;  // bytes sent to `to_`
   std::mutex mu_;
   std::condition_variable_any cv_;
   std::deque<Chunk> queue_;
@@ -149,6 +213,8 @@ struct WanProxy::Impl {
   Pacer total{0};
   std::atomic<uint64_t> connections{0}, to_server{0}, to_client{0};
   std::atomic<uint32_t> active{0};
+  std::array<std::atomic<uint64_t>, kFaultKinds> faults{};
+  std::mt19937_64 random;  // the acceptor's only
 
   struct Connection {
     int client = -1, server = -1;
@@ -160,7 +226,45 @@ struct WanProxy::Impl {
   std::list<std::unique_ptr<Connection>> conns;
   std::jthread acceptor;
 
-  explicit Impl(WanOptions o) : options(std::move(o)), total(options.total_bytes_per_s) {}
+  explicit Impl(WanOptions o)
+      : options(std::move(o)), total(options.total_bytes_per_s), random(options.faults.seed) {}
+
+  // The fault of the next connection, if it gets one.
+  std::optional<Fault> Draw() {
+    const FaultOptions& f = options.faults;
+    if (f.rate <= 0 || f.kinds.empty()) return std::nullopt;
+    if (std::uniform_real_distribution<double>(0, 1)(random) >= f.rate) return std::nullopt;
+    Fault fault;
+    fault.kind = f.kinds[random() % f.kinds.size()];
+    fault.offset = f.max_offset > 0 ? random() % f.max_offset : 0;
+    fault.stall = f.stall;
+    fault.fired = &faults[static_cast<int>(fault.kind)];
+    fault.rate = f.rate;
+    fault.max_offset = f.max_offset;
+    fault.seed = random();
+    return fault;
+  }
+
+  // Answers the first request on `client` with S3's throttling reply, then closes.
+  static void AnswerSlowDown(int client, std::stop_token stop) {
+    char buffer[4096];
+    pollfd p{client, POLLIN, 0};
+    for (int waited = 0; waited < 5000 && !stop.stop_requested(); waited += 50) {
+      if (::poll(&p, 1, 50) > 0) {
+        (void)!::read(client, buffer, sizeof buffer);
+        break;
+      }
+    }
+    const std::string body =
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>SlowDown</Code><Message>Please "
+        "reduce your request rate.</Message></Error>";
+    const std::string reply = fmt::format(
+        "HTTP/1.1 503 Slow Down\r\nContent-Type: application/xml\r\nContent-Length: {}\r\n"
+        "Connection: close\r\n\r\n{}",
+        body.size(), body);
+    (void)!::send(client, reply.data(), reply.size(), MSG_NOSIGNAL);
+    ::shutdown(client, SHUT_RDWR);
+  }
 
   Result<int> Dial() const {
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -186,7 +290,7 @@ struct WanProxy::Impl {
         (*it)->up_thread.join();
         (*it)->down_thread.join();
         ::close((*it)->client);
-        ::close((*it)->server);
+        if ((*it)->server >= 0) ::close((*it)->server);
         active.fetch_sub(1);
         it = conns.erase(it);
       } else {
@@ -207,6 +311,31 @@ struct WanProxy::Impl {
       const int client = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
       if (client < 0) continue;
       SetNoDelay(client);
+      std::optional<Fault> fault = Draw();
+      if (fault && fault->kind == FaultKind::kRefuse) {
+        linger reset{1, 0};  // close with RST: "connection reset by peer"
+        ::setsockopt(client, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+        ::close(client);
+        fault->fired->fetch_add(1);
+        continue;
+      }
+      if (fault && fault->kind == FaultKind::kHttp503) {
+        fault->fired->fetch_add(1);
+        auto c = std::make_unique<Connection>();
+        c->client = client;
+        Connection* raw = c.get();
+        raw->up_thread = std::jthread([raw](std::stop_token s) {
+          AnswerSlowDown(raw->client, s);
+          raw->open_directions.fetch_sub(1);
+        });
+        raw->down_thread =
+            std::jthread([raw](std::stop_token) { raw->open_directions.fetch_sub(1); });
+        connections.fetch_add(1);
+        active.fetch_add(1);
+        std::lock_guard lock(mu);
+        conns.push_back(std::move(c));
+        continue;
+      }
       auto server = Dial();
       if (!server) {
         ::close(client);
@@ -216,7 +345,7 @@ struct WanProxy::Impl {
       c->client = client;
       c->server = *server;
       c->up = std::make_unique<Direction>(client, *server, options, &total, &to_server);
-      c->down = std::make_unique<Direction>(*server, client, options, &total, &to_client);
+      c->down = std::make_unique<Direction>(*server, client, options, &total, &to_client, fault);
       Connection* raw = c.get();
       raw->up_thread = std::jthread([raw](std::stop_token s) {
         raw->up->Run(s);
@@ -239,7 +368,7 @@ struct WanProxy::Impl {
     std::lock_guard lock(mu);
     for (auto& c : conns) {
       ::shutdown(c->client, SHUT_RDWR);  // wakes blocked reads and writes
-      ::shutdown(c->server, SHUT_RDWR);
+      if (c->server >= 0) ::shutdown(c->server, SHUT_RDWR);
       c->up_thread.request_stop();
       c->down_thread.request_stop();
     }
@@ -247,7 +376,7 @@ struct WanProxy::Impl {
       c->up_thread.join();
       c->down_thread.join();
       ::close(c->client);
-      ::close(c->server);
+      if (c->server >= 0) ::close(c->server);
     }
     conns.clear();
     if (listen_fd >= 0) ::close(listen_fd);
@@ -287,8 +416,28 @@ void WanProxy::Stop() {
 }
 
 WanStats WanProxy::Stats() const {
-  return {impl_->connections.load(), impl_->to_server.load(), impl_->to_client.load(),
-          impl_->active.load()};
+  WanStats stats{impl_->connections.load(),
+                 impl_->to_server.load(),
+                 impl_->to_client.load(),
+                 impl_->active.load(),
+                 {}};
+  for (int k = 0; k < kFaultKinds; ++k) stats.faults[k] = impl_->faults[k].load();
+  return stats;
 }
+
+namespace {
+constexpr std::string_view kFaultNames[kFaultKinds] = {"truncate", "stall", "flip", "refuse",
+                                                       "http503"};
+}  // namespace
+
+Result<FaultKind> ParseFaultKind(std::string_view name) {
+  for (int k = 0; k < kFaultKinds; ++k) {
+    if (kFaultNames[k] == name) return static_cast<FaultKind>(k);
+  }
+  return InvalidArgumentError(
+      fmt::format("unknown fault {} (truncate, stall, flip, refuse, http503)", name));
+}
+
+std::string_view FaultKindName(FaultKind kind) { return kFaultNames[static_cast<int>(kind)]; }
 
 }  // namespace ferry::wan

@@ -6,6 +6,19 @@
 //     keeps its bandwidth and pays the delay once;
 //   - bandwidth caps: per connection and for all connections together (token buckets);
 //   - a cap on concurrent connections (more wait in the listen backlog).
+// Faults (for the reliability suites), drawn per accepted connection from a seeded generator:
+// with probability `rate` a connection gets one fault of a kind drawn from `kinds`, which fires
+// once `offset` bytes (uniform below max_offset) have gone to the client:
+//   truncate  the connection is shut down there (the client sees the body end early);
+//   stall     nothing more is sent for `stall`, then the transfer goes on;
+//   flip      one bit of the byte at the offset is inverted;
+//             (after a stall or a flip the connection goes on, and with probability `rate`
+//             another of the same kind follows within max_offset bytes);
+//   refuse    the connection is reset as soon as it is accepted;
+//   http503   the first request is answered "503 Slow Down" (S3's throttling reply) by the proxy
+//             itself, and the connection closed.
+// Stats counts the faults that fired, by kind.
+//
 // Each direction of each connection is a reader thread (timestamps chunks into a bounded queue)
 // and a writer thread (sends each chunk when its time comes, at the allowed rate). The queue
 // bound limits memory and pushes back on the sender through TCP, as a real path's buffers do.
@@ -13,18 +26,35 @@
 // Thread-safety: Start once; Stats from any thread; Stop (or the destructor) joins everything.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "ferry/result.h"
 
 namespace ferry::wan {
+
+enum class FaultKind { kTruncate, kStall, kFlip, kRefuse, kHttp503 };
+inline constexpr int kFaultKinds = 5;
+
+/// "truncate", "stall", "flip", "refuse", "http503"; kInvalidArgument otherwise.
+Result<FaultKind> ParseFaultKind(std::string_view name);
+std::string_view FaultKindName(FaultKind kind);
+
+struct FaultOptions {
+  double rate = 0;  // fraction of connections with a fault
+  std::vector<FaultKind> kinds;
+  uint64_t seed = 1;
+  uint64_t max_offset = uint64_t{1} << 20;
+  std::chrono::milliseconds stall{1000};
+};
 
 struct WanOptions {
   std::string target_host = "127.0.0.1";
@@ -35,6 +65,7 @@ struct WanOptions {
   double total_bytes_per_s = 0;           // 0: no cap
   uint32_t max_connections = 0;           // 0: no cap
   size_t queue_bytes = size_t{64} << 20;  // per direction per connection
+  FaultOptions faults;
 };
 
 struct WanStats {
@@ -42,6 +73,7 @@ struct WanStats {
   uint64_t bytes_to_server = 0;
   uint64_t bytes_to_client = 0;
   uint32_t active = 0;
+  std::array<uint64_t, kFaultKinds> faults{};  // fired, by FaultKind
 };
 
 class WanProxy {

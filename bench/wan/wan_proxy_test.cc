@@ -8,6 +8,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <string>
 #include <thread>
 
 namespace ferry::wan {
@@ -56,6 +58,25 @@ class Server {
   uint16_t port_;
   std::jthread thread_;
 };
+
+// Sends one byte to 127.0.0.1:port and returns everything read until the peer closes.
+std::string ExchangeData(uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  (void)!::write(fd, "?", 1);
+  std::string out, buf(1 << 16, '\0');
+  for (;;) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n <= 0) break;
+    out.append(buf.data(), static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
 
 // Sends one byte to 127.0.0.1:port and reads until the peer closes; returns (bytes, seconds).
 std::pair<size_t, double> Exchange(uint16_t port) {
@@ -113,6 +134,66 @@ TEST(WanProxy, ABandwidthCapHolds) {
   const double rate = static_cast<double>(bytes) / seconds;
   EXPECT_LT(rate, 20e6 * 1.1);
   EXPECT_GT(rate, 20e6 * 0.7);
+}
+
+WanOptions Faulty(uint16_t port, FaultKind kind) {
+  WanOptions options{.target_port = port};
+  options.faults = {.rate = 1.0,
+                    .kinds = {kind},
+                    .seed = 3,
+                    .max_offset = 50000,
+                    .stall = std::chrono::milliseconds(300)};
+  return options;
+}
+
+TEST(WanProxyFaults, TruncateEndsTheReplyEarly) {
+  Server server(100000);
+  auto proxy = WanProxy::Start(Faulty(server.port(), FaultKind::kTruncate)).value();
+  const std::string got = ExchangeData(proxy->port());
+  EXPECT_LT(got.size(), 50000u);
+  EXPECT_EQ(proxy->Stats().faults[static_cast<int>(FaultKind::kTruncate)], 1u);
+}
+
+TEST(WanProxyFaults, FlipChangesExactlyOneByte) {
+  Server server(100000);
+  auto proxy = WanProxy::Start(Faulty(server.port(), FaultKind::kFlip)).value();
+  const std::string got = ExchangeData(proxy->port());
+  ASSERT_EQ(got.size(), 100000u);
+  EXPECT_EQ(std::count(got.begin(), got.end(), 'x'), 99999);
+}
+
+TEST(WanProxyFaults, StallDelaysButDelivers) {
+  Server server(100000);
+  auto proxy = WanProxy::Start(Faulty(server.port(), FaultKind::kStall)).value();
+  const auto [bytes, seconds] = Exchange(proxy->port());
+  EXPECT_EQ(bytes, 100000u);
+  EXPECT_GE(seconds, 0.3);
+}
+
+TEST(WanProxyFaults, RefuseAndHttp503NeverReachTheServer) {
+  Server server(100);
+  auto refusing = WanProxy::Start(Faulty(server.port(), FaultKind::kRefuse)).value();
+  EXPECT_EQ(ExchangeData(refusing->port()), "");
+  auto throttling = WanProxy::Start(Faulty(server.port(), FaultKind::kHttp503)).value();
+  const std::string reply = ExchangeData(throttling->port());
+  EXPECT_TRUE(reply.starts_with("HTTP/1.1 503 Slow Down\r\n")) << reply;
+  EXPECT_NE(reply.find("<Code>SlowDown</Code>"), std::string::npos);
+  EXPECT_EQ(throttling->Stats().faults[static_cast<int>(FaultKind::kHttp503)], 1u);
+  EXPECT_EQ(throttling->Stats().bytes_to_server, 0u);
+}
+
+TEST(WanProxyFaults, ARateBelowOneFaultsSomeConnectionsBySeed) {
+  Server server(1000);
+  WanOptions options = Faulty(server.port(), FaultKind::kTruncate);
+  options.faults.rate = 0.5;
+  options.faults.max_offset = 500;
+  auto proxy = WanProxy::Start(options).value();
+  int short_replies = 0;
+  for (int i = 0; i < 40; ++i) short_replies += ExchangeData(proxy->port()).size() < 1000;
+  EXPECT_GT(short_replies, 5);
+  EXPECT_LT(short_replies, 35);
+  EXPECT_EQ(proxy->Stats().faults[static_cast<int>(FaultKind::kTruncate)],
+            static_cast<uint64_t>(short_replies));
 }
 
 }  // namespace

@@ -131,8 +131,14 @@ Status CurlError(CURLcode code, const Transfer& t) {
     case CURLE_SSL_CERTPROBLEM:
     case CURLE_SSL_ISSUER_ERROR:
       return FailedPreconditionError(std::move(message) + " (TLS verification failed)");
-    case CURLE_URL_MALFORMAT:
     case CURLE_UNSUPPORTED_PROTOCOL:
+      // For an http(s) URL this is a garbled reply ("Received HTTP/0.9 when not allowed": a
+      // status line corrupted on the way, found by the fault suite), worth a retry.
+      if (t.request.url.starts_with("http://") || t.request.url.starts_with("https://")) {
+        return UnavailableError(std::move(message));
+      }
+      return InvalidArgumentError(std::move(message));
+    case CURLE_URL_MALFORMAT:
       return InvalidArgumentError(std::move(message));
     case CURLE_OUT_OF_MEMORY:
       return ResourceExhaustedError(std::move(message));
