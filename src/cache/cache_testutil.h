@@ -285,6 +285,8 @@ class Pipe {
   void CloseRead() {
     if (fds_[0] >= 0) ::close(std::exchange(fds_[0], -1));
   }
+  int read_fd() const { return fds_[0]; }
+  int write_fd() const { return fds_[1]; }
   void CloseWrite() {
     if (fds_[1] >= 0) ::close(std::exchange(fds_[1], -1));
   }

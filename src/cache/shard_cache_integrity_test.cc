@@ -2,6 +2,8 @@
 // kept compressed files.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -214,3 +216,48 @@ TEST_F(ShardCacheTest, ACorruptKeptZipIsReplacedByADownload) {
 
 }  // namespace
 }  // namespace ferry
+
+namespace ferry::shard_cache_test {
+namespace {
+
+// A full disk, as this machine can make one without privileges: a file size limit in a child
+// process (writes past it fail with EFBIG, as they would with ENOSPC). The download fails with
+// an error naming the shard's file, and leaves neither a shard nor a temporary behind; with
+// the room back, the same cache fetches it.
+TEST_F(ShardCacheTest, AFullDiskIsAClearErrorAndLeavesNothingBehind) {
+  WriteRemote({.samples = 80, .sample_bytes = 4000, .size_limit = 64 << 10});
+  const auto store = Store();  // (sets prefix_)
+  testing::Children children;
+  testing::Pipe report;
+  const pid_t child = children.Spawn([&] {
+    report.CloseRead();
+    ::signal(SIGXFSZ, SIG_IGN);
+    const rlimit limit{.rlim_cur = 16 << 10, .rlim_max = 16 << 10};
+    if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) return 10;
+    auto cache = ShardCache::Open(store, prefix_, index_, {.local = Cache()});
+    if (!cache) return 11;
+    auto handle = (*cache)->Acquire(0);
+    if (handle) return 12;
+    const std::string message = handle.error().message();
+    (void)!::write(report.write_fd(), message.data(), message.size());
+    return 0;
+  });
+  report.CloseWrite();
+  std::string message;
+  char buffer[512];
+  for (ssize_t n; (n = ::read(report.read_fd(), buffer, sizeof buffer)) > 0;) {
+    message.append(buffer, static_cast<size_t>(n));
+  }
+  ASSERT_EQ(children.Wait(child), 0) << "the download must fail past the size limit";
+  EXPECT_THAT(message, HasSubstr(index_.shards[0].raw_data.basename));
+  EXPECT_THAT(message, HasSubstr("too large"));  // EFBIG's text; ENOSPC names itself likewise
+  EXPECT_FALSE(fs::exists(Cache() / index_.shards[0].raw_data.basename));
+  EXPECT_THAT(Temporaries(Cache()), ::testing::IsEmpty());
+  auto cache = Open();
+  auto handle = cache->Acquire(0);
+  ASSERT_TRUE(handle.has_value()) << handle.status().ToString();
+  EXPECT_TRUE(testing::RawShardIsIntact(handle->path(), index_.shards[0]));
+}
+
+}  // namespace
+}  // namespace ferry::shard_cache_test
