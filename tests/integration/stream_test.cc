@@ -140,12 +140,13 @@ TEST(Stream, FaultsCostRetriesNeverWrongOrMissingSamples) {
   TempDir tmp;
   const Dataset d = MakeRemoteDataset(tmp, "faults", 800, 10000, 256 << 10);
   uint64_t total_faults = 0, total_requests = 0;
-  // Faults that close the connection hit the request in flight and its retries come on new
-  // connections: at half the connections a request still gets through within its attempts.
-  // A stall or a flip leaves the connection up, so it gets most connections.
+  // A refused or throttled connection costs the request in flight one of its 8 attempts, each
+  // on a new connection: at a rate r all 8 fail with r^8 (0.35^8: 2e-4 per request, so the
+  // suite does not flake). A cut body resumes for what is missing; a stall or a flip leaves
+  // the connection up, so they get most connections.
   const std::vector<std::string> kinds = {
       "truncate", "stall", "refuse", "http503", "flip", "truncate,stall,refuse,http503,flip"};
-  const std::vector<double> rates = {0.7, 0.9, 0.5, 0.5, 0.9, 0.6};
+  const std::vector<double> rates = {0.6, 0.9, 0.35, 0.35, 0.9, 0.8};
   for (size_t k = 0; k < kinds.size(); ++k) {
     SCOPED_TRACE(kinds[k]);
     const auto run = tmp / fmt::format("run{}", k);
@@ -185,10 +186,11 @@ TEST(Stream, FaultsCostRetriesNeverWrongOrMissingSamples) {
                 << " requests, " << lines[0]["bytes_fetched"] << " bytes fetched of " << d.raw_bytes
                 << "\n";
     } else {
-      // Retries exhausted: only a corruption caught twice may end a run, and it says which.
+      // Retries exhausted: only a corruption may end a run (caught twice by the digest, or a
+      // flipped header such as the ETag, which makes the shard look replaced mid-download),
+      // and the error names the shard.
       EXPECT_NE(kinds[k].find("flip"), std::string::npos) << out;
       EXPECT_THAT(out, HasSubstr("shard.")) << out;
-      EXPECT_THAT(out, HasSubstr("xxh64")) << out;
     }
     for (const auto& s : d.index.shards) {
       const auto path = run / "cache" / s.raw_data.basename;
