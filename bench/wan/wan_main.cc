@@ -1,7 +1,7 @@
 // ferry-wan: the WAN emulator (wan_proxy.h) as a command.
 //   ferry-wan --target 127.0.0.1:9000 --delay-ms 50 [--listen PORT] [--conn-mbps 25]
 //             [--total-mbps 1000] [--max-conns 64] [--port-file F]
-//             [--fault-rate 0.2 --fault-kinds truncate,stall,flip,refuse,http503
+//             [--fault-rate 0.2 --fault-kinds truncate,stall,flip,refuse,http503,busy,http500
 //              --fault-seed 7 --fault-max-offset BYTES --fault-stall-ms 1000]
 // Prints "listening on 127.0.0.1:PORT" (and writes PORT to --port-file), runs until SIGINT or
 // SIGTERM, then prints what went through as one JSON line.
@@ -34,7 +34,8 @@ int main(int argc, char** argv) {
   uint64_t fault_seed = 1, fault_max_offset = uint64_t{1} << 20;
   int64_t fault_stall_ms = 1000;
   app.add_option("--fault-rate", fault_rate, "Fraction of connections given one fault");
-  app.add_option("--fault-kinds", fault_kinds, "truncate, stall, flip, refuse, http503")
+  app.add_option("--fault-kinds", fault_kinds,
+                 "truncate, stall, flip, refuse, http503, busy, http500")
       ->delimiter(',');
   app.add_option("--fault-seed", fault_seed, "Seed of the fault schedule");
   app.add_option("--fault-max-offset", fault_max_offset,

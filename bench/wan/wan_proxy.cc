@@ -15,6 +15,7 @@
 #include <list>
 #include <optional>
 #include <random>
+#include <tuple>
 
 #include "base/file_util.h"
 
@@ -245,8 +246,8 @@ struct WanProxy::Impl {
     return fault;
   }
 
-  // Answers the first request on `client` with S3's throttling reply, then closes.
-  static void AnswerSlowDown(int client, std::stop_token stop) {
+  // Answers the first request on `client` with an error reply of `kind`, then closes.
+  static void AnswerWithError(int client, FaultKind kind, std::stop_token stop) {
     char buffer[4096];
     pollfd p{client, POLLIN, 0};
     for (int waited = 0; waited < 5000 && !stop.stop_requested(); waited += 50) {
@@ -255,13 +256,23 @@ struct WanProxy::Impl {
         break;
       }
     }
-    const std::string body =
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>SlowDown</Code><Message>Please "
-        "reduce your request rate.</Message></Error>";
+    // S3's throttling reply, Azure's, and a plain internal error.
+    const auto [status, code, message] =
+        kind == FaultKind::kHttp503
+            ? std::tuple{"503 Slow Down", "SlowDown", "Please reduce your request rate."}
+        : kind == FaultKind::kServerBusy
+            ? std::tuple{"503 Server Busy", "ServerBusy",
+                         "The server is currently unable to receive requests."}
+            : std::tuple{"500 Internal Server Error", "InternalError",
+                         "We encountered an internal error. Please try again."};
+    const std::string body = fmt::format(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>{}</Code><Message>{}</Message>"
+        "</Error>",
+        code, message);
     const std::string reply = fmt::format(
-        "HTTP/1.1 503 Slow Down\r\nContent-Type: application/xml\r\nContent-Length: {}\r\n"
+        "HTTP/1.1 {}\r\nContent-Type: application/xml\r\nContent-Length: {}\r\n"
         "Connection: close\r\n\r\n{}",
-        body.size(), body);
+        status, body.size(), body);
     (void)!::send(client, reply.data(), reply.size(), MSG_NOSIGNAL);
     ::shutdown(client, SHUT_RDWR);
   }
@@ -319,13 +330,15 @@ struct WanProxy::Impl {
         fault->fired->fetch_add(1);
         continue;
       }
-      if (fault && fault->kind == FaultKind::kHttp503) {
+      if (fault && (fault->kind == FaultKind::kHttp503 || fault->kind == FaultKind::kServerBusy ||
+                    fault->kind == FaultKind::kHttp500)) {
         fault->fired->fetch_add(1);
         auto c = std::make_unique<Connection>();
         c->client = client;
         Connection* raw = c.get();
-        raw->up_thread = std::jthread([raw](std::stop_token s) {
-          AnswerSlowDown(raw->client, s);
+        const FaultKind kind = fault->kind;
+        raw->up_thread = std::jthread([raw, kind](std::stop_token s) {
+          AnswerWithError(raw->client, kind, s);
           raw->open_directions.fetch_sub(1);
         });
         raw->down_thread =
@@ -426,16 +439,16 @@ WanStats WanProxy::Stats() const {
 }
 
 namespace {
-constexpr std::string_view kFaultNames[kFaultKinds] = {"truncate", "stall", "flip", "refuse",
-                                                       "http503"};
+constexpr std::string_view kFaultNames[kFaultKinds] = {"truncate", "stall", "flip",   "refuse",
+                                                       "http503",  "busy",  "http500"};
 }  // namespace
 
 Result<FaultKind> ParseFaultKind(std::string_view name) {
   for (int k = 0; k < kFaultKinds; ++k) {
     if (kFaultNames[k] == name) return static_cast<FaultKind>(k);
   }
-  return InvalidArgumentError(
-      fmt::format("unknown fault {} (truncate, stall, flip, refuse, http503)", name));
+  return InvalidArgumentError(fmt::format(
+      "unknown fault {} (truncate, stall, flip, refuse, http503, busy, http500)", name));
 }
 
 std::string_view FaultKindName(FaultKind kind) { return kFaultNames[static_cast<int>(kind)]; }

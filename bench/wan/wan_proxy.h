@@ -16,7 +16,9 @@
 //             another of the same kind follows within max_offset bytes);
 //   refuse    the connection is reset as soon as it is accepted;
 //   http503   the first request is answered "503 Slow Down" (S3's throttling reply) by the proxy
-//             itself, and the connection closed.
+//             itself, and the connection closed;
+//   busy      the same with Azure's "503 Server Busy";
+//   http500   the same with "500 Internal Server Error".
 // Stats counts the faults that fired, by kind.
 //
 // Each direction of each connection is a reader thread (timestamps chunks into a bounded queue)
@@ -41,10 +43,11 @@
 
 namespace ferry::wan {
 
-enum class FaultKind { kTruncate, kStall, kFlip, kRefuse, kHttp503 };
-inline constexpr int kFaultKinds = 5;
+enum class FaultKind { kTruncate, kStall, kFlip, kRefuse, kHttp503, kServerBusy, kHttp500 };
+inline constexpr int kFaultKinds = 7;
 
-/// "truncate", "stall", "flip", "refuse", "http503"; kInvalidArgument otherwise.
+/// "truncate", "stall", "flip", "refuse", "http503", "busy", "http500"; kInvalidArgument
+/// otherwise.
 Result<FaultKind> ParseFaultKind(std::string_view name);
 std::string_view FaultKindName(FaultKind kind);
 

@@ -180,6 +180,10 @@ TEST(WanProxyFaults, RefuseAndHttp503NeverReachTheServer) {
   EXPECT_NE(reply.find("<Code>SlowDown</Code>"), std::string::npos);
   EXPECT_EQ(throttling->Stats().faults[static_cast<int>(FaultKind::kHttp503)], 1u);
   EXPECT_EQ(throttling->Stats().bytes_to_server, 0u);
+  auto busy = WanProxy::Start(Faulty(server.port(), FaultKind::kServerBusy)).value();
+  EXPECT_NE(ExchangeData(busy->port()).find("<Code>ServerBusy</Code>"), std::string::npos);
+  auto failing = WanProxy::Start(Faulty(server.port(), FaultKind::kHttp500)).value();
+  EXPECT_TRUE(ExchangeData(failing->port()).starts_with("HTTP/1.1 500 "));
 }
 
 TEST(WanProxyFaults, ARateBelowOneFaultsSomeConnectionsBySeed) {

@@ -122,10 +122,13 @@ std::string StartWan(const TempDir& tmp, const std::string& args) {
   EXPECT_EQ(Sh(fmt::format("{} --target {} {} --port-file {} > {} 2>&1 & echo $! > {}", wan, target,
                            args, Quote(port_file), Quote(tmp / "wan.log"), Quote(tmp / "wan.pid"))),
             0);
-  for (int i = 0; i < 100 && !std::filesystem::exists(port_file); ++i) {
+  // The port is whole once its line ends (the file exists a moment before it is written).
+  std::string port;
+  for (int i = 0; i < 500 && (port.empty() || port.back() != '\n'); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    port = ReadFileToString(port_file).value_or("");
   }
-  const std::string port = ReadFileToString(port_file).value_or("0");
+  EXPECT_FALSE(port.empty()) << "ferry-wan did not start";
   return "http://127.0.0.1:" + port.substr(0, port.find('\n'));
 }
 
@@ -145,8 +148,9 @@ TEST(Stream, FaultsCostRetriesNeverWrongOrMissingSamples) {
   // suite does not flake). A cut body resumes for what is missing; a stall or a flip leaves
   // the connection up, so they get most connections.
   const std::vector<std::string> kinds = {
-      "truncate", "stall", "refuse", "http503", "flip", "truncate,stall,refuse,http503,flip"};
-  const std::vector<double> rates = {0.6, 0.9, 0.35, 0.35, 0.9, 0.8};
+      "truncate", "stall",   "refuse", "http503",
+      "busy",     "http500", "flip",   "truncate,stall,refuse,http503,busy,http500,flip"};
+  const std::vector<double> rates = {0.6, 0.9, 0.35, 0.35, 0.35, 0.35, 0.9, 0.8};
   for (size_t k = 0; k < kinds.size(); ++k) {
     SCOPED_TRACE(kinds[k]);
     const auto run = tmp / fmt::format("run{}", k);
