@@ -216,6 +216,7 @@ struct WanProxy::Impl {
   std::atomic<uint32_t> active{0};
   std::array<std::atomic<uint64_t>, kFaultKinds> faults{};
   std::mt19937_64 random;  // the acceptor's only
+  uint64_t drawn = 0;      // connections a fault was drawn for
 
   struct Connection {
     int client = -1, server = -1;
@@ -234,7 +235,12 @@ struct WanProxy::Impl {
   std::optional<Fault> Draw() {
     const FaultOptions& f = options.faults;
     if (f.rate <= 0 || f.kinds.empty()) return std::nullopt;
-    if (std::uniform_real_distribution<double>(0, 1)(random) >= f.rate) return std::nullopt;
+    // The first connection always gets one: a short run (a client that keeps a few connections
+    // alive) is never fault-free by chance.
+    const bool first = drawn++ == 0;
+    if (std::uniform_real_distribution<double>(0, 1)(random) >= f.rate && !first) {
+      return std::nullopt;
+    }
     Fault fault;
     fault.kind = f.kinds[random() % f.kinds.size()];
     fault.offset = f.max_offset > 0 ? random() % f.max_offset : 0;

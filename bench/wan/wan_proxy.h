@@ -7,7 +7,8 @@
 //   - bandwidth caps: per connection and for all connections together (token buckets);
 //   - a cap on concurrent connections (more wait in the listen backlog).
 // Faults (for the reliability suites), drawn per accepted connection from a seeded generator:
-// with probability `rate` a connection gets one fault of a kind drawn from `kinds`, which fires
+// with probability `rate` (the first connection always) a connection gets one fault of a kind
+// drawn from `kinds`, which fires
 // once `offset` bytes (uniform below max_offset) have gone to the client:
 //   truncate  the connection is shut down there (the client sees the body end early);
 //   stall     nothing more is sent for `stall`, then the transfer goes on;
