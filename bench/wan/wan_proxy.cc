@@ -176,18 +176,16 @@ class Direction {
 
   // Sends `data` at the allowed rate; false when the peer is gone.
   bool Send(std::string_view rest) {
-    {
-      while (!rest.empty()) {
-        const size_t n = std::min(rest.size(), kWriteSlice);
-        const auto at = std::max(own_.Reserve(n), total_->Reserve(n));
-        std::this_thread::sleep_until(at);
-        const ssize_t w = ::send(to_, rest.data(), n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return false;
-        counter_->fetch_add(static_cast<uint64_t>(w), std::memory_order_relaxed);
-        sent_ += static_cast<uint64_t>(w);
-        rest.remove_prefix(static_cast<size_t>(w));
-      }
+    while (!rest.empty()) {
+      const size_t n = std::min(rest.size(), kWriteSlice);
+      const auto at = std::max(own_.Reserve(n), total_->Reserve(n));
+      std::this_thread::sleep_until(at);
+      const ssize_t w = ::send(to_, rest.data(), n, MSG_NOSIGNAL);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return false;
+      counter_->fetch_add(static_cast<uint64_t>(w), std::memory_order_relaxed);
+      sent_ += static_cast<uint64_t>(w);
+      rest.remove_prefix(static_cast<size_t>(w));
     }
     return true;
   }

@@ -143,7 +143,58 @@ def _advance_epoch(epochs, workers: int) -> int:
         return epochs[0]
 
 
-class StreamingDataset(torch.utils.data.IterableDataset):
+class _NativeDataset(torch.utils.data.IterableDataset):
+    """What StreamingDataset and FileDataset share: the native dataset, opened again in each
+    process that uses it (``_open_native``), and the epoch counter this process shares with the
+    DataLoader workers it forks."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._epochs = multiprocessing.Array("q", [0, 0, 0])  # see _advance_epoch
+        self._resume: Optional[Dict[str, Any]] = None
+        self._pid = None
+        self._dataset = None
+
+    def _open_native(self):
+        raise NotImplementedError
+
+    def _native(self):
+        if self._pid != os.getpid():
+            # A dataset inherited through fork is dropped here safely: the native side never
+            # destroys an object in a process other than its own (src/python/fork_safe.h).
+            self._dataset = self._open_native()
+            self._pid = os.getpid()
+        return self._dataset
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_dataset"] = None
+        state["_pid"] = None
+        state["_epochs"] = None  # shared only through fork
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        if self._epochs is None:
+            self._epochs = multiprocessing.Array("q", [0, 0, 0])
+
+    def _next_epoch(self, workers: int) -> int:
+        return _advance_epoch(self._epochs, workers)
+
+    @property
+    def next_epoch(self) -> int:
+        with self._epochs.get_lock():
+            return self._epochs[0] + (1 if self._epochs[1] else 0)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Makes the next iteration read `epoch` (from its start)."""
+        with self._epochs.get_lock():
+            self._epochs[0] = _count(epoch, "epoch")
+            self._epochs[1] = 0
+        self._resume = None
+
+
+class StreamingDataset(_NativeDataset):
     """Samples of one or more MDS datasets, streamed through a shared local cache.
 
     Args (as in Mosaic Streaming):
@@ -245,15 +296,9 @@ class StreamingDataset(torch.utils.data.IterableDataset):
             "validate_hash": next(iter(hashes), None),
             "allow_unsafe_types": self.allow_unsafe_types,
         }
-        # Epoch bookkeeping shared by this process and the DataLoader workers it forks:
-        # [epoch, workers that started it]; see _next_epoch.
-        self._epochs = multiprocessing.Array("q", [0, 0, 0])
-        self._resume: Optional[Dict[str, Any]] = None
         self._epoch_offset = 0  # sample_in_epoch this process resumed from
         self._workers = 1  # DataLoader workers per rank (StreamingDataLoader tells the parent)
         self._batch = self.batch_size  # the batches the loader makes (ferry.DataLoader's own)
-        self._pid = None
-        self._dataset = None
         # Open now: a bad URL, missing index or bad option fails here, not in a worker.
         native = self._native()
         self._decoders = [
@@ -261,30 +306,11 @@ class StreamingDataset(torch.utils.data.IterableDataset):
         ]
         self._columns = [name for name, _ in native.columns]
 
-    # -- native state, re-created after fork --------------------------------------------------
-
-    def _native(self):
-        if self._pid != os.getpid():
-            # A dataset inherited through fork is dropped here safely: the native side never
-            # destroys an object in a process other than its own (src/python/fork_safe.h).
-            options = dict(self._options)
-            if self.num_canonical_nodes is not None:
-                options["num_canonical_nodes"] = self.num_canonical_nodes
-            self._dataset = _ferry.Dataset(options)
-            self._pid = os.getpid()
-        return self._dataset
-
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state["_dataset"] = None
-        state["_pid"] = None
-        state["_epochs"] = None  # shared only through fork
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        if self._epochs is None:
-            self._epochs = multiprocessing.Array("q", [0, 0, 0])
+    def _open_native(self):
+        options = dict(self._options)
+        if self.num_canonical_nodes is not None:
+            options["num_canonical_nodes"] = self.num_canonical_nodes
+        return _ferry.Dataset(options)
 
     # -- samples ------------------------------------------------------------------------------
 
@@ -323,21 +349,6 @@ class StreamingDataset(torch.utils.data.IterableDataset):
         return self[index]
 
     # -- epochs and resumption ----------------------------------------------------------------
-
-    def _next_epoch(self, workers: int) -> int:
-        return _advance_epoch(self._epochs, workers)
-
-    @property
-    def next_epoch(self) -> int:
-        with self._epochs.get_lock():
-            return self._epochs[0] + (1 if self._epochs[1] else 0)
-
-    def set_epoch(self, epoch: int) -> None:
-        """Makes the next iteration read `epoch` (from its start)."""
-        with self._epochs.get_lock():
-            self._epochs[0] = _count(epoch, "epoch")
-            self._epochs[1] = 0
-        self._resume = None
 
     def state_dict(self, num_samples: int, from_beginning: bool) -> Dict[str, Any]:
         """Where the world is: ``num_samples`` read this epoch over all ranks (since the start of

@@ -10,14 +10,10 @@ The native engine does the work (docs/files.md); this module is the thin Python 
 from __future__ import annotations
 
 import io
-import multiprocessing
-import os
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
-import torch.utils.data
-
 from . import _ferry
-from .dataset import (_advance_epoch, _count, _default_local, _exact_resume, _size, _worker,
+from .dataset import (_count, _default_local, _exact_resume, _NativeDataset, _size, _worker,
                       _world)
 from .errors import InvalidArgumentError
 
@@ -30,7 +26,7 @@ def _pil_image(data: bytes):
     return image
 
 
-class FileDataset(torch.utils.data.IterableDataset):
+class FileDataset(_NativeDataset):
     """The files under ``root``, as samples ``{"path", "data", "label"}``.
 
     Iterating it (alone or under ``torch.utils.data.DataLoader(num_workers=N)`` and
@@ -122,12 +118,9 @@ class FileDataset(torch.utils.data.IterableDataset):
             "on_missing": on_missing,
             "pack": bool(pack),
         }
-        self._epochs = multiprocessing.Array("q", [0, 0, 0])
-        self._resume: Optional[Dict[str, Any]] = None
         self._workers = 1  # DataLoader workers per rank (ferry.DataLoader's threads)
         self._batch = self.batch_size
-        self._pid = None
-        self._dataset = None
+        self._files: Optional[List[Tuple[str, int, int]]] = None
         # Open now: a bad URL or option, or an unreadable root, fails here, not in a worker. A
         # refresh happens once: workers reuse the listing this open stored.
         native = self._native()
@@ -135,25 +128,8 @@ class FileDataset(torch.utils.data.IterableDataset):
         self._num_files = len(native)
         self.classes: List[str] = list(native.classes)
 
-    # -- native state, re-created after fork --------------------------------------------------
-
-    def _native(self):
-        if self._pid != os.getpid():
-            self._dataset = _ferry.FileDataset(self._options)
-            self._pid = os.getpid()
-        return self._dataset
-
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state["_dataset"] = None
-        state["_pid"] = None
-        state["_epochs"] = None  # shared only through fork
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        if self._epochs is None:
-            self._epochs = multiprocessing.Array("q", [0, 0, 0])
+    def _open_native(self):
+        return _ferry.FileDataset(self._options)
 
     # -- samples ------------------------------------------------------------------------------
 
@@ -165,7 +141,9 @@ class FileDataset(torch.utils.data.IterableDataset):
     @property
     def files(self) -> List[Tuple[str, int, int]]:
         """(path, size, label) of every file in the listing, sorted by path."""
-        return self._native().files
+        if self._files is None:  # built once: the listing does not change while open
+            self._files = self._native().files
+        return self._files
 
     @property
     def listed(self) -> bool:
@@ -198,17 +176,6 @@ class FileDataset(torch.utils.data.IterableDataset):
         return self._sample(self._native().get(index))
 
     # -- epochs and iteration -----------------------------------------------------------------
-
-    @property
-    def next_epoch(self) -> int:
-        with self._epochs.get_lock():
-            return self._epochs[0] + (1 if self._epochs[1] else 0)
-
-    def set_epoch(self, epoch: int) -> None:
-        """Makes the next iteration read `epoch`."""
-        with self._epochs.get_lock():
-            self._epochs[0] = _count(epoch, "epoch")
-            self._epochs[1] = 0
 
     def order(self, epoch: int, worker: Tuple[int, int] = (0, 1)) -> List[int]:
         """Listing indices this rank's DataLoader worker ``worker`` = (id, count) reads in
@@ -272,9 +239,6 @@ class FileDataset(torch.utils.data.IterableDataset):
     def _begin_epoch(self, workers: int, batch_size: Optional[int] = None) -> None:
         self._workers = max(1, workers)
         self._batch = batch_size or self.batch_size
-
-    def _next_epoch(self, workers: int) -> int:
-        return _advance_epoch(self._epochs, workers)
 
     def _start(self, world: Tuple[int, int, int], worker_id: int, epoch: int):
         """(order worker, 0, files it already read) for this worker."""

@@ -22,6 +22,7 @@
 #include "base/file_util.h"
 #include "base/human_size.h"
 #include "base/python_json.h"
+#include "cache/shard_downloader.h"
 #include "cli/command.h"
 #include "cli/image_folder.h"
 #include "cli/progress.h"
@@ -153,8 +154,7 @@ Result<int> RunConvert(const ConvertOptions& o) {
     auto fetch = [&listing, store, prefix](uint64_t i) -> Result<std::string> {
       const FolderFile& f = listing.files[i];
       if (!store) return ReadFileToString(f.path);
-      return store->Get(prefix.empty() || prefix.back() == '/' ? prefix + f.relative
-                                                               : prefix + "/" + f.relative);
+      return store->Get(internal_cache::RemoteKeyOf(prefix, f.relative));
     };
     const uint32_t local_threads = static_cast<uint32_t>(std::max<size_t>(1, o.threads));
     const std::optional<uint32_t> concurrency = !remote  ? std::optional<uint32_t>(local_threads)

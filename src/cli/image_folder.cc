@@ -8,6 +8,7 @@
 
 #include "base/file_util.h"
 #include "base/utf8.h"
+#include "cache/shard_downloader.h"
 #include "ferry/format/index.h"
 
 namespace ferry {
@@ -81,8 +82,7 @@ Status Finish(FolderListing& out, std::string_view root) {
 
 Result<FolderListing> ListRemoteImageFolder(ObjectStore& store, std::string_view prefix,
                                             std::string_view url) {
-  std::string folder(prefix);
-  if (!folder.empty() && folder.back() != '/') folder += '/';
+  const std::string folder = internal_cache::RemoteKeyOf(prefix, "");  // "" or "prefix/"
   FERRY_ASSIGN_OR_RETURN(ListResult listed, store.List(folder, /*recursive=*/true));
   FolderListing out;
   std::vector<FolderFile> top;

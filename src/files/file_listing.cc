@@ -12,6 +12,7 @@
 
 #include "base/log.h"
 #include "cache/cache_layout.h"
+#include "cache/shard_downloader.h"
 #include "ferry/format/index.h"
 
 namespace ferry::internal_files {
@@ -30,13 +31,6 @@ std::string ToLower(std::string_view s) {
   return out;
 }
 
-bool HasExtension(std::string_view path, const std::vector<std::string>& extensions) {
-  if (extensions.empty()) return true;
-  const std::string lower = ToLower(path);
-  return std::any_of(extensions.begin(), extensions.end(),
-                     [&](const std::string& ext) { return lower.ends_with(ext); });
-}
-
 // A stable version of a file for change detection: the etag, or for stores without one (local
 // files) the modification time.
 std::string VersionOf(const ObjectInfo& info) {
@@ -48,6 +42,13 @@ std::string VersionOf(const ObjectInfo& info) {
 }
 
 }  // namespace
+
+bool HasExtension(std::string_view path, const std::vector<std::string>& extensions) {
+  if (extensions.empty()) return true;
+  const std::string lower = ToLower(path);
+  return std::any_of(extensions.begin(), extensions.end(),
+                     [&](const std::string& ext) { return lower.ends_with(ext); });
+}
 
 Result<std::vector<std::string>> NormalizeExtensions(const std::vector<std::string>& extensions) {
   std::vector<std::string> out;
@@ -66,8 +67,7 @@ Result<std::vector<std::string>> NormalizeExtensions(const std::vector<std::stri
 
 Result<Listing> ListFiles(ObjectStore& store, std::string_view prefix, std::string root_url,
                           FileLabels labels, std::vector<std::string> extensions) {
-  std::string folder(prefix);
-  if (!folder.empty() && folder.back() != '/') folder += '/';
+  const std::string folder = internal_cache::RemoteKeyOf(prefix, "");  // "" or "prefix/"
   auto listed = store.List(folder, /*recursive=*/true);
   if (!listed) return listed.error().WithContext(fmt::format("listing {}", root_url));
   Listing listing;

@@ -39,6 +39,10 @@ struct Listing {
 /// Lower case, with a leading dot, sorted, without duplicates. kInvalidArgument for an empty one.
 Result<std::vector<std::string>> NormalizeExtensions(const std::vector<std::string>& extensions);
 
+/// True when `path` ends in one of `extensions` (NormalizeExtensions' form), ignoring case; true
+/// for every path when `extensions` is empty.
+bool HasExtension(std::string_view path, const std::vector<std::string>& extensions);
+
 /// Lists `prefix` (the root's key; "" for the store's root) of `store`. `root_url` names the
 /// root in errors and in the result.
 Result<Listing> ListFiles(ObjectStore& store, std::string_view prefix, std::string root_url,

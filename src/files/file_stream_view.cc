@@ -10,17 +10,14 @@
 
 #include "ferry/format/encoding.h"
 #include "ferry/format/index.h"
+#include "files/file_listing.h"
 
 namespace ferry {
 namespace {
 
-bool AllEndIn(const std::vector<FileEntry>& files, std::initializer_list<std::string_view> ends) {
+bool AllEndIn(const std::vector<FileEntry>& files, const std::vector<std::string>& extensions) {
   return !files.empty() && std::all_of(files.begin(), files.end(), [&](const FileEntry& f) {
-    std::string lower = f.path;
-    std::transform(lower.begin(), lower.end(), lower.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return std::any_of(ends.begin(), ends.end(),
-                       [&](std::string_view end) { return lower.ends_with(end); });
+    return internal_files::HasExtension(f.path, extensions);
   });
 }
 

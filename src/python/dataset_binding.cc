@@ -18,6 +18,7 @@
 #include "files/file_stream_view.h"
 #include "python/bindings.h"
 #include "python/fork_safe.h"
+#include "python/py_args.h"
 #include "python/py_dataset.h"
 #include "python/py_files.h"
 #include "python/py_value.h"
@@ -27,18 +28,6 @@ namespace py = pybind11;
 
 namespace ferry::python {
 namespace {
-
-template <typename T>
-T Get(const py::dict& d, const char* key, T fallback) {
-  if (!d.contains(key) || d[key].is_none()) return fallback;
-  return d[key].cast<T>();
-}
-
-template <typename T>
-std::optional<T> GetOptional(const py::dict& d, const char* key) {
-  if (!d.contains(key) || d[key].is_none()) return std::nullopt;
-  return d[key].cast<T>();
-}
 
 StreamingOptions ParseOptions(const py::dict& d) {
   StreamingOptions o;
@@ -154,12 +143,6 @@ class PyIterator {
   ForkSafe<std::unique_ptr<SampleIterator>> it_;
 };
 
-WorldShape World(const std::tuple<uint32_t, uint32_t, uint32_t>& w) {
-  return {.nodes = std::get<0>(w),
-          .ranks_per_node = std::get<1>(w),
-          .workers_per_rank = std::get<2>(w)};
-}
-
 }  // namespace
 
 void RegisterDataset(py::module_& m) {
@@ -207,8 +190,7 @@ void RegisterDataset(py::module_& m) {
                              })
       .def(
           "plan",
-          [](PyDataset& self, const std::tuple<uint32_t, uint32_t, uint32_t>& world, uint64_t epoch,
-             uint64_t resume_from) {
+          [](PyDataset& self, const Triple& world, uint64_t epoch, uint64_t resume_from) {
             StreamingDataset& ds = self.get();
             Result<std::shared_ptr<const EpochPlan>> plan = InternalError("no plan");
             {
@@ -238,17 +220,14 @@ void RegisterDataset(py::module_& m) {
           py::arg("id"))
       .def(
           "iterate",
-          [](PyDataset& self, const std::tuple<uint32_t, uint32_t, uint32_t>& world,
-             const std::tuple<uint32_t, uint32_t, uint32_t>& worker, uint64_t epoch,
+          [](PyDataset& self, const Triple& world, const Triple& worker, uint64_t epoch,
              uint64_t resume_from, uint64_t skip) {
             StreamingDataset& ds = self.get();
             Result<std::unique_ptr<SampleIterator>> it = InternalError("no iterator");
             {
               py::gil_scoped_release release;
               it = ds.Iterate({.world = World(world),
-                               .worker = {.node = std::get<0>(worker),
-                                          .rank = std::get<1>(worker),
-                                          .worker = std::get<2>(worker)},
+                               .worker = Worker(worker),
                                .epoch = epoch,
                                .resume_from = resume_from,
                                .skip = skip});

@@ -15,21 +15,13 @@
 #include "files/file_stream_view.h"
 #include "python/bindings.h"
 #include "python/fork_safe.h"
+#include "python/py_args.h"
 #include "python/py_files.h"
 #include "python/status_exception.h"
 
 namespace py = pybind11;
 
 namespace ferry::python {
-namespace {
-
-template <typename T>
-std::optional<T> GetOptional(const py::dict& d, const char* key) {
-  if (!d.contains(key) || d[key].is_none()) return std::nullopt;
-  return d[key].cast<T>();
-}
-
-}  // namespace
 
 FileDatasetOptions ParseFileDatasetOptions(const py::dict& d) {
   FileDatasetOptions o;
@@ -69,16 +61,6 @@ namespace {
 
 py::tuple ToPython(FileSample& s) {
   return py::make_tuple(s.index, s.path, s.label, py::bytes(s.data.data(), s.data.size()));
-}
-
-WorldShape World(const std::tuple<uint32_t, uint32_t, uint32_t>& w) {
-  return {.nodes = std::get<0>(w),
-          .ranks_per_node = std::get<1>(w),
-          .workers_per_rank = std::get<2>(w)};
-}
-
-WorkerId Worker(const std::tuple<uint32_t, uint32_t, uint32_t>& w) {
-  return {.node = std::get<0>(w), .rank = std::get<1>(w), .worker = std::get<2>(w)};
 }
 
 class PyFileIterator {
@@ -156,15 +138,13 @@ void RegisterFiles(py::module_& m) {
           py::arg("index"))
       .def(
           "order",
-          [](PyFileDataset& self, const std::tuple<uint32_t, uint32_t, uint32_t>& world,
-             const std::tuple<uint32_t, uint32_t, uint32_t>& worker, uint64_t epoch) {
+          [](PyFileDataset& self, const Triple& world, const Triple& worker, uint64_t epoch) {
             return Unwrap(self.get().Order(World(world), Worker(worker), epoch));
           },
           py::arg("world"), py::arg("worker"), py::arg("epoch"))
       .def(
           "iterate",
-          [](PyFileDataset& self, const std::tuple<uint32_t, uint32_t, uint32_t>& world,
-             const std::tuple<uint32_t, uint32_t, uint32_t>& worker, uint64_t epoch,
+          [](PyFileDataset& self, const Triple& world, const Triple& worker, uint64_t epoch,
              uint64_t skip) {
             FileDataset& ds = self.get();
             Result<std::unique_ptr<FileIterator>> it = InternalError("no iterator");

@@ -13,6 +13,7 @@
 #include "loader/batch_loader.h"
 #include "python/bindings.h"
 #include "python/fork_safe.h"
+#include "python/py_args.h"
 #include "python/py_dataset.h"
 #include "python/status_exception.h"
 
@@ -143,7 +144,7 @@ void RegisterLoader(py::module_& m) {
   py::class_<PyLoader>(m, "Loader")
       .def(py::init([](const PyDataset& dataset, const py::list& columns, uint32_t batch_size,
                        uint32_t num_threads, uint32_t prefetch_factor, bool drop_last,
-                       uint64_t seed, const std::tuple<uint32_t, uint32_t, uint32_t>& world,
+                       uint64_t seed, const Triple& world,
                        const std::tuple<uint32_t, uint32_t>& rank, uint64_t epoch,
                        const std::vector<std::tuple<uint32_t, uint64_t, uint64_t>>& starts) {
              BatchLoaderOptions o;
@@ -166,10 +167,7 @@ void RegisterLoader(py::module_& m) {
              {
                py::gil_scoped_release release;
                loader = BatchLoader::Start(
-                   dataset.shared(), std::move(o),
-                   {.nodes = std::get<0>(world),
-                    .ranks_per_node = std::get<1>(world),
-                    .workers_per_rank = std::get<2>(world)},
+                   dataset.shared(), std::move(o), World(world),
                    {.node = std::get<0>(rank), .rank = std::get<1>(rank), .worker = 0}, epoch,
                    std::move(s));
              }

@@ -311,6 +311,39 @@ TEST(Stream, SurvivesRepeatedKillsAtRandomMoments) {
             << " cached files checked whole after the kills\n";
 }
 
+// Samples the bytes of shard files (temporaries included) under `folder` every 10 ms until
+// Stop, which returns the most it saw.
+class DiskUseSampler {
+ public:
+  explicit DiskUseSampler(std::filesystem::path folder)
+      : thread_([this, folder = std::move(folder)](std::stop_token stop) {
+          while (!stop.stop_requested()) {
+            uint64_t used = 0;
+            std::error_code ec;
+            for (auto it = std::filesystem::recursive_directory_iterator(folder, ec);
+                 !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+              if (it->is_regular_file(ec) && it->path().filename().string().starts_with("shard.")) {
+                std::error_code size_ec;  // the file may be evicted between listing and stat
+                const uint64_t size = std::filesystem::file_size(it->path(), size_ec);
+                if (!size_ec) used += size;
+              }
+            }
+            peak_ = std::max(peak_, used);
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          }
+        }) {}
+
+  uint64_t Stop() {
+    thread_.request_stop();
+    if (thread_.joinable()) thread_.join();
+    return peak_;
+  }
+
+ private:
+  uint64_t peak_ = 0;  // written by the thread until Stop joins it
+  std::jthread thread_;
+};
+
 TEST(Stream, DiskUseStaysWithinTheCacheLimit) {
   TempDir tmp;
   const Dataset d = MakeRemoteDataset(tmp, "evict", 4000, 10000, 2 << 20);
@@ -320,31 +353,13 @@ TEST(Stream, DiskUseStaysWithinTheCacheLimit) {
   uint64_t largest = 0;
   for (const auto& s : d.index.shards) largest = std::max(largest, s.raw_data.bytes);
   const uint64_t slack = 1 * largest;
-  std::atomic<bool> done{false};
-  uint64_t peak = 0;
-  std::jthread sampler([&] {
-    while (!done) {
-      uint64_t used = 0;
-      std::error_code ec;
-      for (auto it = std::filesystem::recursive_directory_iterator(cache, ec);
-           !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-        if (it->is_regular_file(ec) && it->path().filename().string().starts_with("shard.")) {
-          std::error_code size_ec;  // the file may be evicted between listing and stat
-          const uint64_t size = std::filesystem::file_size(it->path(), size_ec);
-          if (!size_ec) used += size;
-        }
-      }
-      peak = std::max(peak, used);
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  });
+  DiskUseSampler sampler(cache);
   const int code = Sh(fmt::format(
       "{} stream {} --local {} --cache-limit {} --epochs 2 --shuffle --shuffle-algo py1s "
       "--validate-hash xxh64 --concurrency 2 --json "
       "> {} 2>&1",
       FERRY_CLI_PATH, d.url, Quote(cache), limit, Quote(tmp / "out")));
-  done = true;
-  sampler.join();
+  const uint64_t peak = sampler.Stop();
   ASSERT_EQ(code, 0) << ReadFileToString(tmp / "out").value_or("");
   auto lines = JsonLines(tmp / "out");
   ASSERT_EQ(lines.size(), 2u);
@@ -370,24 +385,7 @@ TEST(Stream, EightProcessesShareATightCacheWithoutHarm) {
   for (const auto& s : d.index.shards) largest = std::max(largest, s.raw_data.bytes);
   constexpr int kProcesses = 8;
   const uint64_t slack = (kProcesses - 1) * largest;  // --concurrency 1 each
-  std::atomic<bool> done{false};
-  uint64_t peak = 0;
-  std::jthread sampler([&] {
-    while (!done) {
-      uint64_t used = 0;
-      std::error_code ec;
-      for (auto it = std::filesystem::recursive_directory_iterator(cache, ec);
-           !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-        if (it->is_regular_file(ec) && it->path().filename().string().starts_with("shard.")) {
-          std::error_code size_ec;
-          const uint64_t size = std::filesystem::file_size(it->path(), size_ec);
-          if (!size_ec) used += size;
-        }
-      }
-      peak = std::max(peak, used);
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  });
+  DiskUseSampler sampler(cache);
   std::string command = "(";
   for (int p = 0; p < kProcesses; ++p) {
     command += fmt::format(
@@ -397,8 +395,7 @@ TEST(Stream, EightProcessesShareATightCacheWithoutHarm) {
   }
   command += "wait)";
   ASSERT_EQ(Sh(command), 0);
-  done = true;
-  sampler.join();
+  const uint64_t peak = sampler.Stop();
   uint64_t evictions = 0;
   for (int p = 0; p < kProcesses; ++p) {
     auto lines = JsonLines(tmp / fmt::format("race{}", p));

@@ -34,3 +34,20 @@ def _single_process_world(monkeypatch):
     """No test inherits a distributed world from the environment."""
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def s3rver(monkeypatch):
+    """The loopback s3rver of scripts/test-servers.sh, with the AWS_* variables pointing ferry at
+    it: {"endpoint", "bucket", "key", "secret"}. Fails (never skips) without the servers."""
+    endpoint = os.environ.get("FERRY_TEST_S3RVER_ENDPOINT")
+    if not endpoint:
+        pytest.fail("no S3 test server: run through scripts/run-tests.sh (make test)")
+    server = {"endpoint": endpoint, "bucket": os.environ["FERRY_TEST_S3RVER_BUCKET"],
+              "key": os.environ["FERRY_TEST_S3RVER_ACCESS_KEY"],
+              "secret": os.environ["FERRY_TEST_S3RVER_SECRET_KEY"]}
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", server["key"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", server["secret"])
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    return server

@@ -1,7 +1,6 @@
 """ferry.StreamingDataset under torch's DataLoader and simulated torch.distributed ranks, and
 ferry.StreamingDataLoader's exact resumption; bad input is a clear, mapped exception."""
 
-import os
 import pathlib
 
 import numpy as np
@@ -122,15 +121,8 @@ def test_a_state_at_the_end_of_an_epoch_resumes_into_the_next(dataset_dir):
     assert _take(resumed, 10**9) == second != first
 
 
-def test_a_remote_dataset_streams_through_the_cache(tmp_path, monkeypatch):
-    endpoint = os.environ.get("FERRY_TEST_S3RVER_ENDPOINT")
-    if not endpoint:
-        pytest.skip("no S3 test server (scripts/test-servers.sh start)")
-    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", os.environ["FERRY_TEST_S3RVER_ACCESS_KEY"])
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", os.environ["FERRY_TEST_S3RVER_SECRET_KEY"])
-    monkeypatch.setenv("AWS_REGION", "us-east-1")
-    url = f"s3://{os.environ['FERRY_TEST_S3RVER_BUCKET']}/python/{tmp_path.name}"
+def test_a_remote_dataset_streams_through_the_cache(tmp_path, s3rver):
+    url = f"s3://{s3rver['bucket']}/python/{tmp_path.name}"
     import time
 
     with ferry.MDSWriter(out=url, columns={"id": "int", "x": "ndarray:float32:3"},

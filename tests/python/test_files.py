@@ -2,7 +2,6 @@
 DataLoader workers and simulated ranks."""
 
 import io
-import os
 import pathlib
 import random
 
@@ -96,20 +95,12 @@ def test_clear_errors(tmp_path):
 
 
 @pytest.fixture
-def s3_root(tmp_path, monkeypatch):
-    endpoint = os.environ.get("FERRY_TEST_S3RVER_ENDPOINT")
-    if not endpoint:
-        pytest.fail("no S3 test server: run through scripts/run-tests.sh (make test)")
-    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", os.environ["FERRY_TEST_S3RVER_ACCESS_KEY"])
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", os.environ["FERRY_TEST_S3RVER_SECRET_KEY"])
-    monkeypatch.setenv("AWS_REGION", "us-east-1")
+def s3_root(tmp_path, s3rver):
     import boto3
 
-    s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                      aws_access_key_id=os.environ["FERRY_TEST_S3RVER_ACCESS_KEY"],
-                      aws_secret_access_key=os.environ["FERRY_TEST_S3RVER_SECRET_KEY"])
-    bucket = os.environ["FERRY_TEST_S3RVER_BUCKET"]
+    s3 = boto3.client("s3", endpoint_url=s3rver["endpoint"], region_name="us-east-1",
+                      aws_access_key_id=s3rver["key"], aws_secret_access_key=s3rver["secret"])
+    bucket = s3rver["bucket"]
     prefix = f"files/{tmp_path.name}"
     files = _make_root(tmp_path / "src", classes=4, per_class=15)
     for path, data in files.items():  # an independent client puts what ferry must read
