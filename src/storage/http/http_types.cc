@@ -2,9 +2,42 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <cstdlib>
 #include <cstring>
 
+#include "base/log.h"
+
 namespace ferry::http {
+namespace {
+
+// The whole of `name`'s value as a number at least `min`, if it is set and one.
+std::optional<uint32_t> EnvNumber(const char* name, uint32_t min) {
+  const char* text = std::getenv(name);
+  if (text == nullptr) return std::nullopt;
+  uint32_t value = 0;
+  const char* end = text + std::strlen(text);
+  const auto [at, ec] = std::from_chars(text, end, value);
+  if (ec != std::errc() || at != end || value < min) {
+    Log().warn("{}=\"{}\" is not a whole number of at least {}: ignored", name, text, min);
+    return std::nullopt;
+  }
+  return value;
+}
+
+}  // namespace
+
+Timeouts TimeoutsFromEnvironment() {
+  Timeouts t;
+  if (auto v = EnvNumber("FERRY_LOW_SPEED_LIMIT", 0)) t.low_speed_bytes = *v;
+  if (auto v = EnvNumber("FERRY_LOW_SPEED_TIME", 1)) t.low_speed_seconds = *v;
+  return t;
+}
+
+const Timeouts& DefaultTimeouts() {
+  static const Timeouts timeouts = TimeoutsFromEnvironment();
+  return timeouts;
+}
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {

@@ -53,19 +53,29 @@ using BodySource = ::ferry::ByteSource;
 
 struct Timeouts {
   uint32_t connect_ms = 10'000;
-  /// Abort when fewer than `low_speed_bytes` arrive per second for `low_speed_seconds`: a
-  /// stalled connection, not a slow link, is what this catches.
-  uint32_t low_speed_bytes = 1;
+  /// Abort when fewer than `low_speed_bytes` arrive per second, on average, for
+  /// `low_speed_seconds`: a stalled connection, or one trickling so slowly that the job would
+  /// sit on it for days (a read resumes on a new connection). A slow link is not what this
+  /// catches: 1 KiB/s is far below any link worth streaming over.
+  uint32_t low_speed_bytes = 1024;
   uint32_t low_speed_seconds = 30;
   uint32_t total_ms = 0;  // 0: no limit on the whole transfer
 };
+
+/// Timeouts{} with the stall limits the environment sets: FERRY_LOW_SPEED_LIMIT (bytes per
+/// second) and FERRY_LOW_SPEED_TIME (seconds, at least 1). A value that is not a number is
+/// ignored with a warning.
+Timeouts TimeoutsFromEnvironment();
+
+/// TimeoutsFromEnvironment(), read once per process: what every request starts with.
+const Timeouts& DefaultTimeouts();
 
 struct Request {
   std::string method = "GET";
   std::string url;  // absolute and already percent-encoded
   Headers headers;
   std::optional<BodySource> body;
-  Timeouts timeouts;
+  Timeouts timeouts = DefaultTimeouts();
   /// Called once the final response's status and headers have arrived, before its body (and so
   /// even when the body later breaks off): how a resumed read learns the etag and size of what
   /// it was reading. Runs on the transport's I/O thread; must be quick.

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 namespace ferry::http {
 namespace {
 
@@ -31,6 +33,23 @@ TEST(RedactUrl, MasksCredentialsInTheQueryOnly) {
 TEST(EqualsIgnoreCase, ComparesAscii) {
   EXPECT_TRUE(EqualsIgnoreCase("ETag", "etag"));
   EXPECT_FALSE(EqualsIgnoreCase("ETag", "etags"));
+}
+
+TEST(TimeoutsFromEnvironment, TakesTheStallLimitsAndIgnoresWhatIsNotANumber) {
+  ::unsetenv("FERRY_LOW_SPEED_LIMIT");
+  ::unsetenv("FERRY_LOW_SPEED_TIME");
+  EXPECT_EQ(TimeoutsFromEnvironment().low_speed_bytes, Timeouts{}.low_speed_bytes);
+  EXPECT_EQ(TimeoutsFromEnvironment().low_speed_seconds, Timeouts{}.low_speed_seconds);
+  ::setenv("FERRY_LOW_SPEED_LIMIT", "4096", 1);
+  ::setenv("FERRY_LOW_SPEED_TIME", "2", 1);
+  EXPECT_EQ(TimeoutsFromEnvironment().low_speed_bytes, 4096u);
+  EXPECT_EQ(TimeoutsFromEnvironment().low_speed_seconds, 2u);
+  ::setenv("FERRY_LOW_SPEED_LIMIT", "4k", 1);  // not a number: the default stays
+  ::setenv("FERRY_LOW_SPEED_TIME", "0", 1);    // curl would take 0 for "never": refused
+  EXPECT_EQ(TimeoutsFromEnvironment().low_speed_bytes, Timeouts{}.low_speed_bytes);
+  EXPECT_EQ(TimeoutsFromEnvironment().low_speed_seconds, Timeouts{}.low_speed_seconds);
+  ::unsetenv("FERRY_LOW_SPEED_LIMIT");
+  ::unsetenv("FERRY_LOW_SPEED_TIME");
 }
 
 }  // namespace

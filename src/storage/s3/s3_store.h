@@ -47,7 +47,7 @@ struct S3StoreConfig {
   AwsCredentials credentials;  // anonymous: requests go unsigned
 
   RetryPolicy retry;
-  http::Timeouts timeouts;
+  http::Timeouts timeouts = http::DefaultTimeouts();
   /// Objects of this size or more go up as multipart uploads.
   uint64_t multipart_threshold = uint64_t{64} << 20;
   /// Preferred part size (S3 needs >= 5 MiB for all parts but the last; tests go smaller).
