@@ -1,8 +1,10 @@
 // ferry-wan: the WAN emulator (wan_proxy.h) as a command.
 //   ferry-wan --target 127.0.0.1:9000 --delay-ms 50 [--listen PORT] [--conn-mbps 25]
 //             [--total-mbps 1000] [--max-conns 64] [--port-file F]
-//             [--fault-rate 0.2 --fault-kinds truncate,stall,flip,refuse,http503,busy,http500
-//              --fault-seed 7 --fault-max-offset BYTES --fault-stall-ms 1000]
+//             [--fault-rate 0.2
+//              --fault-kinds truncate,stall,flip,slow,refuse,http503,busy,http500
+//              --fault-seed 7 --fault-max-offset BYTES --fault-stall-ms 1000
+//              --fault-slow-bps 1024]
 // Prints "listening on 127.0.0.1:PORT" (and writes PORT to --port-file), runs until SIGINT or
 // SIGTERM, then prints what went through as one JSON line.
 #include <fmt/format.h>
@@ -33,14 +35,19 @@ int main(int argc, char** argv) {
   std::vector<std::string> fault_kinds;
   uint64_t fault_seed = 1, fault_max_offset = uint64_t{1} << 20;
   int64_t fault_stall_ms = 1000;
-  app.add_option("--fault-rate", fault_rate, "Fraction of connections given one fault");
+  double fault_slow_bps = 1024;
+  app.add_option("--fault-rate", fault_rate,
+                 "Fraction of connections given a body fault (truncate, stall, flip, slow) and "
+                 "of requests given a request fault (refuse, http503, busy, http500)");
   app.add_option("--fault-kinds", fault_kinds,
-                 "truncate, stall, flip, refuse, http503, busy, http500")
+                 "truncate, stall, flip, slow, refuse, http503, busy, http500")
       ->delimiter(',');
   app.add_option("--fault-seed", fault_seed, "Seed of the fault schedule");
   app.add_option("--fault-max-offset", fault_max_offset,
                  "A fault fires within this many bytes to the client");
   app.add_option("--fault-stall-ms", fault_stall_ms, "How long a stall lasts");
+  app.add_option("--fault-slow-bps", fault_slow_bps,
+                 "Bytes per second a slowed connection trickles at");
   CLI11_PARSE(app, argc, argv);
 
   ferry::wan::WanOptions options;
@@ -60,6 +67,7 @@ int main(int argc, char** argv) {
   options.faults.seed = fault_seed;
   options.faults.max_offset = fault_max_offset;
   options.faults.stall = std::chrono::milliseconds(fault_stall_ms);
+  options.faults.slow_bytes_per_s = fault_slow_bps;
   for (const std::string& name : fault_kinds) {
     auto kind = ferry::wan::ParseFaultKind(name);
     if (!kind) {
@@ -95,10 +103,11 @@ int main(int argc, char** argv) {
                           ferry::wan::FaultKindName(static_cast<ferry::wan::FaultKind>(k)),
                           stats.faults[k]);
   }
-  std::printf(R"({"connections": %llu, "bytes_to_server": %llu, "bytes_to_client": %llu, )"
-              R"("faults": {%s}})"
+  std::printf(R"({"connections": %llu, "requests": %llu, "bytes_to_server": %llu, )"
+              R"("bytes_to_client": %llu, "faults": {%s}})"
               "\n",
               static_cast<unsigned long long>(stats.connections),
+              static_cast<unsigned long long>(stats.requests),
               static_cast<unsigned long long>(stats.bytes_to_server),
               static_cast<unsigned long long>(stats.bytes_to_client), faults.c_str());
   return 0;

@@ -8,10 +8,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <list>
 #include <optional>
 #include <random>
@@ -62,6 +64,43 @@ struct Fault {
   uint64_t seed = 0;
 };
 
+// What the up direction (client to server) needs to fault requests: the draw, both sockets,
+// and the counters.
+struct RequestFaults {
+  std::function<std::optional<FaultKind>()> draw;
+  int client = -1, server = -1;
+  std::atomic<uint64_t>* requests = nullptr;
+  std::array<std::atomic<uint64_t>, kFaultKinds>* fired = nullptr;
+};
+
+bool StartsARequest(std::string_view data) {
+  for (std::string_view method : {"GET ", "HEAD ", "PUT ", "POST ", "DELETE "}) {
+    if (data.starts_with(method)) return true;
+  }
+  return false;
+}
+
+// The proxy's own reply for an error fault: S3's throttling reply, Azure's, or a plain internal
+// error.
+std::string ErrorReply(FaultKind kind) {
+  const auto [status, code, message] =
+      kind == FaultKind::kHttp503
+          ? std::tuple{"503 Slow Down", "SlowDown", "Please reduce your request rate."}
+      : kind == FaultKind::kServerBusy
+          ? std::tuple{"503 Server Busy", "ServerBusy",
+                       "The server is currently unable to receive requests."}
+          : std::tuple{"500 Internal Server Error", "InternalError",
+                       "We encountered an internal error. Please try again."};
+  const std::string body = fmt::format(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>{}</Code><Message>{}</Message>"
+      "</Error>",
+      code, message);
+  return fmt::format(
+      "HTTP/1.1 {}\r\nContent-Type: application/xml\r\nContent-Length: {}\r\n"
+      "Connection: close\r\n\r\n{}",
+      status, body.size(), body);
+}
+
 void SetNoDelay(int fd) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -71,14 +110,16 @@ void SetNoDelay(int fd) {
 class Direction {
  public:
   Direction(int from, int to, const WanOptions& options, Pacer* total,
-            std::atomic<uint64_t>* counter, std::optional<Fault> fault = std::nullopt)
+            std::atomic<uint64_t>* counter, std::optional<Fault> fault = std::nullopt,
+            const RequestFaults* requests = nullptr)
       : from_(from),
         to_(to),
         options_(options),
         own_(options.per_connection_bytes_per_s),
         total_(total),
         counter_(counter),
-        fault_(fault) {}
+        fault_(fault),
+        requests_(requests) {}
 
   void Run(std::stop_token stop) {
     reader_ = std::jthread([this](std::stop_token s) { Read(s); });
@@ -132,6 +173,13 @@ class Direction {
         ::shutdown(to_, SHUT_WR);  // pass the end of the stream on
         return;
       }
+      if (requests_ != nullptr && StartsARequest(chunk.data)) {
+        requests_->requests->fetch_add(1, std::memory_order_relaxed);
+        if (const auto kind = requests_->draw()) {
+          FailRequest(*kind, stop);
+          return;
+        }
+      }
       if (fault_ && sent_ + chunk.data.size() > fault_->offset) {
         // The fault fires inside this chunk.
         // (A re-armed fault may fall behind what was sent: it fires at this chunk's start.)
@@ -151,7 +199,7 @@ class Direction {
         const auto stall = fault_->stall;
         fault_->fired->fetch_add(1, std::memory_order_relaxed);
         std::mt19937_64 next(fault_->seed);
-        if (kind != FaultKind::kTruncate && fault_->max_offset > 0 &&
+        if (kind != FaultKind::kTruncate && kind != FaultKind::kSlow && fault_->max_offset > 0 &&
             std::uniform_real_distribution<double>(0, 1)(next) < fault_->rate) {
           fault_->offset += 1 + next() % fault_->max_offset;
           fault_->seed = next();
@@ -159,7 +207,7 @@ class Direction {
           fault_.reset();
         }
         if (kind == FaultKind::kTruncate) {
-          if (!Send(chunk.data)) return;
+          if (!Send(chunk.data, stop)) return;
           ::shutdown(to_, SHUT_RDWR);
           ::shutdown(from_, SHUT_RDWR);
           return;
@@ -169,13 +217,52 @@ class Direction {
           cv_.wait_for(lock, stop, stall, [] { return false; });
           if (stop.stop_requested()) return;
         }
+        if (kind == FaultKind::kSlow) {
+          // Full speed up to the offset, a trickle from there on.
+          if (!Send(std::string_view(chunk.data).substr(0, at), stop)) return;
+          chunk.data.erase(0, at);
+          slow_ = true;  // and stays so (the fault is not re-armed)
+        }
       }
-      if (!Send(chunk.data)) return;
+      if (!Send(chunk.data, stop)) return;
     }
   }
 
-  // Sends `data` at the allowed rate; false when the peer is gone.
-  bool Send(std::string_view rest) {
+  // The request has reached the server's side of the path: fail it as `kind` says.
+  void FailRequest(FaultKind kind, std::stop_token stop) {
+    (*requests_->fired)[static_cast<int>(kind)].fetch_add(1, std::memory_order_relaxed);
+    if (kind != FaultKind::kRefuse) {
+      // The reply travels back over the path like any other.
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait_for(lock, stop, options_.one_way_delay, [] { return false; });
+      }
+      const std::string reply = ErrorReply(kind);
+      (void)!::send(requests_->client, reply.data(), reply.size(), MSG_NOSIGNAL);
+    }
+    // Both ends go: the client sees the reply (or nothing) and then the connection close.
+    ::shutdown(requests_->client, SHUT_RDWR);
+    ::shutdown(requests_->server, SHUT_RDWR);
+  }
+
+  // Sends `data` at the allowed rate (a trickle once slowed); false when the peer is gone or
+  // the proxy stops.
+  bool Send(std::string_view rest, std::stop_token stop) {
+    while (!rest.empty() && slow_) {
+      // A twentieth of a second's worth at a time, so that a stop is never kept waiting.
+      const auto slice = std::max<size_t>(1, static_cast<size_t>(fault_slow_bytes_per_s() / 20));
+      const ssize_t w = ::send(to_, rest.data(), std::min(rest.size(), slice), MSG_NOSIGNAL);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return false;
+      counter_->fetch_add(static_cast<uint64_t>(w), std::memory_order_relaxed);
+      sent_ += static_cast<uint64_t>(w);
+      rest.remove_prefix(static_cast<size_t>(w));
+      std::unique_lock lock(mu_);
+      if (cv_.wait_for(lock, stop, std::chrono::milliseconds(50), [] { return false; }) ||
+          stop.stop_requested()) {
+        return false;
+      }
+    }
     while (!rest.empty()) {
       const size_t n = std::min(rest.size(), kWriteSlice);
       const auto at = std::max(own_.Reserve(n), total_->Reserve(n));
@@ -195,8 +282,12 @@ class Direction {
   Pacer own_;
   Pacer* total_;
   std::atomic<uint64_t>* counter_;
+  double fault_slow_bytes_per_s() const { return options_.faults.slow_bytes_per_s; }
+
   std::optional<Fault> fault_;
-  uint64_t sent_ = 0;  // bytes sent to `to_`
+  const RequestFaults* requests_;  // the up direction's, else null
+  bool slow_ = false;              // a slow fault has fired: trickle from now on
+  uint64_t sent_ = 0;              // bytes sent to `to_`
   std::mutex mu_;
   std::condition_variable_any cv_;
   std::deque<Chunk> queue_;
@@ -213,11 +304,15 @@ struct WanProxy::Impl {
   std::atomic<uint64_t> connections{0}, to_server{0}, to_client{0};
   std::atomic<uint32_t> active{0};
   std::array<std::atomic<uint64_t>, kFaultKinds> faults{};
-  std::mt19937_64 random;  // the acceptor's only
-  uint64_t drawn = 0;      // connections a fault was drawn for
+  std::atomic<uint64_t> requests{0};
+  std::mutex random_mu;  // the acceptor and every connection's up direction draw
+  std::mt19937_64 random;
+  uint64_t drawn = 0;           // connections a body fault was drawn for
+  uint64_t requests_drawn = 0;  // requests a request fault was drawn for
 
   struct Connection {
     int client = -1, server = -1;
+    RequestFaults request_faults;
     std::unique_ptr<Direction> up, down;
     std::jthread up_thread, down_thread;
     std::atomic<int> open_directions{2};
@@ -229,18 +324,31 @@ struct WanProxy::Impl {
   explicit Impl(WanOptions o)
       : options(std::move(o)), total(options.total_bytes_per_s), random(options.faults.seed) {}
 
-  // The fault of the next connection, if it gets one.
-  std::optional<Fault> Draw() {
+  // One of `kinds` of the request kinds (`request` true) or of the body kinds, with probability
+  // rate - and always for the first one (`*count` is 0), so that a short run is never
+  // fault-free by chance.
+  std::optional<FaultKind> DrawKind(bool request, uint64_t* count) {
     const FaultOptions& f = options.faults;
-    if (f.rate <= 0 || f.kinds.empty()) return std::nullopt;
-    // The first connection always gets one: a short run (a client that keeps a few connections
-    // alive) is never fault-free by chance.
-    const bool first = drawn++ == 0;
+    std::vector<FaultKind> kinds;
+    for (FaultKind k : f.kinds) {
+      if (IsRequestFault(k) == request) kinds.push_back(k);
+    }
+    if (f.rate <= 0 || kinds.empty()) return std::nullopt;
+    const bool first = (*count)++ == 0;
     if (std::uniform_real_distribution<double>(0, 1)(random) >= f.rate && !first) {
       return std::nullopt;
     }
+    return kinds[random() % kinds.size()];
+  }
+
+  // The body fault of the next connection, if it gets one.
+  std::optional<Fault> Draw() {
+    std::lock_guard lock(random_mu);
+    const auto kind = DrawKind(false, &drawn);
+    if (!kind) return std::nullopt;
+    const FaultOptions& f = options.faults;
     Fault fault;
-    fault.kind = f.kinds[random() % f.kinds.size()];
+    fault.kind = *kind;
     fault.offset = f.max_offset > 0 ? random() % f.max_offset : 0;
     fault.stall = f.stall;
     fault.fired = &faults[static_cast<int>(fault.kind)];
@@ -250,35 +358,10 @@ struct WanProxy::Impl {
     return fault;
   }
 
-  // Answers the first request on `client` with an error reply of `kind`, then closes.
-  static void AnswerWithError(int client, FaultKind kind, std::stop_token stop) {
-    char buffer[4096];
-    pollfd p{client, POLLIN, 0};
-    for (int waited = 0; waited < 5000 && !stop.stop_requested(); waited += 50) {
-      if (::poll(&p, 1, 50) > 0) {
-        (void)!::read(client, buffer, sizeof buffer);
-        break;
-      }
-    }
-    // S3's throttling reply, Azure's, and a plain internal error.
-    const auto [status, code, message] =
-        kind == FaultKind::kHttp503
-            ? std::tuple{"503 Slow Down", "SlowDown", "Please reduce your request rate."}
-        : kind == FaultKind::kServerBusy
-            ? std::tuple{"503 Server Busy", "ServerBusy",
-                         "The server is currently unable to receive requests."}
-            : std::tuple{"500 Internal Server Error", "InternalError",
-                         "We encountered an internal error. Please try again."};
-    const std::string body = fmt::format(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>{}</Code><Message>{}</Message>"
-        "</Error>",
-        code, message);
-    const std::string reply = fmt::format(
-        "HTTP/1.1 {}\r\nContent-Type: application/xml\r\nContent-Length: {}\r\n"
-        "Connection: close\r\n\r\n{}",
-        status, body.size(), body);
-    (void)!::send(client, reply.data(), reply.size(), MSG_NOSIGNAL);
-    ::shutdown(client, SHUT_RDWR);
+  // The fault of a request that has just arrived, if it gets one.
+  std::optional<FaultKind> DrawRequest() {
+    std::lock_guard lock(random_mu);
+    return DrawKind(true, &requests_drawn);
   }
 
   Result<int> Dial() const {
@@ -327,32 +410,6 @@ struct WanProxy::Impl {
       if (client < 0) continue;
       SetNoDelay(client);
       std::optional<Fault> fault = Draw();
-      if (fault && fault->kind == FaultKind::kRefuse) {
-        linger reset{1, 0};  // close with RST: "connection reset by peer"
-        ::setsockopt(client, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
-        ::close(client);
-        fault->fired->fetch_add(1);
-        continue;
-      }
-      if (fault && (fault->kind == FaultKind::kHttp503 || fault->kind == FaultKind::kServerBusy ||
-                    fault->kind == FaultKind::kHttp500)) {
-        fault->fired->fetch_add(1);
-        auto c = std::make_unique<Connection>();
-        c->client = client;
-        Connection* raw = c.get();
-        const FaultKind kind = fault->kind;
-        raw->up_thread = std::jthread([raw, kind](std::stop_token s) {
-          AnswerWithError(raw->client, kind, s);
-          raw->open_directions.fetch_sub(1);
-        });
-        raw->down_thread =
-            std::jthread([raw](std::stop_token) { raw->open_directions.fetch_sub(1); });
-        connections.fetch_add(1);
-        active.fetch_add(1);
-        std::lock_guard lock(mu);
-        conns.push_back(std::move(c));
-        continue;
-      }
       auto server = Dial();
       if (!server) {
         ::close(client);
@@ -361,7 +418,9 @@ struct WanProxy::Impl {
       auto c = std::make_unique<Connection>();
       c->client = client;
       c->server = *server;
-      c->up = std::make_unique<Direction>(client, *server, options, &total, &to_server);
+      c->request_faults = {[this] { return DrawRequest(); }, client, *server, &requests, &faults};
+      c->up = std::make_unique<Direction>(client, *server, options, &total, &to_server,
+                                          std::nullopt, &c->request_faults);
       c->down = std::make_unique<Direction>(*server, client, options, &total, &to_client, fault);
       Connection* raw = c.get();
       raw->up_thread = std::jthread([raw](std::stop_token s) {
@@ -433,26 +492,28 @@ void WanProxy::Stop() {
 }
 
 WanStats WanProxy::Stats() const {
-  WanStats stats{impl_->connections.load(),
-                 impl_->to_server.load(),
-                 impl_->to_client.load(),
-                 impl_->active.load(),
-                 {}};
+  WanStats stats{impl_->connections.load(), impl_->requests.load(), impl_->to_server.load(),
+                 impl_->to_client.load(),   impl_->active.load(),   {}};
   for (int k = 0; k < kFaultKinds; ++k) stats.faults[k] = impl_->faults[k].load();
   return stats;
 }
 
 namespace {
-constexpr std::string_view kFaultNames[kFaultKinds] = {"truncate", "stall", "flip",   "refuse",
-                                                       "http503",  "busy",  "http500"};
+constexpr std::string_view kFaultNames[kFaultKinds] = {"truncate", "stall", "flip",    "refuse",
+                                                       "http503",  "busy",  "http500", "slow"};
 }  // namespace
+
+bool IsRequestFault(FaultKind kind) {
+  return kind == FaultKind::kRefuse || kind == FaultKind::kHttp503 ||
+         kind == FaultKind::kServerBusy || kind == FaultKind::kHttp500;
+}
 
 Result<FaultKind> ParseFaultKind(std::string_view name) {
   for (int k = 0; k < kFaultKinds; ++k) {
     if (kFaultNames[k] == name) return static_cast<FaultKind>(k);
   }
   return InvalidArgumentError(fmt::format(
-      "unknown fault {} (truncate, stall, flip, refuse, http503, busy, http500)", name));
+      "unknown fault {} (truncate, stall, flip, slow, refuse, http503, busy, http500)", name));
 }
 
 std::string_view FaultKindName(FaultKind kind) { return kFaultNames[static_cast<int>(kind)]; }

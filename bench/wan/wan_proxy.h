@@ -6,21 +6,28 @@
 //     keeps its bandwidth and pays the delay once;
 //   - bandwidth caps: per connection and for all connections together (token buckets);
 //   - a cap on concurrent connections (more wait in the listen backlog).
-// Faults (for the reliability suites), drawn per accepted connection from a seeded generator:
-// with probability `rate` (the first connection always) a connection gets one fault of a kind
-// drawn from `kinds`, which fires
-// once `offset` bytes (uniform below max_offset) have gone to the client:
+// Faults (for the reliability suites), drawn from a seeded generator with probability `rate`
+// among the `kinds` given. Faults of a body are drawn per accepted connection (the first
+// connection always gets one) and fire once `offset` bytes (uniform below max_offset) have gone
+// to the client:
 //   truncate  the connection is shut down there (the client sees the body end early);
 //   stall     nothing more is sent for `stall`, then the transfer goes on;
 //   flip      one bit of the byte at the offset is inverted;
 //             (after a stall or a flip the connection goes on, and with probability `rate`
 //             another of the same kind follows within max_offset bytes);
-//   refuse    the connection is reset as soon as it is accepted;
-//   http503   the first request is answered "503 Slow Down" (S3's throttling reply) by the proxy
+//   slow      from there on the connection trickles at `slow_bytes_per_s` until the client
+//             gives up on it.
+// Faults of a request are drawn per request (the first request always gets one), so that they
+// hit a share of the requests however long a client keeps its connections:
+//   refuse    the connection is closed as soon as the request arrives, with no reply (on a new
+//             connection: as soon as it is used);
+//   http503   the request is answered "503 Slow Down" (S3's throttling reply) by the proxy
 //             itself, and the connection closed;
 //   busy      the same with Azure's "503 Server Busy";
 //   http500   the same with "500 Internal Server Error".
-// Stats counts the faults that fired, by kind.
+// A request is a client chunk that begins with an HTTP method and a space (a request body that
+// begins so would be taken for one; ferry's reads send no bodies). Stats counts the requests
+// and the faults that fired, by kind.
 //
 // Each direction of each connection is a reader thread (timestamps chunks into a bounded queue)
 // and a writer thread (sends each chunk when its time comes, at the allowed rate). The queue
@@ -44,20 +51,24 @@
 
 namespace ferry::wan {
 
-enum class FaultKind { kTruncate, kStall, kFlip, kRefuse, kHttp503, kServerBusy, kHttp500 };
-inline constexpr int kFaultKinds = 7;
+enum class FaultKind { kTruncate, kStall, kFlip, kRefuse, kHttp503, kServerBusy, kHttp500, kSlow };
+inline constexpr int kFaultKinds = 8;
 
-/// "truncate", "stall", "flip", "refuse", "http503", "busy", "http500"; kInvalidArgument
-/// otherwise.
+/// True for the kinds drawn per request (refuse, http503, busy, http500).
+bool IsRequestFault(FaultKind kind);
+
+/// "truncate", "stall", "flip", "refuse", "http503", "busy", "http500", "slow";
+/// kInvalidArgument otherwise.
 Result<FaultKind> ParseFaultKind(std::string_view name);
 std::string_view FaultKindName(FaultKind kind);
 
 struct FaultOptions {
-  double rate = 0;  // fraction of connections with a fault
+  double rate = 0;  // fraction of connections (body faults) and of requests (request faults)
   std::vector<FaultKind> kinds;
   uint64_t seed = 1;
   uint64_t max_offset = uint64_t{1} << 20;
   std::chrono::milliseconds stall{1000};
+  double slow_bytes_per_s = 1024;
 };
 
 struct WanOptions {
@@ -74,6 +85,7 @@ struct WanOptions {
 
 struct WanStats {
   uint64_t connections = 0;
+  uint64_t requests = 0;
   uint64_t bytes_to_server = 0;
   uint64_t bytes_to_client = 0;
   uint32_t active = 0;

@@ -59,15 +59,16 @@ class Server {
   std::jthread thread_;
 };
 
-// Sends one byte to 127.0.0.1:port and returns everything read until the peer closes.
-std::string ExchangeData(uint16_t port) {
+// Sends `request` (one byte by default) to 127.0.0.1:port and returns everything read until the
+// peer closes.
+std::string ExchangeData(uint16_t port, std::string_view request = "?") {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  (void)!::write(fd, "?", 1);
+  (void)!::write(fd, request.data(), request.size());
   std::string out, buf(1 << 16, '\0');
   for (;;) {
     const ssize_t n = ::read(fd, buf.data(), buf.size());
@@ -160,20 +161,125 @@ TEST(WanProxyFaults, StallDelaysButDelivers) {
   EXPECT_GE(seconds, 0.3);
 }
 
-TEST(WanProxyFaults, RefuseAndHttp503NeverReachTheServer) {
+TEST(WanProxyFaults, SlowTricklesTheRestOfTheReply) {
+  Server server(8000);
+  WanOptions options = Faulty(server.port(), FaultKind::kSlow);
+  options.faults.max_offset = 1000;
+  options.faults.slow_bytes_per_s = 8000;
+  auto proxy = WanProxy::Start(options).value();
+  const auto [bytes, seconds] = Exchange(proxy->port());
+  EXPECT_EQ(bytes, 8000u);
+  EXPECT_GE(seconds, 0.8);  // at least 7,000 bytes at 8,000 per second
+  EXPECT_EQ(proxy->Stats().faults[static_cast<int>(FaultKind::kSlow)], 1u);
+}
+
+constexpr std::string_view kRequest = "GET /bucket/key HTTP/1.1\r\nHost: x\r\n\r\n";
+
+TEST(WanProxyFaults, RefuseAndErrorRepliesNeverReachTheServer) {
   Server server(100);
   auto refusing = WanProxy::Start(Faulty(server.port(), FaultKind::kRefuse)).value();
-  EXPECT_EQ(ExchangeData(refusing->port()), "");
+  EXPECT_EQ(ExchangeData(refusing->port(), kRequest), "");
+  EXPECT_EQ(refusing->Stats().faults[static_cast<int>(FaultKind::kRefuse)], 1u);
   auto throttling = WanProxy::Start(Faulty(server.port(), FaultKind::kHttp503)).value();
-  const std::string reply = ExchangeData(throttling->port());
+  const std::string reply = ExchangeData(throttling->port(), kRequest);
   EXPECT_TRUE(reply.starts_with("HTTP/1.1 503 Slow Down\r\n")) << reply;
   EXPECT_NE(reply.find("<Code>SlowDown</Code>"), std::string::npos);
   EXPECT_EQ(throttling->Stats().faults[static_cast<int>(FaultKind::kHttp503)], 1u);
+  EXPECT_EQ(throttling->Stats().requests, 1u);
   EXPECT_EQ(throttling->Stats().bytes_to_server, 0u);
   auto busy = WanProxy::Start(Faulty(server.port(), FaultKind::kServerBusy)).value();
-  EXPECT_NE(ExchangeData(busy->port()).find("<Code>ServerBusy</Code>"), std::string::npos);
+  EXPECT_NE(ExchangeData(busy->port(), kRequest).find("<Code>ServerBusy</Code>"),
+            std::string::npos);
   auto failing = WanProxy::Start(Faulty(server.port(), FaultKind::kHttp500)).value();
-  EXPECT_TRUE(ExchangeData(failing->port()).starts_with("HTTP/1.1 500 "));
+  EXPECT_TRUE(ExchangeData(failing->port(), kRequest).starts_with("HTTP/1.1 500 "));
+  // Bytes that do not start a request are not drawn for.
+  EXPECT_EQ(ExchangeData(failing->port()), std::string(100, 'x'));
+}
+
+// A keep-alive HTTP server: answers every request on a connection with "ok" until it closes.
+class KeepAliveServer {
+ public:
+  KeepAliveServer() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    ::listen(fd_, 16);
+    socklen_t len = sizeof addr;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::jthread([this](std::stop_token stop) {
+      while (!stop.stop_requested()) {
+        const int c = ::accept(fd_, nullptr, nullptr);
+        if (c < 0) return;
+        std::string in, buf(4096, '\0');
+        for (;;) {
+          const ssize_t n = ::read(c, buf.data(), buf.size());
+          if (n <= 0) break;
+          in.append(buf.data(), static_cast<size_t>(n));
+          for (size_t end; (end = in.find("\r\n\r\n")) != std::string::npos;) {
+            in.erase(0, end + 4);
+            constexpr std::string_view kOk = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+            (void)!::send(c, kOk.data(), kOk.size(), MSG_NOSIGNAL);
+          }
+        }
+        ::close(c);
+      }
+    });
+  }
+  ~KeepAliveServer() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+  }
+  uint16_t port() const { return port_; }
+
+ private:
+  int fd_;
+  uint16_t port_;
+  std::jthread thread_;
+};
+
+TEST(WanProxyFaults, RequestFaultsAreDrawnPerRequestOnAKeptConnection) {
+  KeepAliveServer server;
+  WanOptions options = Faulty(server.port(), FaultKind::kHttp503);
+  options.faults.rate = 0.3;
+  auto proxy = WanProxy::Start(options).value();
+  // 60 requests, each on the same connection as the one before until a fault closes it.
+  int fd = -1, throttled = 0, most_on_one_connection = 0, on_this_connection = 0;
+  for (int i = 0; i < 60; ++i) {
+    if (fd < 0) {
+      fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_port = htons(proxy->port());
+      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+      on_this_connection = 0;
+    }
+    ASSERT_EQ(::write(fd, kRequest.data(), kRequest.size()), static_cast<ssize_t>(kRequest.size()));
+    std::string reply, buf(4096, '\0');
+    while (!reply.ends_with("ok") && !reply.ends_with("</Error>")) {
+      const ssize_t n = ::read(fd, buf.data(), buf.size());
+      ASSERT_GT(n, 0) << "request " << i << " got no whole reply: " << reply;
+      reply.append(buf.data(), static_cast<size_t>(n));
+    }
+    most_on_one_connection = std::max(most_on_one_connection, ++on_this_connection);
+    if (reply.starts_with("HTTP/1.1 503 ")) {
+      ++throttled;
+      ::close(fd);
+      fd = -1;
+    } else {
+      EXPECT_TRUE(reply.starts_with("HTTP/1.1 200 ")) << reply;
+    }
+  }
+  if (fd >= 0) ::close(fd);
+  EXPECT_EQ(proxy->Stats().requests, 60u);
+  EXPECT_EQ(proxy->Stats().faults[static_cast<int>(FaultKind::kHttp503)],
+            static_cast<uint64_t>(throttled));
+  EXPECT_GT(throttled, 6);  // about 18 expected at 0.3
+  EXPECT_LT(throttled, 40);
+  EXPECT_GT(most_on_one_connection, 1) << "a connection carried several requests";
 }
 
 TEST(WanProxyFaults, ARateBelowOneFaultsSomeConnectionsBySeed) {
