@@ -100,7 +100,7 @@ Faults by run ("seen" counts every request that reached the proxy, retries inclu
 requests" the requests a completed run needed; a body fault may hit several requests of one
 connection, or none):
 
-| store | faults | injected | requests seen | faulted | ferry's requests | bytes fetched |
+| store | faults | injected | requests seen | faults / requests seen | ferry's requests | bytes fetched |
 |---|---|---|---|---|---|---|
 ${fault_rows}
 
