@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # make reliability: the reliability suites at full strength, and docs/reliability.md with what
 # they did. `make test` runs a short version of each (fewer kill rounds, a fixed-count fuzz run).
-#   fault suite  streaming from s3rver and Azurite through ferry-wan injecting cut, stalled,
-#                flipped and trickling bodies, refused requests, 503 SlowDown / ServerBusy and
+#   fault suite  streaming from s3rver and Azurite through ferry-wan injecting cut, reset,
+#                stalled, flipped and trickling bodies, refused requests, 503 SlowDown / ServerBusy and
 #                500 replies (each alone, then mixed)
 #   kill suite   ferry stream SIGKILLed at random moments, FERRY_KILL_ROUNDS (50) rounds
 #   race suite   eight processes, different orders, one cache folder at 60 % of the dataset
@@ -89,7 +89,7 @@ project's 2-core CI machine. \`make test\` runs a short version of every suite.
 
 | suite | what it does | result |
 |---|---|---|
-| fault | a dataset (32 shards, xxh64) streamed from s3rver and from Azurite through \`ferry-wan\` injecting faults - body faults (cut, stalled, bit-flipped, trickling at 1 KiB/s) into a share of the connections, request faults (refused, 503 SlowDown, 503 ServerBusy, 500) into a share of the requests, each kind alone, then all mixed, at least 10 % of the requests faulted in every run; every run must read every sample with every shard checked (\`--validate-hash\`) and fetch each byte once (cut and slowed bodies resume for their missing range only), or stop with an error naming the shard - only for a corruption (a shard corrupted twice exhausts its one re-download; a flipped ETag header makes it look replaced) or a request whose every attempt was faulted; shards left in the cache must be whole | ${fault_line} |
+| fault | a dataset (32 shards, xxh64) streamed from s3rver and from Azurite through \`ferry-wan\` injecting faults - body faults (cut with the full length promised, reset, stalled, bit-flipped, trickling at 1 KiB/s) into a share of the connections, request faults (refused, 503 SlowDown, 503 ServerBusy, 500) into a share of the requests, each kind alone, then all mixed, at least 10 % of the requests faulted in every run; every run must read every sample with every shard checked (\`--validate-hash\`) and fetch each byte once (cut, reset and slowed bodies resume for their missing range only), or stop with an error naming the shard - only for a corruption (a shard corrupted twice exhausts its one re-download; a flipped ETag header makes it look replaced) or a request whose every attempt was faulted; shards left in the cache must be whole | ${fault_line} |
 | kill | \`ferry stream\` over zstd shards with a cache_limit (downloads, decompression, renames, evictions, the index write) SIGKILLed at a random moment each round; after every kill each file under a shard's name must be exactly that file (size and xxh64) and index.json whole; then an uninterrupted run reads the epoch | ${kill_line#kill suite: } |
 | race | eight processes with different shuffles through one cache folder at 60 % of the dataset, \`--touch\` reading every byte, \`--validate-hash\`; every process reads its whole epoch; disk use sampled every 10 ms stays within the limit plus the documented slack | ${race_line#race: } |
 | hostile input | a full disk (a file size limit: a clear error naming the shard, nothing left behind, the next fetch works), a read-only cache folder (run as an unprivileged user: empty, a clear error naming it and nothing written; complete, read in place with no remote request), TMPDIR on another filesystem (never written: temporaries stay beside their files in the cache folder), a symlink planted in the cache folder (nothing written through it), unsafe listing keys, a corrupt shard (DataLoss naming it), wrong credentials (clear error, no secret), a self-signed TLS server (refused unless its CA is given), killed file downloads and packs | passed |

@@ -2,7 +2,7 @@
 //   ferry-wan --target 127.0.0.1:9000 --delay-ms 50 [--listen PORT] [--conn-mbps 25]
 //             [--total-mbps 1000] [--max-conns 64] [--port-file F]
 //             [--fault-rate 0.2
-//              --fault-kinds truncate,stall,flip,slow,refuse,http503,busy,http500
+//              --fault-kinds truncate,reset,stall,flip,slow,refuse,http503,busy,http500
 //              --fault-seed 7 --fault-max-offset BYTES --fault-stall-ms 1000
 //              --fault-slow-bps 1024]
 // Prints "listening on 127.0.0.1:PORT" (and writes PORT to --port-file), runs until SIGINT or
@@ -37,10 +37,11 @@ int main(int argc, char** argv) {
   int64_t fault_stall_ms = 1000;
   double fault_slow_bps = 1024;
   app.add_option("--fault-rate", fault_rate,
-                 "Fraction of connections given a body fault (truncate, stall, flip, slow) and "
+                 "Fraction of connections given a body fault (truncate, reset, stall, flip, "
+                 "slow) and "
                  "of requests given a request fault (refuse, http503, busy, http500)");
   app.add_option("--fault-kinds", fault_kinds,
-                 "truncate, stall, flip, slow, refuse, http503, busy, http500")
+                 "truncate, reset, stall, flip, slow, refuse, http503, busy, http500")
       ->delimiter(',');
   app.add_option("--fault-seed", fault_seed, "Seed of the fault schedule");
   app.add_option("--fault-max-offset", fault_max_offset,

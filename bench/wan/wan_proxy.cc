@@ -190,6 +190,7 @@ class Direction {
             chunk.data[at] = static_cast<char>(chunk.data[at] ^ 0x10);
             break;
           case FaultKind::kTruncate:
+          case FaultKind::kReset:
             chunk.data.resize(at);
             break;
           default:
@@ -199,7 +200,8 @@ class Direction {
         const auto stall = fault_->stall;
         fault_->fired->fetch_add(1, std::memory_order_relaxed);
         std::mt19937_64 next(fault_->seed);
-        if (kind != FaultKind::kTruncate && kind != FaultKind::kSlow && fault_->max_offset > 0 &&
+        const bool ends = kind == FaultKind::kTruncate || kind == FaultKind::kReset;
+        if (!ends && kind != FaultKind::kSlow && fault_->max_offset > 0 &&
             std::uniform_real_distribution<double>(0, 1)(next) < fault_->rate) {
           fault_->offset += 1 + next() % fault_->max_offset;
           fault_->seed = next();
@@ -209,6 +211,12 @@ class Direction {
         if (kind == FaultKind::kTruncate) {
           if (!Send(chunk.data, stop)) return;
           ::shutdown(to_, SHUT_RDWR);
+          ::shutdown(from_, SHUT_RDWR);
+          return;
+        }
+        if (kind == FaultKind::kReset) {
+          if (!Send(chunk.data, stop)) return;
+          Reset(to_);
           ::shutdown(from_, SHUT_RDWR);
           return;
         }
@@ -226,6 +234,24 @@ class Direction {
       }
       if (!Send(chunk.data, stop)) return;
     }
+  }
+
+  // Resets the connection on `fd` (an RST, where shutdown sends a FIN). Only a close with a zero
+  // linger sends one, and `fd` stays the connection's until it is reaped: the up direction's
+  // reader may be blocked reading it, holding the socket. So: wake that reader, then swap the
+  // descriptor for an unconnected socket - the client socket is closed, with its RST, once the
+  // reader lets go, and the number is never reused under the other threads.
+  static void Reset(int fd) {
+    linger zero{1, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &zero, sizeof zero);
+    ::shutdown(fd, SHUT_RD);
+    const int placeholder = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (placeholder < 0) {
+      ::shutdown(fd, SHUT_RDWR);  // a FIN, then
+      return;
+    }
+    ::dup2(placeholder, fd);
+    ::close(placeholder);
   }
 
   // The request has reached the server's side of the path: fail it as `kind` says.
@@ -499,8 +525,9 @@ WanStats WanProxy::Stats() const {
 }
 
 namespace {
-constexpr std::string_view kFaultNames[kFaultKinds] = {"truncate", "stall", "flip",    "refuse",
-                                                       "http503",  "busy",  "http500", "slow"};
+constexpr std::string_view kFaultNames[] = {"truncate", "stall",   "flip", "refuse", "http503",
+                                            "busy",     "http500", "slow", "reset"};
+static_assert(std::size(kFaultNames) == kFaultKinds, "a name for every FaultKind");
 }  // namespace
 
 bool IsRequestFault(FaultKind kind) {
@@ -513,7 +540,8 @@ Result<FaultKind> ParseFaultKind(std::string_view name) {
     if (kFaultNames[k] == name) return static_cast<FaultKind>(k);
   }
   return InvalidArgumentError(fmt::format(
-      "unknown fault {} (truncate, stall, flip, slow, refuse, http503, busy, http500)", name));
+      "unknown fault {} (truncate, reset, stall, flip, slow, refuse, http503, busy, http500)",
+      name));
 }
 
 std::string_view FaultKindName(FaultKind kind) { return kFaultNames[static_cast<int>(kind)]; }

@@ -10,7 +10,9 @@
 // among the `kinds` given. Faults of a body are drawn per accepted connection (the first
 // connection always gets one) and fire once `offset` bytes (uniform below max_offset) have gone
 // to the client:
-//   truncate  the connection is shut down there (the client sees the body end early);
+//   truncate  the connection is shut down there (the client sees the body end early, with the
+//             full Content-Length promised);
+//   reset     the connection is reset there (the client's read fails with ECONNRESET);
 //   stall     nothing more is sent for `stall`, then the transfer goes on;
 //   flip      one bit of the byte at the offset is inverted;
 //             (after a stall or a flip the connection goes on, and with probability `rate`
@@ -51,13 +53,23 @@
 
 namespace ferry::wan {
 
-enum class FaultKind { kTruncate, kStall, kFlip, kRefuse, kHttp503, kServerBusy, kHttp500, kSlow };
-inline constexpr int kFaultKinds = 8;
+enum class FaultKind {
+  kTruncate,
+  kStall,
+  kFlip,
+  kRefuse,
+  kHttp503,
+  kServerBusy,
+  kHttp500,
+  kSlow,
+  kReset
+};
+inline constexpr int kFaultKinds = 9;
 
 /// True for the kinds drawn per request (refuse, http503, busy, http500).
 bool IsRequestFault(FaultKind kind);
 
-/// "truncate", "stall", "flip", "refuse", "http503", "busy", "http500", "slow";
+/// "truncate", "stall", "flip", "refuse", "http503", "busy", "http500", "slow", "reset";
 /// kInvalidArgument otherwise.
 Result<FaultKind> ParseFaultKind(std::string_view name);
 std::string_view FaultKindName(FaultKind kind);

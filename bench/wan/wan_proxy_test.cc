@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <string>
 #include <thread>
 
@@ -139,6 +140,31 @@ TEST(WanProxyFaults, TruncateEndsTheReplyEarly) {
   const std::string got = ExchangeData(proxy->port());
   EXPECT_LT(got.size(), 50000u);
   EXPECT_EQ(proxy->Stats().faults[static_cast<int>(FaultKind::kTruncate)], 1u);
+}
+
+TEST(WanProxyFaults, ResetEndsTheReplyWithAnRst) {
+  Server server(100000);
+  auto proxy = WanProxy::Start(Faulty(server.port(), FaultKind::kReset)).value();
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(proxy->port());
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  (void)!::write(fd, "?", 1);
+  size_t got = 0;
+  int error = 0;
+  std::string buf(1 << 16, '\0');
+  for (;;) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0) error = errno;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  EXPECT_EQ(error, ECONNRESET) << "the reply ends with a reset, not an end of stream";
+  EXPECT_LT(got, 50000u);
+  EXPECT_EQ(proxy->Stats().faults[static_cast<int>(FaultKind::kReset)], 1u);
 }
 
 TEST(WanProxyFaults, EachFlipChangesExactlyOneByte) {

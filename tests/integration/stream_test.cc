@@ -156,12 +156,12 @@ std::string ThroughWan(Server server, const std::string& endpoint) {
 void StopWan(const TempDir& tmp) { Sh(fmt::format("kill $(cat {})", Quote(tmp / "wan.pid"))); }
 
 // The fault suite: a dataset streamed through ferry-wan injecting one kind of fault (then all
-// kinds mixed). Body faults (cut, stalled, flipped, slowed bodies) hit a share of the
+// kinds mixed). Body faults (cut, reset, stalled, flipped, slowed bodies) hit a share of the
 // connections, request faults (refused, 503 SlowDown / ServerBusy, 500) a share of the
 // requests; either way at least a tenth of the requests the proxy saw were faulted. Every run
 // must read every sample with the shards' bytes checked against their xxh64 (--validate-hash)
-// and fetch each byte once (a cut or slowed body resumes for its missing range only) - or stop
-// with an error naming the shard: only when a corruption hits the same shard twice (exhausting
+// and fetch each byte once (a cut, reset or slowed body resumes for its missing range only) - or
+// stop with an error naming the shard: only when a corruption hits the same shard twice (exhausting
 // its one re-download), or when one request's retries are all spent. Every shard left in the
 // cache must be whole.
 struct FaultRun {
@@ -245,15 +245,17 @@ void RunFaultSuite(Server server, const std::vector<FaultRun>& runs) {
 // 0.3^8 (7e-5 per request); a cut or slowed body resumes for what is missing, and a stall or a
 // flip leaves the connection up, so body faults get most connections.
 TEST(Stream, FaultsCostRetriesNeverWrongOrMissingSamples) {
-  RunFaultSuite(Server::kS3rver, {{"truncate", 0.6},
-                                  {"stall", 0.9},
-                                  {"slow", 0.5},
-                                  {"refuse", 0.3},
-                                  {"http503", 0.3},
-                                  {"busy", 0.3},
-                                  {"http500", 0.3},
-                                  {"flip", 0.9},
-                                  {"truncate,stall,slow,refuse,http503,busy,http500,flip", 0.3}});
+  RunFaultSuite(Server::kS3rver,
+                {{"truncate", 0.6},
+                 {"reset", 0.6},
+                 {"stall", 0.9},
+                 {"slow", 0.5},
+                 {"refuse", 0.3},
+                 {"http503", 0.3},
+                 {"busy", 0.3},
+                 {"http500", 0.3},
+                 {"flip", 0.9},
+                 {"truncate,reset,stall,slow,refuse,http503,busy,http500,flip", 0.3}});
 }
 
 // The same against Azure's emulator: its store maps ServerBusy, resumes and checks etags its
@@ -263,7 +265,7 @@ TEST(Stream, FaultsOnAzureCostRetriesToo) {
                                    {"slow", 0.5},
                                    {"busy", 0.3},
                                    {"refuse", 0.3},
-                                   {"truncate,stall,slow,refuse,busy,http500,flip", 0.3}});
+                                   {"truncate,reset,stall,slow,refuse,busy,http500,flip", 0.3}});
 }
 
 // Runs `command` as an unprivileged user when this process is root (for whom permission bits
