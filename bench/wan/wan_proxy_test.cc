@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <functional>
 #include <string>
 #include <thread>
 
@@ -18,35 +19,60 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A server that answers each connection: reads 1 byte, then sends `reply_bytes` and closes.
+// A listening socket on 127.0.0.1, on a port the OS picks (stored in `*port`).
+int ListenOnLoopback(uint16_t* port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  ::listen(fd, 16);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  *port = ntohs(addr.sin_port);
+  return fd;
+}
+
+// A socket connected to 127.0.0.1:port (-1 if the connection failed).
+int ConnectTo(uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// A server on 127.0.0.1 that runs `serve` on each connection it accepts, one at a time, then
+// closes it.
 class Server {
  public:
-  explicit Server(size_t reply_bytes) : reply_(reply_bytes, 'x') {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-    ::listen(fd_, 16);
-    socklen_t len = sizeof addr;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
+  explicit Server(std::function<void(int fd)> serve) : serve_(std::move(serve)) {
+    fd_ = ListenOnLoopback(&port_);
     thread_ = std::jthread([this](std::stop_token stop) {
       while (!stop.stop_requested()) {
         const int c = ::accept(fd_, nullptr, nullptr);
         if (c < 0) return;
-        char b;
-        if (::read(c, &b, 1) == 1) {
-          for (size_t sent = 0; sent < reply_.size();) {
-            const ssize_t n = ::send(c, reply_.data() + sent, reply_.size() - sent, MSG_NOSIGNAL);
-            if (n <= 0) break;
-            sent += static_cast<size_t>(n);
-          }
-        }
+        serve_(c);
         ::close(c);
       }
     });
   }
+  // Reads 1 byte, then sends `reply_bytes` bytes of 'x'.
+  explicit Server(size_t reply_bytes)
+      : Server([reply = std::string(reply_bytes, 'x')](int c) {
+          char b;
+          if (::read(c, &b, 1) != 1) return;
+          for (size_t sent = 0; sent < reply.size();) {
+            const ssize_t n = ::send(c, reply.data() + sent, reply.size() - sent, MSG_NOSIGNAL);
+            if (n <= 0) break;
+            sent += static_cast<size_t>(n);
+          }
+        }) {}
   ~Server() {
     ::shutdown(fd_, SHUT_RDWR);
     ::close(fd_);
@@ -54,7 +80,7 @@ class Server {
   uint16_t port() const { return port_; }
 
  private:
-  std::string reply_;
+  std::function<void(int)> serve_;
   int fd_;
   uint16_t port_;
   std::jthread thread_;
@@ -63,12 +89,8 @@ class Server {
 // Sends `request` (one byte by default) to 127.0.0.1:port and returns everything read until the
 // peer closes.
 std::string ExchangeData(uint16_t port, std::string_view request = "?") {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const int fd = ConnectTo(port);
+  EXPECT_GE(fd, 0);
   (void)!::write(fd, request.data(), request.size());
   std::string out, buf(1 << 16, '\0');
   for (;;) {
@@ -145,12 +167,8 @@ TEST(WanProxyFaults, TruncateEndsTheReplyEarly) {
 TEST(WanProxyFaults, ResetEndsTheReplyWithAnRst) {
   Server server(100000);
   auto proxy = WanProxy::Start(Faulty(server.port(), FaultKind::kReset)).value();
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(proxy->port());
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const int fd = ConnectTo(proxy->port());
+  ASSERT_GE(fd, 0);
   (void)!::write(fd, "?", 1);
   size_t got = 0;
   int error = 0;
@@ -222,52 +240,23 @@ TEST(WanProxyFaults, RefuseAndErrorRepliesNeverReachTheServer) {
   EXPECT_EQ(ExchangeData(failing->port()), std::string(100, 'x'));
 }
 
-// A keep-alive HTTP server: answers every request on a connection with "ok" until it closes.
-class KeepAliveServer {
- public:
-  KeepAliveServer() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-    ::listen(fd_, 16);
-    socklen_t len = sizeof addr;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
-    thread_ = std::jthread([this](std::stop_token stop) {
-      while (!stop.stop_requested()) {
-        const int c = ::accept(fd_, nullptr, nullptr);
-        if (c < 0) return;
-        std::string in, buf(4096, '\0');
-        for (;;) {
-          const ssize_t n = ::read(c, buf.data(), buf.size());
-          if (n <= 0) break;
-          in.append(buf.data(), static_cast<size_t>(n));
-          for (size_t end; (end = in.find("\r\n\r\n")) != std::string::npos;) {
-            in.erase(0, end + 4);
-            constexpr std::string_view kOk = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
-            (void)!::send(c, kOk.data(), kOk.size(), MSG_NOSIGNAL);
-          }
-        }
-        ::close(c);
-      }
-    });
+// Keep-alive HTTP: answers every request on the connection with "ok" until it closes.
+void AnswerEveryRequest(int c) {
+  std::string in, buf(4096, '\0');
+  for (;;) {
+    const ssize_t n = ::read(c, buf.data(), buf.size());
+    if (n <= 0) return;
+    in.append(buf.data(), static_cast<size_t>(n));
+    for (size_t end; (end = in.find("\r\n\r\n")) != std::string::npos;) {
+      in.erase(0, end + 4);
+      constexpr std::string_view kOk = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+      (void)!::send(c, kOk.data(), kOk.size(), MSG_NOSIGNAL);
+    }
   }
-  ~KeepAliveServer() {
-    ::shutdown(fd_, SHUT_RDWR);
-    ::close(fd_);
-  }
-  uint16_t port() const { return port_; }
-
- private:
-  int fd_;
-  uint16_t port_;
-  std::jthread thread_;
-};
+}
 
 TEST(WanProxyFaults, RequestFaultsAreDrawnPerRequestOnAKeptConnection) {
-  KeepAliveServer server;
+  Server server(AnswerEveryRequest);
   WanOptions options = Faulty(server.port(), FaultKind::kHttp503);
   options.faults.rate = 0.3;
   auto proxy = WanProxy::Start(options).value();
@@ -275,12 +264,8 @@ TEST(WanProxyFaults, RequestFaultsAreDrawnPerRequestOnAKeptConnection) {
   int fd = -1, throttled = 0, most_on_one_connection = 0, on_this_connection = 0;
   for (int i = 0; i < 60; ++i) {
     if (fd < 0) {
-      fd = ::socket(AF_INET, SOCK_STREAM, 0);
-      sockaddr_in addr{};
-      addr.sin_family = AF_INET;
-      addr.sin_port = htons(proxy->port());
-      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+      fd = ConnectTo(proxy->port());
+      ASSERT_GE(fd, 0);
       on_this_connection = 0;
     }
     ASSERT_EQ(::write(fd, kRequest.data(), kRequest.size()), static_cast<ssize_t>(kRequest.size()));
