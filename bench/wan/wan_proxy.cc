@@ -276,7 +276,8 @@ class Direction {
   bool Send(std::string_view rest, std::stop_token stop) {
     while (!rest.empty() && slow_) {
       // A twentieth of a second's worth at a time, so that a stop is never kept waiting.
-      const auto slice = std::max<size_t>(1, static_cast<size_t>(fault_slow_bytes_per_s() / 20));
+      const auto slice =
+          std::max<size_t>(1, static_cast<size_t>(options_.faults.slow_bytes_per_s / 20));
       const ssize_t w = ::send(to_, rest.data(), std::min(rest.size(), slice), MSG_NOSIGNAL);
       if (w < 0 && errno == EINTR) continue;
       if (w <= 0) return false;
@@ -308,8 +309,6 @@ class Direction {
   Pacer own_;
   Pacer* total_;
   std::atomic<uint64_t>* counter_;
-  double fault_slow_bytes_per_s() const { return options_.faults.slow_bytes_per_s; }
-
   std::optional<Fault> fault_;
   const RequestFaults* requests_;  // the up direction's, else null
   bool slow_ = false;              // a slow fault has fired: trickle from now on
