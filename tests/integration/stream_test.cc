@@ -283,12 +283,20 @@ TEST(Stream, AReadOnlyCacheFolderIsAClearErrorOrReadInPlace) {
                                                ~std::filesystem::perms::group_write &
                                                ~std::filesystem::perms::others_write);
   const Dataset d = MakeRemoteDataset(tmp, "readonly", 200, 10000, 256 << 10);
+  // The unprivileged user may not reach the build folder (a checkout under /root): it runs a
+  // copy of the command (linked against system libraries only) from the test's folder.
+  const auto cli = tmp / "ferry";
+  std::filesystem::copy_file(FERRY_CLI_PATH, cli);
+  std::filesystem::permissions(
+      cli, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+               std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+               std::filesystem::perms::others_exec);
   const auto empty = tmp / "empty";
   std::filesystem::create_directories(empty);
   std::filesystem::permissions(
       empty, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec |
                  std::filesystem::perms::others_read | std::filesystem::perms::others_exec);
-  const int code = Sh(Unprivileged(fmt::format("{} stream {} --local {} > {} 2>&1", FERRY_CLI_PATH,
+  const int code = Sh(Unprivileged(fmt::format("{} stream {} --local {} > {} 2>&1", Quote(cli),
                                                d.url, Quote(empty), Quote(tmp / "out-empty"))));
   const std::string out = ReadFileToString(tmp / "out-empty").value_or("");
   EXPECT_NE(code, 0) << out;
@@ -301,7 +309,7 @@ TEST(Stream, AReadOnlyCacheFolderIsAClearErrorOrReadInPlace) {
       Sh(fmt::format("{} stream {} --local {} > /dev/null", FERRY_CLI_PATH, d.url, Quote(full))),
       0);
   ASSERT_EQ(Sh(fmt::format("chmod -R a+rX,a-w {}", Quote(full))), 0);
-  ASSERT_EQ(Sh(Unprivileged(fmt::format("{} stream {} --local {} --json > {} 2>&1", FERRY_CLI_PATH,
+  ASSERT_EQ(Sh(Unprivileged(fmt::format("{} stream {} --local {} --json > {} 2>&1", Quote(cli),
                                         d.url, Quote(full), Quote(tmp / "out-full")))),
             0)
       << ReadFileToString(tmp / "out-full").value_or("");
