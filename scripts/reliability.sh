@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make reliability: the reliability suites at full strength, and docs/reliability.md with what
-# they did. `make test` runs a short version of each (fewer kill rounds, a fixed-count fuzz run).
+# they did. `make test` runs a short version of each (fewer kill rounds, one Azure fault run, a
+# fixed-count fuzz run).
 #   fault suite  streaming from s3rver and Azurite through ferry-wan injecting cut, reset,
 #                stalled, flipped and trickling bodies, refused requests, 503 SlowDown / ServerBusy and
 #                500 replies (each alone, then mixed)
@@ -30,7 +31,7 @@ filter+=':Stream.SurvivesRepeatedKillsAtRandomMoments:Stream.EightProcessesShare
 filter+=':Stream.AKilledDownloadLeavesNothingThatPassesForAShard:Stream.ACorruptedShardIsDataLossNamingIt'
 filter+=':FileDatasetOnMoto.*:Credentials.*:Cli.DebugLogsAndErrorsNeverShowSecrets'
 started=$(date +%s)
-FERRY_KILL_ROUNDS=$rounds FERRY_LOG=debug ./build/dev/tests/ferry_integration_test \
+FERRY_KILL_ROUNDS=$rounds FERRY_FAULT_SUITE=full FERRY_LOG=debug ./build/dev/tests/ferry_integration_test \
   --gtest_filter="$filter" > "$log" 2>&1 || { tail -n 60 "$log"; echo "a suite failed: $log"; exit 1; }
 ./build/dev/src/files/ferry_files_test --gtest_filter='*Symlink*:*Killed*:*Hostile*' >> "$log" 2>&1
 ./build/dev/src/cache/ferry_cache_test --gtest_filter='*Kill*:*Corrupt*:*Private*:*FullDisk*' >> "$log" 2>&1
