@@ -217,6 +217,8 @@ class StreamingDataset(_NativeDataset):
         image_format: ``"pil"`` (jpeg/png/pil columns as PIL images, as the reference),
             ``"numpy"`` (uint8 arrays) or ``"bytes"`` (the stored JPEG/PNG files, undecoded).
         download_concurrency: shards fetched at once per worker (None: auto).
+        download_parts: ranged parts a shard of 32 MiB or more is fetched as, at once (8; 1 or 2
+            where one connection can carry the link - ``ferry doctor`` says which).
         max_bytes_in_flight: bytes fetched ahead per worker.
     Accepted for compatibility and not needed (docs/python.md says why): download_retry,
     download_timeout, partition_algo, sampling_granularity, batching_method, replication,
@@ -253,6 +255,7 @@ class StreamingDataset(_NativeDataset):
         image_format: str = "pil",
         download_concurrency: Optional[int] = None,
         max_bytes_in_flight: Union[int, str, None] = None,
+        download_parts: int = 8,
     ) -> None:
         super().__init__()
         if streams:
@@ -290,6 +293,7 @@ class StreamingDataset(_NativeDataset):
             "sampling_method": sampling_method,
             "predownload": _count(predownload, "predownload", 1),
             "download_concurrency": _count(download_concurrency, "download_concurrency", 1),
+            "download_parts": _count(download_parts, "download_parts", 1),
             "max_bytes_in_flight": _size(max_bytes_in_flight, "max_bytes_in_flight"),
             "cache_limit": _size(cache_limit, "cache_limit"),
             "keep_zip": bool(keep_zip or any(s.keep_zip for s in self.streams)),

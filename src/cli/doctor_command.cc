@@ -203,6 +203,7 @@ Result<int> RunDoctor(const DoctorOptions& o) {
     j["connections"] = a.connections;
     j["shard_bytes"] = a.shard_bytes;
     j["download_concurrency"] = a.shards_in_flight;
+    j["download_parts"] = a.parts_per_shard;
     if (a.predownload_samples) j["predownload"] = *a.predownload_samples;
     if (a.cache_limit_bytes) j["cache_limit_bytes"] = *a.cache_limit_bytes;
     if (a.epoch1_s) j["epoch1_s"] = *a.epoch1_s;

@@ -11,11 +11,10 @@ namespace ferry::cli {
 namespace {
 
 constexpr uint64_t kMiB = uint64_t{1} << 20;
-// What the shard cache does (ShardCacheOptions): shards of 32 MiB and more come in 8 parts.
+// What the shard cache does (ShardCacheOptions): shards of 32 MiB and more come in parts,
+// download_parts of them (8 unless set).
 constexpr uint64_t kPartThreshold = 32 * kMiB;
-constexpr uint32_t kParts = 8;
-
-uint32_t PartsFor(uint64_t shard_bytes) { return shard_bytes >= kPartThreshold ? kParts : 1; }
+constexpr uint32_t kMaxParts = 8;
 
 std::string Rate(double bytes_per_s) {
   return FormatBytes(static_cast<uint64_t>(bytes_per_s)) + "/s";
@@ -62,11 +61,22 @@ LinkAdvice AdviseLink(const LinkMeasurements& m, const std::optional<DatasetShap
         FormatBytes(shard)));
   }
 
-  a.parts_per_shard = PartsFor(a.shard_bytes);
-  const auto by_connections =
-      static_cast<uint32_t>(std::ceil(static_cast<double>(a.connections) / a.parts_per_shard));
   const auto by_window = static_cast<uint32_t>(
       std::ceil(static_cast<double>(a.window_bytes) / static_cast<double>(a.shard_bytes)));
+  if (a.shard_bytes >= kPartThreshold) {
+    const uint32_t shards = std::max(by_window, 2u);
+    a.parts_per_shard = std::clamp((a.connections + shards - 1) / shards, 1u, kMaxParts);
+    a.reasoning.push_back(fmt::format(
+        "download_parts: {} connections / max({} window / {} shard, 2) = {} ranged parts per "
+        "shard{}",
+        a.connections, FormatBytes(a.window_bytes), FormatBytes(a.shard_bytes), a.parts_per_shard,
+        a.parts_per_shard == 1 ? " - one connection carries the link: more would only cost"
+                               : " - one connection alone gets a fraction of the link"));
+  } else {
+    a.parts_per_shard = 1;  // small shards come whole
+  }
+  const auto by_connections =
+      static_cast<uint32_t>(std::ceil(static_cast<double>(a.connections) / a.parts_per_shard));
   a.shards_in_flight = std::max({by_connections, by_window, 2u});
   a.reasoning.push_back(fmt::format(
       "download_concurrency: max({} connections / {} parts per shard, {} window / {} shard, 2) "

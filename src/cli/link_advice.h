@@ -8,6 +8,10 @@
 //   connections              = ceil(aggregate / per-connection bandwidth)
 //   shard size               >= 9 x RTT x per-connection bandwidth (a request's round trip is
 //                               at most 10 % of its transfer), a power of two in 16..512 MiB
+//   parts per shard          = ceil(connections / max(ceil(window / shard), 2)), 1..8, for
+//                               shards of 32 MiB and more (else 1): as many as it takes,
+//                               beside the shards the window holds, to open the connections
+//                               the link needs - one, where one connection carries it
 //   shards in flight         = max(ceil(connections / parts per shard), ceil(window / shard))
 //   predownload (samples)    = shards in flight x samples per shard
 //   cache_limit              = the dataset (epoch 2 then makes no request), at least 4 windows

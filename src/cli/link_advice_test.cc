@@ -21,10 +21,10 @@ TEST(AdviseLink, CrossCloudLinkNeedsAWindowOfBandwidthTimesRtt) {
   EXPECT_EQ(a.window_bytes, 200'000'000u);  // 1 GB/s x 0.1 s x 2
   EXPECT_EQ(a.connections, 25u);            // 1000 / 40
   EXPECT_EQ(a.shard_bytes, 64 * kMiB);      // >= 9 x 0.1 s x 40 MB/s = 36 MB
-  EXPECT_EQ(a.parts_per_shard, 8u);
-  EXPECT_EQ(a.shards_in_flight, 4u);  // max(ceil(25 / 8), ceil(200 MB / 64 MiB), 2)
+  EXPECT_EQ(a.parts_per_shard, 8u);         // ceil(25 / 3), at most 8
+  EXPECT_EQ(a.shards_in_flight, 4u);        // max(ceil(25 / 8), ceil(200 MB / 64 MiB), 2)
   EXPECT_FALSE(a.predownload_samples.has_value());
-  ASSERT_EQ(a.reasoning.size(), 4u);
+  ASSERT_EQ(a.reasoning.size(), 5u);
   EXPECT_THAT(a.reasoning[0], ::testing::HasSubstr("100 ms x 2"));
 }
 
@@ -40,12 +40,26 @@ TEST(AdviseLink, WithADatasetItPredictsEpochsAndSizesTheCache) {
   EXPECT_EQ(a.shard_bytes, 50'000'000u);  // the dataset's
   EXPECT_EQ(a.window_bytes, 40'000'000u);
   EXPECT_EQ(a.connections, 4u);
-  EXPECT_EQ(a.shards_in_flight, 2u);  // max(ceil(4 / 8), ceil(40 / 50), 2)
+  EXPECT_EQ(a.parts_per_shard, 2u);   // ceil(4 / max(ceil(40 / 50), 2))
+  EXPECT_EQ(a.shards_in_flight, 2u);  // max(ceil(4 / 2), ceil(40 / 50), 2)
   EXPECT_EQ(a.predownload_samples, 1000u);
   EXPECT_EQ(a.cache_limit_bytes, 1'100'000'000u);
   ASSERT_TRUE(a.epoch1_s.has_value());
   EXPECT_NEAR(*a.epoch1_s, 0.1 + 1e9 / (400 * kMB), 1e-9);
   EXPECT_NEAR(*a.epoch2_s, 0.5, 1e-9);
+}
+
+// One connection carries nearly the whole link (as the benchmarks' emulator path does: 470 MB/s
+// of 600): one part per shard, since more connections only cost.
+TEST(AdviseLink, WhereOneConnectionCarriesTheLinkShardsComeWhole) {
+  const LinkMeasurements m{
+      .rtt_s = 0.1, .connection_bytes_per_s = 470 * kMB, .aggregate_bytes_per_s = 600 * kMB};
+  const DatasetShape d{.samples = 10'000, .bytes = 18 * 64 * kMiB, .shards = 18};
+  const LinkAdvice a = AdviseLink(m, d);
+  EXPECT_EQ(a.connections, 2u);
+  EXPECT_EQ(a.parts_per_shard, 1u);   // ceil(2 / max(ceil(120 MB / 64 MiB), 2))
+  EXPECT_EQ(a.shards_in_flight, 2u);  // max(2 connections, ceil(120 MB / 64 MiB) = 2)
+  EXPECT_THAT(a.reasoning[3], ::testing::HasSubstr("one connection carries the link"));
 }
 
 TEST(AdviseLink, SmallShardsOnALongLinkAreCalledOut) {

@@ -36,6 +36,7 @@ struct StreamCommandOptions {
   uint64_t seed = 9176;
   std::string predownload = "auto";
   std::string concurrency = "auto";
+  uint32_t download_parts = 8;
   std::string cache_limit;
   std::string world = "1,1,1";
   uint32_t rank = 0;
@@ -89,6 +90,7 @@ Result<int> RunStream(const StreamCommandOptions& o) {
   FERRY_ASSIGN_OR_RETURN(options.predownload, Auto("predownload", o.predownload));
   FERRY_ASSIGN_OR_RETURN(auto concurrency, Auto("concurrency", o.concurrency));
   if (concurrency) options.download_concurrency = static_cast<uint32_t>(*concurrency);
+  options.download_parts = o.download_parts;
   if (!o.cache_limit.empty()) {
     FERRY_ASSIGN_OR_RETURN(uint64_t limit, ParseHumanSize(o.cache_limit));
     options.cache_limit = limit;
@@ -225,6 +227,11 @@ Command AddStreamCommand(CLI::App& parent) {
       ->capture_default_str();
   app->add_option("--concurrency", o->concurrency, "Shards downloaded at once, or auto")
       ->capture_default_str();
+  app->add_option("--download-parts", o->download_parts,
+                  "Ranged parts a shard of 32 MiB or more comes in, at once (ferry doctor says "
+                  "how many)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
   app->add_option("--cache-limit", o->cache_limit, "Bytes the cache may hold (e.g. 10gb)");
   app->add_option("--validate-hash", o->validate_hash, "Check downloads with this hash");
   app->add_option("--world", o->world, "NODES,RANKS_PER_NODE,WORKERS_PER_RANK")

@@ -87,6 +87,7 @@ class StreamingDatasetImpl : public StreamingDataset,
       cache_options.cache_limit = options_.cache_limit;
       cache_options.keep_zip = options_.keep_zip;
       cache_options.validate_hash = options_.validate_hash;
+      cache_options.download_parts = options_.download_parts;
       indexes_.push_back(index);
       FERRY_ASSIGN_OR_RETURN(
           st.cache, ShardCache::Open(st.remote, st.remote_prefix, std::move(index), cache_options));

@@ -270,6 +270,29 @@ TEST(Stream, FaultsOnAzureCostRetriesToo) {
   RunFaultSuite(Server::kAzurite, runs);
 }
 
+// --download-parts sets how many ranged requests fetch a large shard: each part is one.
+TEST(Stream, DownloadPartsSetsTheRangedRequestsOfALargeShard) {
+  TempDir tmp;
+  const Dataset d = MakeRemoteDataset(tmp, "parts", 12, 4'000'000, 64 << 20);
+  ASSERT_EQ(d.index.shards.size(), 1u);
+  ASSERT_GE(d.raw_bytes, uint64_t{32} << 20);  // large enough to come in parts
+  std::map<int, uint64_t> requests;
+  for (int parts : {1, 4}) {
+    const auto out = tmp / fmt::format("out{}", parts);
+    ASSERT_EQ(Sh(fmt::format("{} stream {} --local {} --download-parts {} --json > {} 2>&1",
+                             FERRY_CLI_PATH, d.url, Quote(tmp / fmt::format("cache{}", parts)),
+                             parts, Quote(out))),
+              0)
+        << ReadFileToString(out).value_or("");
+    const auto lines = JsonLines(out);
+    ASSERT_EQ(lines.size(), 1u);
+    EXPECT_EQ(lines[0]["samples"], d.samples);
+    EXPECT_GE(lines[0]["bytes_fetched"].get<uint64_t>(), d.raw_bytes);
+    requests[parts] = lines[0]["remote_requests"].get<uint64_t>();
+  }
+  EXPECT_EQ(requests[4], requests[1] + 3) << "four ranged requests instead of one";
+}
+
 // Runs `command` as an unprivileged user when this process is root (for whom permission bits
 // do not stop anything), as itself otherwise.
 std::string Unprivileged(const std::string& command) {

@@ -158,6 +158,7 @@ def test_a_remote_dataset_streams_through_the_cache(tmp_path, s3rver):
     ({"cache_limit": -1}, ValueError, "cache_limit"),
     ({"cache_limit": "huge"}, ValueError, "huge"),
     ({"predownload": 0}, ValueError, "predownload"),
+    ({"download_parts": 0}, ValueError, "download_parts"),
     ({"batch_size": 0}, ValueError, "batch_size"),
     ({"image_format": "jpeg"}, ValueError, "image_format"),
     ({"sampling_method": "random"}, ValueError, "sampling_method"),
@@ -168,6 +169,11 @@ def test_bad_options_are_clear_errors(dataset_dir, kwargs, error, match):
     with pytest.raises(error, match=match):
         ds = ferry.StreamingDataset(local=str(dataset_dir), **kwargs)
         list(ds)
+
+
+def test_download_parts_reaches_the_engine(dataset_dir):
+    ds = ferry.StreamingDataset(local=str(dataset_dir), download_parts=2)
+    assert [s["id"] for s in ds] == list(range(N))
 
 
 def test_missing_data_is_not_found_naming_the_path(tmp_path):
