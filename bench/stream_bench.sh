@@ -4,16 +4,20 @@
 # (cold cache) and epoch 2 (warm). Baselines measured in the same run: the ceiling of the
 # emulator-plus-proxy path (every shard fetched with 16 requests in flight, ferry-fetch-bench)
 # and `cat` of the cached shards from the page cache.
-#   bench/stream_bench.sh [--rtts "0 50 100"] [--sizes "64mb 256mb"]
+#   bench/stream_bench.sh [--rtts "0 50 100"] [--sizes "64mb 256mb"] [--parts "8 1"]
+# --parts lists the --download-parts values to run side by side at each point (ranged parts per
+# shard; 8 is the default, ferry doctor says how many a path wants).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rtts="0 50 100"
 sizes="64mb 256mb"
+parts="8"
 while [ $# -gt 0 ]; do
   case "$1" in
     --rtts) rtts=$2; shift 2 ;;
     --sizes) sizes=$2; shift 2 ;;
-    *) echo "usage: $0 [--rtts LIST] [--sizes LIST]" >&2; exit 2 ;;
+    --parts) parts=$2; shift 2 ;;
+    *) echo "usage: $0 [--rtts LIST] [--sizes LIST] [--parts N]" >&2; exit 2 ;;
   esac
 done
 
@@ -45,8 +49,8 @@ for size in $sizes; do
   "$bin/src/cli/ferry" cp -r -q --jobs 8 "$ds" "s3://$bucket/$size" > /dev/null
 done
 
-printf '| RTT | shards | ceiling MB/s | epoch 1 samples/s | epoch 1 MB/s | vs ceiling | first sample s | epoch 2 samples/s | epoch 2 MB/s | cat MB/s | vs cat |\n'
-printf '|---|---|---|---|---|---|---|---|---|---|---|\n'
+printf '| RTT | shards | parts | ceiling MB/s | epoch 1 samples/s | epoch 1 MB/s | vs ceiling | first sample s | epoch 2 samples/s | epoch 2 MB/s | cat MB/s | vs cat |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|---|---|\n'
 for rtt in $rtts; do
   half=$(awk -v r="$rtt" 'BEGIN { print r / 2 }')
   rm -f "$work/wan.port"
@@ -56,25 +60,30 @@ for rtt in $rtts; do
   for _ in $(seq 100); do [ -s "$work/wan.port" ] && break; sleep 0.05; done
   export AWS_ENDPOINT_URL=http://127.0.0.1:$(cat "$work/wan.port")
   for size in $sizes; do
-    ceiling=$("$bin/bench/ferry-fetch-bench" many --bucket "$bucket" --prefix "$size/shard." \
-      --inflight 16 | awk '{ for (i = 1; i <= NF; i++) if ($i == "MB/s") print $(i - 1) }')
-    cache=$work/stream-cache-$size-$rtt
-    rm -rf "$cache"
-    "$bin/src/cli/ferry" stream "s3://$bucket/$size" --local "$cache" --epochs 2 --shuffle \
-      --touch --json > "$work/stream-$size-$rtt.json"
-    sync
-    cat "$cache"/shard.* > /dev/null  # into the page cache
-    cat_s=$( { TIMEFORMAT=%R; time cat "$cache"/shard.* > /dev/null; } 2>&1 )
-    bytes=$(cat "$cache"/shard.* | wc -c)
-    /usr/bin/python3 - "$work/stream-$size-$rtt.json" "$rtt" "$size" "$ceiling" "$cat_s" "$bytes" <<'PY'
+    for n in $parts; do
+      # The ceiling again before each run: the two are measured side by side.
+      ceiling=$("$bin/bench/ferry-fetch-bench" many --bucket "$bucket" --prefix "$size/shard." \
+        --inflight 16 | awk '{ for (i = 1; i <= NF; i++) if ($i == "MB/s") print $(i - 1) }')
+      cache=$work/stream-cache-$size-$rtt
+      rm -rf "$cache"
+      "$bin/src/cli/ferry" stream "s3://$bucket/$size" --local "$cache" --epochs 2 --shuffle \
+        --touch --download-parts "$n" --json > "$work/stream-$size-$rtt.json"
+      sync
+      cat "$cache"/shard.* > /dev/null  # into the page cache
+      cat_s=$( { TIMEFORMAT=%R; time cat "$cache"/shard.* > /dev/null; } 2>&1 )
+      bytes=$(cat "$cache"/shard.* | wc -c)
+      /usr/bin/python3 - "$work/stream-$size-$rtt.json" "$rtt" "$size" "$n" "$ceiling" "$cat_s" \
+        "$bytes" <<'PY'
 import json, sys
-path, rtt, size, ceiling, cat_s, nbytes = sys.argv[1:]
+path, rtt, size, parts, ceiling, cat_s, nbytes = sys.argv[1:]
 e1, e2 = [json.loads(l) for l in open(path) if l.startswith("{")]
 cat_mbps = int(nbytes) / 1e6 / max(float(cat_s), 1e-3)
-print(f"| {rtt} ms | {size} | {float(ceiling):.0f} | {e1['samples_per_s']:.0f} | {e1['mb_per_s']:.0f} | "
-      f"{e1['mb_per_s'] / float(ceiling):.2f} | {e1['time_to_first_sample_s']:.3f} | "
-      f"{e2['samples_per_s']:.0f} | {e2['mb_per_s']:.0f} | {cat_mbps:.0f} | {e2['mb_per_s'] / cat_mbps:.2f} |")
+print(f"| {rtt} ms | {size} | {parts} | {float(ceiling):.0f} | {e1['samples_per_s']:.0f} | "
+      f"{e1['mb_per_s']:.0f} | {e1['mb_per_s'] / float(ceiling):.2f} | "
+      f"{e1['time_to_first_sample_s']:.3f} | {e2['samples_per_s']:.0f} | {e2['mb_per_s']:.0f} | "
+      f"{cat_mbps:.0f} | {e2['mb_per_s'] / cat_mbps:.2f} |")
 PY
+    done
   done
   kill "$wan_pid"; wait "$wan_pid" 2>/dev/null || true; wan_pid=""
 done
