@@ -1,13 +1,11 @@
-// The streaming engine against real servers (s3rver, and Azurite for the fault suite), through
-// the `ferry stream` command, several processes at once:
+// The streaming engine against a real S3 server (s3rver), through the `ferry stream` command,
+// several processes at once (faults and hostile conditions: stream_faults_test.cc):
 //   - processes of two jobs sharing one cache folder download each shard exactly once;
 //   - a process killed in the middle of a download leaves nothing a later run takes for a
 //     complete shard, and the next run completes;
 //   - disk use under a cache_limit stays within the limit plus the documented slack;
 //   - a corrupted shard is caught by hash validation with an error naming it;
-//   - faults injected by ferry-wan cost retries, never a wrong or missing sample;
-//   - a read-only cache folder is a clear error (or, complete, read in place), and temporaries
-//     never go to TMPDIR.
+//   - --download-parts sets the ranged requests of a large shard.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -27,65 +25,12 @@
 #include "format/hash.h"
 #include "storage/testing/store_conformance.h"
 #include "tests/integration/server_env.h"
+#include "tests/integration/stream_testutil.h"
 
 namespace ferry::testing {
 namespace {
 
 using ::testing::HasSubstr;
-
-std::string Quote(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
-
-int Sh(const std::string& command) {
-  const int status = std::system(command.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-std::vector<nlohmann::json> JsonLines(const std::filesystem::path& file) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(file);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.front() == '{') out.push_back(nlohmann::json::parse(line));
-  }
-  return out;
-}
-
-struct Dataset {
-  std::string url;
-  Index index;
-  uint64_t samples = 0;
-  uint64_t raw_bytes = 0;
-};
-
-enum class Server { kS3rver, kAzurite };
-
-// Writes `samples` samples of ~`blob` bytes into shards of about `shard_bytes`, uploads them to
-// s3rver (or Azurite) and returns the dataset's URL.
-Dataset MakeRemoteDataset(const TempDir& tmp, const std::string& name, uint64_t samples,
-                          size_t blob, uint64_t shard_bytes, Server server = Server::kS3rver) {
-  UseS3Server("S3RVER");
-  UseAzurite();
-  const auto local = tmp / ("src-" + name);
-  auto writer = MdsWriter::Create({.out = local,
-                                   .columns = {{"id", "int"}, {"blob", "bytes"}},
-                                   .hashes = {"xxh64"},
-                                   .size_limit = shard_bytes})
-                    .value();
-  for (uint64_t i = 0; i < samples; ++i) {
-    const Value values[] = {Value(Bytes{TestBytes(blob, i)}), Value(static_cast<int64_t>(i))};
-    EXPECT_TRUE(writer->WriteValues(values).ok());
-  }
-  Dataset d;
-  d.index = writer->Finish().value();
-  d.samples = samples;
-  for (const auto& s : d.index.shards) d.raw_bytes += s.raw_data.bytes;
-  d.url = server == Server::kS3rver
-              ? fmt::format("s3://{}/stream/{}/{}", ServerEnv("S3RVER_BUCKET"), RunId(), name)
-              : fmt::format("az://{}/stream/{}/{}", ServerEnv("AZURITE_CONTAINER"), RunId(), name);
-  EXPECT_EQ(Sh(fmt::format("{} cp -r -q {} {} >/dev/null", FERRY_CLI_PATH, Quote(local), d.url)),
-            0);
-  return d;
-}
 
 TEST(Stream, ProcessesOfTwoJobsShareOneCacheAndDownloadEachShardOnce) {
   TempDir tmp;
@@ -121,155 +66,6 @@ TEST(Stream, ProcessesOfTwoJobsShareOneCacheAndDownloadEachShardOnce) {
   EXPECT_EQ(again[0]["cache_misses"], 0);
 }
 
-// Starts ferry-wan in front of `server` with `args`; returns its endpoint, the server's with
-// ferry-wan's address. It stops with the test's TempDir (StopWan).
-std::string StartWan(const TempDir& tmp, const std::string& args, Server server = Server::kS3rver) {
-  const auto port_file = tmp / "port";
-  const std::string endpoint =
-      ServerEnv(server == Server::kS3rver ? "S3RVER_ENDPOINT" : "AZURITE_ENDPOINT");
-  const size_t host = endpoint.find("://") + 3;
-  const size_t path = std::min(endpoint.find('/', host), endpoint.size());
-  const std::string target = endpoint.substr(host, path - host);
-  const std::string wan = fmt::format("{}/bench/ferry-wan", FERRY_BUILD_DIR);
-  EXPECT_EQ(Sh(fmt::format("{} --target {} {} --port-file {} > {} 2>&1 & echo $! > {}", wan, target,
-                           args, Quote(port_file), Quote(tmp / "wan.log"), Quote(tmp / "wan.pid"))),
-            0);
-  // The port is whole once its line ends (the file exists a moment before it is written).
-  std::string port;
-  for (int i = 0; i < 500 && (port.empty() || port.back() != '\n'); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    port = ReadFileToString(port_file).value_or("");
-  }
-  EXPECT_FALSE(port.empty()) << "ferry-wan did not start";
-  return "http://127.0.0.1:" + port.substr(0, port.find('\n')) + endpoint.substr(path);
-}
-
-// The environment that sends a `ferry` command to `server` through ferry-wan at `endpoint`.
-std::string ThroughWan(Server server, const std::string& endpoint) {
-  if (server == Server::kS3rver) return "AWS_ENDPOINT_URL=" + endpoint;
-  std::string cs = ServerEnv("AZURITE_CONNECTION_STRING");
-  const std::string direct = ServerEnv("AZURITE_ENDPOINT");
-  cs.replace(cs.find(direct), direct.size(), endpoint);
-  return "AZURE_STORAGE_CONNECTION_STRING='" + cs + "'";
-}
-
-void StopWan(const TempDir& tmp) { Sh(fmt::format("kill $(cat {})", Quote(tmp / "wan.pid"))); }
-
-// The fault suite: a dataset streamed through ferry-wan injecting one kind of fault (then all
-// kinds mixed). Body faults (cut, reset, stalled, flipped, slowed bodies) hit a share of the
-// connections, request faults (refused, 503 SlowDown / ServerBusy, 500) a share of the
-// requests; either way at least a tenth of the requests the proxy saw were faulted. Every run
-// must read every sample with the shards' bytes checked against their xxh64 (--validate-hash)
-// and fetch each byte once (a cut, reset or slowed body resumes for its missing range only) - or
-// stop with an error naming the shard: only when a corruption hits the same shard twice (exhausting
-// its one re-download), or when one request's retries are all spent. Every shard left in the
-// cache must be whole.
-struct FaultRun {
-  std::string kinds;
-  double rate;
-};
-
-void RunFaultSuite(Server server, const std::vector<FaultRun>& runs) {
-  TempDir tmp;
-  const Dataset d = MakeRemoteDataset(tmp, "faults", 800, 10000, 256 << 10, server);
-  const std::string store = server == Server::kS3rver ? "s3rver" : "azurite";
-  uint64_t total_faults = 0, total_requests = 0;
-  for (size_t k = 0; k < runs.size(); ++k) {
-    const FaultRun& r = runs[k];
-    SCOPED_TRACE(store + " " + r.kinds);
-    const auto run = tmp / fmt::format("run{}", k);
-    std::filesystem::create_directories(run);
-    TempDir wan_dir;
-    // A slowed connection trickles at 1 KiB/s; ferry drops one that brings under 4 KiB/s for a
-    // second (30 s by default) and resumes the read on another.
-    const std::string endpoint =
-        StartWan(wan_dir,
-                 fmt::format("--fault-rate {} --fault-kinds {} --fault-seed {} "
-                             "--fault-max-offset 150000 --fault-stall-ms 200 --fault-slow-bps 1024",
-                             r.rate, r.kinds, k + 1),
-                 server);
-    const int code = Sh(
-        fmt::format("{} FERRY_LOW_SPEED_LIMIT=4096 FERRY_LOW_SPEED_TIME=1 {} stream {} --local {} "
-                    "--validate-hash xxh64 --touch --json > {} 2>&1",
-                    ThroughWan(server, endpoint), FERRY_CLI_PATH, d.url, Quote(run / "cache"),
-                    Quote(run / "out")));
-    StopWan(wan_dir);
-    nlohmann::json wan;
-    for (int i = 0; i < 200 && wan.is_null(); ++i) {
-      auto lines = JsonLines(wan_dir / "wan.log");
-      if (!lines.empty()) wan = lines.back();
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    ASSERT_FALSE(wan.is_null()) << "ferry-wan printed no totals";
-    uint64_t fired = 0;
-    for (const auto& [name, count] : wan["faults"].items()) fired += count.get<uint64_t>();
-    const uint64_t seen = wan["requests"].get<uint64_t>();
-    EXPECT_GE(fired * 10, seen) << fired << " faults in " << seen << " requests";
-    total_faults += fired;
-    const std::string out = ReadFileToString(run / "out").value_or("");
-    if (code == 0) {
-      auto lines = JsonLines(run / "out");
-      ASSERT_EQ(lines.size(), 1u) << out;
-      EXPECT_EQ(lines[0]["samples"], d.samples);
-      total_requests += lines[0]["remote_requests"].get<uint64_t>();
-      if (r.kinds.find("flip") == std::string::npos) {
-        // A body cut short is resumed for its missing range only: not one byte twice.
-        EXPECT_EQ(lines[0]["bytes_fetched"], d.raw_bytes);
-      }
-      std::cerr << store << " " << r.kinds << ": " << fired << " faults, " << seen
-                << " requests seen by the proxy, " << lines[0]["remote_requests"] << " requests, "
-                << lines[0]["bytes_fetched"] << " bytes fetched of " << d.raw_bytes << "\n";
-    } else {
-      // Only a corruption (caught twice by the digest, or a flipped header such as the ETag,
-      // which makes the shard look replaced mid-download) or a request whose every attempt
-      // was faulted may end a run, and the error names the shard.
-      EXPECT_TRUE(r.kinds.find("flip") != std::string::npos ||
-                  out.find("attempts") != std::string::npos)
-          << out;
-      EXPECT_THAT(out, HasSubstr("shard.")) << out;
-      std::cerr << store << " " << r.kinds << ": " << fired << " faults, " << seen
-                << " requests seen by the proxy, ended with a clear error\n";
-    }
-    for (const auto& s : d.index.shards) {
-      const auto path = run / "cache" / s.raw_data.basename;
-      if (!std::filesystem::exists(path)) continue;
-      const std::string data = ReadFileToString(path).value();
-      EXPECT_EQ(HashHex("xxh64", data).value(), *s.raw_data.FindHash("xxh64")) << path;
-    }
-  }
-  std::cerr << "fault suite " << store << ": " << runs.size() << " runs, " << total_faults
-            << " faults injected, " << total_requests << " remote requests in completed runs\n";
-}
-
-// Rates: a request fault costs the request one of its 8 attempts, so at 0.3 all 8 fail with
-// 0.3^8 (7e-5 per request); a cut or slowed body resumes for what is missing, and a stall or a
-// flip leaves the connection up, so body faults get most connections.
-TEST(Stream, FaultsCostRetriesNeverWrongOrMissingSamples) {
-  RunFaultSuite(Server::kS3rver,
-                {{"truncate", 0.6},
-                 {"reset", 0.6},
-                 {"stall", 0.9},
-                 {"slow", 0.5},
-                 {"refuse", 0.3},
-                 {"http503", 0.3},
-                 {"busy", 0.3},
-                 {"http500", 0.3},
-                 {"flip", 0.9},
-                 {"truncate,reset,stall,slow,refuse,http503,busy,http500,flip", 0.3}});
-}
-
-// The same against Azure's emulator: its store maps ServerBusy, resumes and checks etags its
-// own way. make test runs the mixed run only (Azurite is slow: ~10 s a run); make reliability
-// sets FERRY_FAULT_SUITE=full for every kind alone too.
-TEST(Stream, FaultsOnAzureCostRetriesToo) {
-  const char* suite = std::getenv("FERRY_FAULT_SUITE");
-  std::vector<FaultRun> runs = {{"truncate,reset,stall,slow,refuse,busy,http500,flip", 0.3}};
-  if (suite != nullptr && std::string_view(suite) == "full") {
-    runs.insert(runs.begin(), {{"truncate", 0.6}, {"slow", 0.5}, {"busy", 0.3}, {"refuse", 0.3}});
-  }
-  RunFaultSuite(Server::kAzurite, runs);
-}
-
 // --download-parts sets how many ranged requests fetch a large shard: each part is one.
 TEST(Stream, DownloadPartsSetsTheRangedRequestsOfALargeShard) {
   TempDir tmp;
@@ -291,80 +87,6 @@ TEST(Stream, DownloadPartsSetsTheRangedRequestsOfALargeShard) {
     requests[parts] = lines[0]["remote_requests"].get<uint64_t>();
   }
   EXPECT_EQ(requests[4], requests[1] + 3) << "four ranged requests instead of one";
-}
-
-// Runs `command` as an unprivileged user when this process is root (for whom permission bits
-// do not stop anything), as itself otherwise.
-std::string Unprivileged(const std::string& command) {
-  return ::geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " + command
-                          : command;
-}
-
-// A cache folder that cannot be written: empty, it is a clear error naming it and nothing is
-// written; holding the whole dataset, it is read in place with no remote request.
-TEST(Stream, AReadOnlyCacheFolderIsAClearErrorOrReadInPlace) {
-  TempDir tmp;
-  std::filesystem::permissions(tmp.path(), std::filesystem::perms::all &
-                                               ~std::filesystem::perms::group_write &
-                                               ~std::filesystem::perms::others_write);
-  const Dataset d = MakeRemoteDataset(tmp, "readonly", 200, 10000, 256 << 10);
-  // The unprivileged user may not reach the build folder (a checkout under /root): it runs a
-  // copy of the command (linked against system libraries only) from the test's folder.
-  const auto cli = tmp / "ferry";
-  std::filesystem::copy_file(FERRY_CLI_PATH, cli);
-  std::filesystem::permissions(
-      cli, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
-               std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
-               std::filesystem::perms::others_exec);
-  const auto empty = tmp / "empty";
-  std::filesystem::create_directories(empty);
-  std::filesystem::permissions(
-      empty, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec |
-                 std::filesystem::perms::others_read | std::filesystem::perms::others_exec);
-  const int code = Sh(Unprivileged(fmt::format("{} stream {} --local {} > {} 2>&1", Quote(cli),
-                                               d.url, Quote(empty), Quote(tmp / "out-empty"))));
-  const std::string out = ReadFileToString(tmp / "out-empty").value_or("");
-  EXPECT_NE(code, 0) << out;
-  EXPECT_THAT(out, HasSubstr(empty.string())) << out;
-  EXPECT_THAT(out, HasSubstr("Permission denied")) << out;
-  EXPECT_TRUE(std::filesystem::is_empty(empty)) << "nothing was written";
-
-  const auto full = tmp / "full";
-  ASSERT_EQ(
-      Sh(fmt::format("{} stream {} --local {} > /dev/null", FERRY_CLI_PATH, d.url, Quote(full))),
-      0);
-  ASSERT_EQ(Sh(fmt::format("chmod -R a+rX,a-w {}", Quote(full))), 0);
-  ASSERT_EQ(Sh(Unprivileged(fmt::format("{} stream {} --local {} --json > {} 2>&1", Quote(cli),
-                                        d.url, Quote(full), Quote(tmp / "out-full")))),
-            0)
-      << ReadFileToString(tmp / "out-full").value_or("");
-  const auto lines = JsonLines(tmp / "out-full");
-  ASSERT_EQ(lines.size(), 1u);
-  EXPECT_EQ(lines[0]["samples"], d.samples);
-  EXPECT_EQ(lines[0]["remote_requests"], 0);
-}
-
-// ferry writes its temporaries beside the files they become, inside the cache folder - never
-// into TMPDIR, which may be another filesystem (a rename across filesystems fails, or copies).
-TEST(Stream, TemporariesStayInTheCacheFolderWhateverTmpdirSays) {
-  TempDir tmp;
-  const Dataset d = MakeRemoteDataset(tmp, "tmpdir", 200, 10000, 256 << 10);
-  // Another filesystem when there is one: tmpfs under /dev/shm.
-  const std::filesystem::path elsewhere =
-      std::filesystem::is_directory("/dev/shm") ? std::filesystem::path("/dev/shm") : tmp.path();
-  const auto tmpdir = elsewhere / fmt::format("ferry-tmpdir-{}", RunId());
-  std::filesystem::create_directories(tmpdir);
-  const int code =
-      Sh(fmt::format("TMPDIR={} {} stream {} --local {} --json > {} 2>&1", Quote(tmpdir),
-                     FERRY_CLI_PATH, d.url, Quote(tmp / "cache"), Quote(tmp / "out")));
-  const bool untouched = std::filesystem::is_empty(tmpdir);
-  std::filesystem::remove_all(tmpdir);
-  ASSERT_EQ(code, 0) << ReadFileToString(tmp / "out").value_or("");
-  EXPECT_TRUE(untouched) << "nothing was written to TMPDIR";
-  EXPECT_EQ(JsonLines(tmp / "out")[0]["samples"], d.samples);
-  for (const auto& s : d.index.shards) {
-    EXPECT_EQ(std::filesystem::file_size(tmp / "cache" / s.raw_data.basename), s.raw_data.bytes);
-  }
 }
 
 TEST(Stream, AKilledDownloadLeavesNothingThatPassesForAShard) {
