@@ -330,10 +330,15 @@ struct WanProxy::Impl {
   std::atomic<uint32_t> active{0};
   std::array<std::atomic<uint64_t>, kFaultKinds> faults{};
   std::atomic<uint64_t> requests{0};
+  // What a draw picks from, and how many draws there have been (the first always faults).
+  struct FaultDraw {
+    std::vector<FaultKind> kinds;
+    uint64_t drawn = 0;
+  };
   std::mutex random_mu;  // the acceptor and every connection's up direction draw
   std::mt19937_64 random;
-  uint64_t drawn = 0;           // connections a body fault was drawn for
-  uint64_t requests_drawn = 0;  // requests a request fault was drawn for
+  FaultDraw body_draw;     // per connection: the body kinds given
+  FaultDraw request_draw;  // per request: the request kinds given
 
   struct Connection {
     int client = -1, server = -1;
@@ -347,29 +352,27 @@ struct WanProxy::Impl {
   std::jthread acceptor;
 
   explicit Impl(WanOptions o)
-      : options(std::move(o)), total(options.total_bytes_per_s), random(options.faults.seed) {}
-
-  // One of `kinds` of the request kinds (`request` true) or of the body kinds, with probability
-  // rate - and always for the first one (`*count` is 0), so that a short run is never
-  // fault-free by chance.
-  std::optional<FaultKind> DrawKind(bool request, uint64_t* count) {
-    const FaultOptions& f = options.faults;
-    std::vector<FaultKind> kinds;
-    for (FaultKind k : f.kinds) {
-      if (IsRequestFault(k) == request) kinds.push_back(k);
+      : options(std::move(o)), total(options.total_bytes_per_s), random(options.faults.seed) {
+    for (FaultKind k : options.faults.kinds) {
+      (IsRequestFault(k) ? request_draw : body_draw).kinds.push_back(k);
     }
-    if (f.rate <= 0 || kinds.empty()) return std::nullopt;
-    const bool first = (*count)++ == 0;
-    if (std::uniform_real_distribution<double>(0, 1)(random) >= f.rate && !first) {
+  }
+
+  // One of `d`'s kinds with probability rate - and always for its first draw, so that a short
+  // run is never fault-free by chance. \pre random_mu held.
+  std::optional<FaultKind> DrawKind(FaultDraw& d) {
+    if (options.faults.rate <= 0 || d.kinds.empty()) return std::nullopt;
+    const bool first = d.drawn++ == 0;
+    if (std::uniform_real_distribution<double>(0, 1)(random) >= options.faults.rate && !first) {
       return std::nullopt;
     }
-    return kinds[random() % kinds.size()];
+    return d.kinds[random() % d.kinds.size()];
   }
 
   // The body fault of the next connection, if it gets one.
   std::optional<Fault> Draw() {
     std::lock_guard lock(random_mu);
-    const auto kind = DrawKind(false, &drawn);
+    const auto kind = DrawKind(body_draw);
     if (!kind) return std::nullopt;
     const FaultOptions& f = options.faults;
     Fault fault;
@@ -386,7 +389,7 @@ struct WanProxy::Impl {
   // The fault of a request that has just arrived, if it gets one.
   std::optional<FaultKind> DrawRequest() {
     std::lock_guard lock(random_mu);
-    return DrawKind(true, &requests_drawn);
+    return DrawKind(request_draw);
   }
 
   Result<int> Dial() const {

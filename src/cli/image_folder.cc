@@ -8,7 +8,7 @@
 
 #include "base/file_util.h"
 #include "base/utf8.h"
-#include "cache/shard_downloader.h"
+#include "cli/transfer.h"
 #include "ferry/format/index.h"
 
 namespace ferry {
@@ -82,7 +82,7 @@ Status Finish(FolderListing& out, std::string_view root) {
 
 Result<FolderListing> ListRemoteImageFolder(ObjectStore& store, std::string_view prefix,
                                             std::string_view url) {
-  const std::string folder = internal_cache::RemoteKeyOf(prefix, "");  // "" or "prefix/"
+  const std::string folder = FolderPrefix(std::string(prefix));
   FERRY_ASSIGN_OR_RETURN(ListResult listed, store.List(folder, /*recursive=*/true));
   FolderListing out;
   std::vector<FolderFile> top;
