@@ -4,20 +4,25 @@
 # (cold cache) and epoch 2 (warm). Baselines measured in the same run: the ceiling of the
 # emulator-plus-proxy path (every shard fetched with 16 requests in flight, ferry-fetch-bench)
 # and `cat` of the cached shards from the page cache.
-#   bench/stream_bench.sh [--rtts "0 50 100"] [--sizes "64mb 256mb"] [--parts "8 1"]
+#   bench/stream_bench.sh [--rtts "0 50 100"] [--sizes "64mb 256mb"] [--parts "auto 1 8"]
+#                         [--conn-mbps 25]
 # --parts lists the --download-parts values to run side by side at each point (ranged parts per
-# shard; 8 is the default, ferry doctor says how many a path wants).
+# shard; auto is the default: the engine chooses from the downloads' rates, and the table shows
+# what it chose by the end of epoch 1). --conn-mbps caps each connection through the proxy, as
+# a cross-cloud TCP stream is (0: pure delay).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rtts="0 50 100"
 sizes="64mb 256mb"
-parts="8"
+parts="auto"
+conn_mbps=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --rtts) rtts=$2; shift 2 ;;
     --sizes) sizes=$2; shift 2 ;;
     --parts) parts=$2; shift 2 ;;
-    *) echo "usage: $0 [--rtts LIST] [--sizes LIST] [--parts N]" >&2; exit 2 ;;
+    --conn-mbps) conn_mbps=$2; shift 2 ;;
+    *) echo "usage: $0 [--rtts LIST] [--sizes LIST] [--parts LIST] [--conn-mbps N]" >&2; exit 2 ;;
   esac
 done
 
@@ -55,7 +60,7 @@ for rtt in $rtts; do
   half=$(awk -v r="$rtt" 'BEGIN { print r / 2 }')
   rm -f "$work/wan.port"
   "$bin/bench/ferry-wan" --target "127.0.0.1:$s3_port" --delay-ms "$half" \
-    --port-file "$work/wan.port" > "$work/wan.log" 2>&1 &
+    --conn-mbps "$conn_mbps" --port-file "$work/wan.port" > "$work/wan.log" 2>&1 &
   wan_pid=$!
   for _ in $(seq 100); do [ -s "$work/wan.port" ] && break; sleep 0.05; done
   export AWS_ENDPOINT_URL=http://127.0.0.1:$(cat "$work/wan.port")
@@ -78,6 +83,8 @@ import json, sys
 path, rtt, size, parts, ceiling, cat_s, nbytes = sys.argv[1:]
 e1, e2 = [json.loads(l) for l in open(path) if l.startswith("{")]
 cat_mbps = int(nbytes) / 1e6 / max(float(cat_s), 1e-3)
+if parts == "auto":
+    parts = f"auto ({e1['download_parts']})"
 print(f"| {rtt} ms | {size} | {parts} | {float(ceiling):.0f} | {e1['samples_per_s']:.0f} | "
       f"{e1['mb_per_s']:.0f} | {e1['mb_per_s'] / float(ceiling):.2f} | "
       f"{e1['time_to_first_sample_s']:.3f} | {e2['samples_per_s']:.0f} | {e2['mb_per_s']:.0f} | "

@@ -217,8 +217,9 @@ class StreamingDataset(_NativeDataset):
         image_format: ``"pil"`` (jpeg/png/pil columns as PIL images, as the reference),
             ``"numpy"`` (uint8 arrays) or ``"bytes"`` (the stored JPEG/PNG files, undecoded).
         download_concurrency: shards fetched at once per worker (None: auto).
-        download_parts: ranged parts a shard of 32 MiB or more is fetched as, at once (8; 1 or 2
-            where one connection can carry the link - ``ferry doctor`` says which).
+        download_parts: ranged parts a shard of 32 MiB or more is fetched as, at once (None:
+            auto, 1 to 8 from how the downloads' rates respond to their number; ``ferry doctor``
+            measures it ahead of time).
         max_bytes_in_flight: bytes fetched ahead per worker.
     Accepted for compatibility and not needed (docs/python.md says why): download_retry,
     download_timeout, partition_algo, sampling_granularity, batching_method, replication,
@@ -255,7 +256,7 @@ class StreamingDataset(_NativeDataset):
         image_format: str = "pil",
         download_concurrency: Optional[int] = None,
         max_bytes_in_flight: Union[int, str, None] = None,
-        download_parts: int = 8,
+        download_parts: Optional[int] = None,
     ) -> None:
         super().__init__()
         if streams:

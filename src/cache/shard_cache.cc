@@ -35,6 +35,7 @@
 #include "cache/cache_metrics.h"
 #include "cache/eviction.h"
 #include "cache/file_lock.h"
+#include "cache/part_tuner.h"
 #include "cache/shard_downloader.h"
 #include "ferry/format/local_dataset.h"
 #include "format/hash.h"
@@ -142,11 +143,13 @@ class ShardCacheImpl final : public ShardCache {
         index_(std::move(index)),
         options_(std::move(options)),
         layout_(options_.local),
+        tuner_(options_.download_parts ? nullptr : std::make_unique<internal_cache::PartTuner>()),
         downloader_(std::move(remote), std::move(remote_prefix), layout_,
                     {.keep_zip = options_.keep_zip,
                      .validate_hash = options_.validate_hash,
                      .parts = {.parallel_part_threshold = options_.parallel_part_threshold,
-                               .download_parts = options_.download_parts}}) {}
+                               .download_parts = options_.download_parts.value_or(1),
+                               .tuner = tuner_.get()}}) {}
 
   const Index& index() const override { return index_; }
 
@@ -288,6 +291,7 @@ class ShardCacheImpl final : public ShardCache {
   const Index index_;
   const ShardCacheOptions options_;
   const CacheLayout layout_;
+  const std::unique_ptr<internal_cache::PartTuner> tuner_;  // null when download_parts is set
   const ShardDownloader downloader_;
   std::atomic<bool> warned_over_limit_{false};
 
@@ -333,7 +337,7 @@ Result<std::unique_ptr<ShardCache>> ShardCache::Open(std::shared_ptr<ObjectStore
   if (options.local.empty()) {
     return InvalidArgumentError("shard cache: `local` (the cache folder) is empty");
   }
-  if (options.download_parts == 0) {
+  if (options.download_parts == 0u) {
     return InvalidArgumentError(
         fmt::format("{}: download_parts must be at least 1", options.local.string()));
   }

@@ -106,11 +106,14 @@ Status Publish(const fs::path& tmp, const fs::path& path) {
   return Status::Ok();
 }
 
+// `tuner` (may be null) measures the body.
 Status DownloadWhole(ObjectStore& store, std::string_view key, int fd, const fs::path& tmp,
-                     uint64_t expected_size, const std::string& url) {
+                     uint64_t expected_size, const std::string& url, PartTuner* tuner) {
   metrics::Counter& downloaded = CacheMetrics::Get().downloaded_bytes;
   uint64_t written = 0;
+  PartTuner::Body body = tuner != nullptr ? tuner->Track() : PartTuner::Body();
   auto info = store.Read(key, ByteRange{}, [&](std::string_view chunk) -> Status {
+    body.Received(chunk.size());
     // Stop at once rather than fill the disk with an object bigger than announced.
     if (chunk.size() > expected_size - written) {
       return DataLossError(
@@ -126,11 +129,12 @@ Status DownloadWhole(ObjectStore& store, std::string_view key, int fd, const fs:
     return DataLossError(
         fmt::format("{}: {} bytes, index.json says {}", url, written, expected_size));
   }
+  body.Finish();
   return Status::Ok();
 }
 
 Status DownloadParts(ObjectStore& store, std::string_view key, int fd, const fs::path& tmp,
-                     uint64_t size, uint32_t max_parts, const std::string& url) {
+                     uint64_t size, uint32_t max_parts, const std::string& url, PartTuner* tuner) {
   // Parts land out of order: reserving every block now also makes a full disk fail here, not
   // halfway through. Filesystems without fallocate get a sparse file of the right size.
   if (const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(size)); err != 0) {
@@ -152,7 +156,9 @@ Status DownloadParts(ObjectStore& store, std::string_view key, int fd, const fs:
     if (begin >= size) return;
     const uint64_t length = std::min(part_size, size - begin);
     uint64_t written = 0;
+    PartTuner::Body body = tuner != nullptr ? tuner->Track() : PartTuner::Body();
     auto got = store.Read(key, ByteRange{begin, length}, [&](std::string_view chunk) -> Status {
+      body.Received(chunk.size());
       if (failed.stop_requested()) {
         return CancelledError(fmt::format("{}: another part of the download failed", url));
       }
@@ -171,6 +177,7 @@ Status DownloadParts(ObjectStore& store, std::string_view key, int fd, const fs:
       status = DataLossError(
           fmt::format("{}: {} bytes at offset {}, expected {}", url, written, begin, length));
     }
+    if (status.ok()) body.Finish();
     if (!status.ok()) failed.request_stop();
     results[part] = std::move(status);
   };
@@ -215,10 +222,12 @@ Status DownloadToFile(ObjectStore& store, std::string_view key, const fs::path& 
   const std::string url = http::RedactUrl(store.ToUrl(key));
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, Modes().file);
   if (fd < 0) return ErrnoToStatus(errno, "create", tmp);
-  Status status = parts.download_parts > 1 && expected_size > 0 &&
-                          expected_size >= parts.parallel_part_threshold
-                      ? DownloadParts(store, key, fd, tmp, expected_size, parts.download_parts, url)
-                      : DownloadWhole(store, key, fd, tmp, expected_size, url);
+  const bool large = expected_size > 0 && expected_size >= parts.parallel_part_threshold;
+  const uint32_t count = parts.tuner != nullptr ? parts.tuner->parts() : parts.download_parts;
+  PartTuner* const tuner = large ? parts.tuner : nullptr;  // small bodies measure TCP's start
+  Status status = large && count > 1
+                      ? DownloadParts(store, key, fd, tmp, expected_size, count, url, tuner)
+                      : DownloadWhole(store, key, fd, tmp, expected_size, url, tuner);
   if (::close(fd) != 0 && status.ok()) status = ErrnoToStatus(errno, "close", tmp);
   if (!status.ok()) ::unlink(tmp.c_str());
   return status;

@@ -7,7 +7,8 @@
 //      with validate_hash and decompress it - no download;
 //   3. otherwise make room (the caller's callback evicts), then download the compressed file if
 //      the dataset has one, else the raw file, into its temporary: one streamed read, or, at or
-//      above parallel_part_threshold, `download_parts` ranged reads at once, each written at its
+//      above parallel_part_threshold, several ranged reads at once (`download_parts`, or what the
+//      PartTuner chooses from the rates past downloads reached), each written at its
 //      offset (pwrite) into one preallocated file, with no HEAD first (every part's response
 //      gives the object's size and etag, which must agree); a failing part stops the others and
 //      fails the download;
@@ -34,6 +35,7 @@
 #include <string_view>
 
 #include "cache/cache_layout.h"
+#include "cache/part_tuner.h"
 #include "ferry/format/index.h"
 #include "ferry/result.h"
 #include "ferry/storage/object_store.h"
@@ -46,6 +48,8 @@ std::string RemoteKeyOf(std::string_view prefix, std::string_view name);
 struct PartOptions {
   uint64_t parallel_part_threshold = uint64_t{32} << 20;
   uint32_t download_parts = 8;
+  /// When set, chooses the parts instead of download_parts, and measures every large body.
+  PartTuner* tuner = nullptr;
 };
 
 /// Downloads the whole object `key` into a new file `tmp` (which must not exist), checking that

@@ -12,7 +12,7 @@ namespace {
 
 constexpr uint64_t kMiB = uint64_t{1} << 20;
 // What the shard cache does (ShardCacheOptions): shards of 32 MiB and more come in parts,
-// download_parts of them (8 unless set).
+// download_parts of them (unset: 1 to 8, chosen by its PartTuner).
 constexpr uint64_t kPartThreshold = 32 * kMiB;
 constexpr uint32_t kMaxParts = 8;
 

@@ -36,7 +36,7 @@ struct StreamCommandOptions {
   uint64_t seed = 9176;
   std::string predownload = "auto";
   std::string concurrency = "auto";
-  uint32_t download_parts = 8;
+  std::string download_parts = "auto";
   std::string cache_limit;
   std::string world = "1,1,1";
   uint32_t rank = 0;
@@ -90,7 +90,14 @@ Result<int> RunStream(const StreamCommandOptions& o) {
   FERRY_ASSIGN_OR_RETURN(options.predownload, Auto("predownload", o.predownload));
   FERRY_ASSIGN_OR_RETURN(auto concurrency, Auto("concurrency", o.concurrency));
   if (concurrency) options.download_concurrency = static_cast<uint32_t>(*concurrency);
-  options.download_parts = o.download_parts;
+  FERRY_ASSIGN_OR_RETURN(auto parts, Auto("download-parts", o.download_parts));
+  if (parts) {
+    if (*parts < 1 || *parts > 64) {
+      return InvalidArgumentError(
+          fmt::format("--download-parts: {} is not within 1 to 64, or auto", *parts));
+    }
+    options.download_parts = static_cast<uint32_t>(*parts);
+  }
   if (!o.cache_limit.empty()) {
     FERRY_ASSIGN_OR_RETURN(uint64_t limit, ParseHumanSize(o.cache_limit));
     options.cache_limit = limit;
@@ -188,6 +195,9 @@ Result<int> RunStream(const StreamCommandOptions& o) {
     j["time_to_first_sample_s"] = first_s;
     j["predownload"] = Metric(after, "/ferry/stream/predownload");
     j["concurrency"] = Metric(after, "/ferry/stream/concurrency");
+    // The part count of the next large download (the tuner's latest choice, in auto).
+    j["download_parts"] = options.download_parts ? int64_t{*options.download_parts}
+                                                 : Metric(after, "/ferry/cache/download_parts");
     if (o.json) {
       std::printf("%s\n", DumpPythonJson(j, JsonKeyOrder::kInsertion).c_str());
     } else {
@@ -228,10 +238,9 @@ Command AddStreamCommand(CLI::App& parent) {
   app->add_option("--concurrency", o->concurrency, "Shards downloaded at once, or auto")
       ->capture_default_str();
   app->add_option("--download-parts", o->download_parts,
-                  "Ranged parts a shard of 32 MiB or more comes in, at once (ferry doctor says "
-                  "how many)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 64));
+                  "Ranged parts a shard of 32 MiB or more comes in, at once (1 to 64), or auto: "
+                  "chosen from the downloads' rates (ferry doctor measures it ahead)")
+      ->capture_default_str();
   app->add_option("--cache-limit", o->cache_limit, "Bytes the cache may hold (e.g. 10gb)");
   app->add_option("--validate-hash", o->validate_hash, "Check downloads with this hash");
   app->add_option("--world", o->world, "NODES,RANKS_PER_NODE,WORKERS_PER_RANK")

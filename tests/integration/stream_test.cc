@@ -5,7 +5,8 @@
 //     complete shard, and the next run completes;
 //   - disk use under a cache_limit stays within the limit plus the documented slack;
 //   - a corrupted shard is caught by hash validation with an error naming it;
-//   - --download-parts sets the ranged requests of a large shard.
+//   - --download-parts sets the ranged requests of a large shard; unset, the engine raises them
+//     where each connection is capped.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -87,6 +88,28 @@ TEST(Stream, DownloadPartsSetsTheRangedRequestsOfALargeShard) {
     requests[parts] = lines[0]["remote_requests"].get<uint64_t>();
   }
   EXPECT_EQ(requests[4], requests[1] + 3) << "four ranged requests instead of one";
+}
+
+// By default the engine chooses the parts itself: through a link that caps each connection,
+// the downloads' rates show that more connections add up, and it rises from 4 to its top, 8.
+TEST(Stream, AutoPartsRiseWhereEachConnectionIsCapped) {
+  TempDir tmp;
+  const Dataset d = MakeRemoteDataset(tmp, "autoparts", 170, 1'000'000, 34'500'000);
+  ASSERT_EQ(d.index.shards.size(), 5u);
+  for (const auto& s : d.index.shards) ASSERT_GE(s.raw_data.bytes, uint64_t{32} << 20);
+  const std::string capped = "AWS_ENDPOINT_URL=" + StartWan(tmp, "--conn-mbps 40");
+  const auto out = tmp / "out";
+  ASSERT_EQ(Sh(fmt::format("{} {} stream {} --local {} --json > {} 2>&1", capped, FERRY_CLI_PATH,
+                           d.url, Quote(tmp / "cache"), Quote(out))),
+            0)
+      << ReadFileToString(out).value_or("");
+  const auto lines = JsonLines(out);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["samples"], d.samples);
+  EXPECT_EQ(lines[0]["bytes_fetched"].get<uint64_t>(), d.raw_bytes);
+  EXPECT_EQ(lines[0]["download_parts"], 8) << lines[0].dump();
+  // 5 shards in 4 parts at first, then 8: more ranged requests than 4 per shard.
+  EXPECT_GT(lines[0]["remote_requests"].get<uint64_t>(), 4 * d.index.shards.size() + 1);
 }
 
 TEST(Stream, AKilledDownloadLeavesNothingThatPassesForAShard) {

@@ -58,9 +58,11 @@ struct ShardCacheOptions {
   uint64_t eviction_headroom = 0;
   bool keep_zip = false;                     // keep compressed files after decompressing
   std::optional<std::string> validate_hash;  // e.g. "xxh64": check downloads against the index
-  /// Shards at least this big are fetched as `download_parts` ranged parts at once.
+  /// Shards at least this big are fetched as several ranged parts at once: `download_parts` of
+  /// them, or (nullopt) as many as the rates of past downloads say pay off, 1 to 8
+  /// (src/cache/part_tuner.h).
   uint64_t parallel_part_threshold = uint64_t{32} << 20;
-  uint32_t download_parts = 8;
+  std::optional<uint32_t> download_parts;
 };
 
 /// A pinned, complete, local raw shard. Movable; unpins when destroyed.

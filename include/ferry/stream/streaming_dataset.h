@@ -63,9 +63,10 @@ struct StreamingOptions {
   uint64_t max_bytes_in_flight = uint64_t{1} << 30;
   /// Ranged parts a shard of 32 MiB or more is fetched as, at once (at least 1): several
   /// connections fill a link that holds each one to a fraction of it (a cross-cloud TCP
-  /// stream); where one connection can carry the link, fewer parts cost less. `ferry doctor`
-  /// measures which.
-  uint32_t download_parts = 8;
+  /// stream); where one connection can carry the link, fewer parts cost less. nullopt: auto,
+  /// 1 to 8 from how the rates of the downloads so far respond to their number
+  /// (src/cache/part_tuner.h); `ferry doctor` measures which, ahead of time.
+  std::optional<uint32_t> download_parts;
   std::optional<uint64_t> cache_limit;  // bytes per stream cache folder
   bool keep_zip = false;
   std::optional<std::string> validate_hash;
