@@ -51,6 +51,7 @@ void RunFaultSuite(Server server, const std::vector<FaultRun>& runs) {
                              "--fault-max-offset 150000 --fault-stall-ms 200 --fault-slow-bps 1024",
                              r.rate, r.kinds, k + 1),
                  server);
+    const WanGuard wan_process(wan_dir);
     const int code = Sh(
         fmt::format("{} FERRY_LOW_SPEED_LIMIT=4096 FERRY_LOW_SPEED_TIME=1 {} stream {} --local {} "
                     "--validate-hash xxh64 --touch --json > {} 2>&1",

@@ -98,6 +98,7 @@ TEST(Stream, AutoPartsRiseWhereEachConnectionIsCapped) {
   ASSERT_EQ(d.index.shards.size(), 5u);
   for (const auto& s : d.index.shards) ASSERT_GE(s.raw_data.bytes, uint64_t{32} << 20);
   const std::string capped = "AWS_ENDPOINT_URL=" + StartWan(tmp, "--conn-mbps 40");
+  const WanGuard wan_process(tmp);
   const auto out = tmp / "out";
   ASSERT_EQ(Sh(fmt::format("{} {} stream {} --local {} --json > {} 2>&1", capped, FERRY_CLI_PATH,
                            d.url, Quote(tmp / "cache"), Quote(out))),
@@ -118,6 +119,7 @@ TEST(Stream, AKilledDownloadLeavesNothingThatPassesForAShard) {
   const auto cache = tmp / "cache";
   // Slow the link down so that the kill lands in the middle of a download.
   const std::string slow = "AWS_ENDPOINT_URL=" + StartWan(tmp, "--conn-mbps 20");
+  const WanGuard wan_process(tmp);
   for (int round = 0; round < 3; ++round) {
     Sh(
         fmt::format("{} timeout -s KILL 1.5 {} stream {} --local {} --validate-hash xxh64 "
@@ -340,6 +342,7 @@ TEST(Doctor, MeasuresTheLinkAndAdvisesForTheDataset) {
   TempDir tmp;
   const Dataset d = MakeRemoteDataset(tmp, "doctor", 400, 10000, 1 << 20);
   const std::string endpoint = StartWan(tmp, "--delay-ms 25");
+  const WanGuard wan_process(tmp);
   ASSERT_EQ(Sh(fmt::format("AWS_ENDPOINT_URL={} {} doctor {} --dataset --json --requests 5 "
                            "--connections 4 --bytes 4mb --local {} > {} 2> {}",
                            endpoint, FERRY_CLI_PATH, d.url, Quote(tmp.path()), Quote(tmp / "out"),

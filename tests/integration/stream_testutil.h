@@ -113,7 +113,22 @@ inline std::string ThroughWan(Server server, const std::string& endpoint) {
 }
 
 inline void StopWan(const TempDir& tmp) {
-  Sh(fmt::format("kill $(cat {})", Quote(tmp / "wan.pid")));
+  // The pid file goes with the process, so that a second call cannot hit a recycled pid.
+  const std::string pid_file = Quote(tmp / "wan.pid");
+  Sh(fmt::format("if [ -f {0} ]; then kill $(cat {0}) 2>/dev/null; rm -f {0}; fi", pid_file));
 }
+
+// Stops the ferry-wan that StartWan started in `tmp` at the end of the scope, also when an
+// ASSERT ends the test early (stopping it twice is harmless).
+class WanGuard {
+ public:
+  explicit WanGuard(const TempDir& tmp) : tmp_(tmp) {}
+  ~WanGuard() { StopWan(tmp_); }
+  WanGuard(const WanGuard&) = delete;
+  WanGuard& operator=(const WanGuard&) = delete;
+
+ private:
+  const TempDir& tmp_;
+};
 
 }  // namespace ferry::testing
