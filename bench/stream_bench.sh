@@ -2,8 +2,9 @@
 # Streaming engine benchmark (issue 4): `ferry stream` of the 10,000 synthetic JPEGs (bench/data)
 # in 64 MB and 256 MB shards, from s3rver through ferry-wan at RTT 0, 50 and 100 ms; epoch 1
 # (cold cache) and epoch 2 (warm). Baselines measured in the same run: the ceiling of the
-# emulator-plus-proxy path (every shard fetched with 16 requests in flight, ferry-fetch-bench)
-# and `cat` of the cached shards from the page cache.
+# emulator-plus-proxy path (every shard fetched with 16 requests in flight, ferry-fetch-bench),
+# the same with every byte written to a file as it arrives ("kept": what a cache must do), and
+# `cat` of the cached shards from the page cache.
 #   bench/stream_bench.sh [--rtts "0 50 100"] [--sizes "64mb 256mb"] [--parts "auto 1 8"]
 #                         [--conn-mbps 25]
 # --parts lists the --download-parts values to run side by side at each point (ranged parts per
@@ -54,8 +55,8 @@ for size in $sizes; do
   "$bin/src/cli/ferry" cp -r -q --jobs 8 "$ds" "s3://$bucket/$size" > /dev/null
 done
 
-printf '| RTT | shards | parts | ceiling MB/s | epoch 1 samples/s | epoch 1 MB/s | vs ceiling | first sample s | epoch 2 samples/s | epoch 2 MB/s | cat MB/s | vs cat |\n'
-printf '|---|---|---|---|---|---|---|---|---|---|---|---|\n'
+printf '| RTT | shards | parts | ceiling MB/s | kept MB/s | epoch 1 samples/s | epoch 1 MB/s | vs ceiling | vs kept | first sample s | epoch 2 samples/s | epoch 2 MB/s | cat MB/s | vs cat |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
 for rtt in $rtts; do
   half=$(awk -v r="$rtt" 'BEGIN { print r / 2 }')
   rm -f "$work/wan.port"
@@ -66,7 +67,11 @@ for rtt in $rtts; do
   export AWS_ENDPOINT_URL=http://127.0.0.1:$(cat "$work/wan.port")
   for size in $sizes; do
     for n in $parts; do
-      # The ceiling again before each run: the two are measured side by side.
+      # The ceilings again before each run: they are measured side by side.
+      mkdir -p "$work/kept"
+      kept=$("$bin/bench/ferry-fetch-bench" many --bucket "$bucket" --prefix "$size/shard." \
+        --inflight 16 --keep "$work/kept" |
+        awk '{ for (i = 1; i <= NF; i++) if ($i == "MB/s") print $(i - 1) }')
       ceiling=$("$bin/bench/ferry-fetch-bench" many --bucket "$bucket" --prefix "$size/shard." \
         --inflight 16 | awk '{ for (i = 1; i <= NF; i++) if ($i == "MB/s") print $(i - 1) }')
       cache=$work/stream-cache-$size-$rtt
@@ -78,15 +83,16 @@ for rtt in $rtts; do
       cat_s=$( { TIMEFORMAT=%R; time cat "$cache"/shard.* > /dev/null; } 2>&1 )
       bytes=$(cat "$cache"/shard.* | wc -c)
       /usr/bin/python3 - "$work/stream-$size-$rtt.json" "$rtt" "$size" "$n" "$ceiling" "$cat_s" \
-        "$bytes" <<'PY'
+        "$bytes" "$kept" <<'PY'
 import json, sys
-path, rtt, size, parts, ceiling, cat_s, nbytes = sys.argv[1:]
+path, rtt, size, parts, ceiling, cat_s, nbytes, kept = sys.argv[1:]
 e1, e2 = [json.loads(l) for l in open(path) if l.startswith("{")]
 cat_mbps = int(nbytes) / 1e6 / max(float(cat_s), 1e-3)
 if parts == "auto":
     parts = f"auto ({e1['download_parts']})"
-print(f"| {rtt} ms | {size} | {parts} | {float(ceiling):.0f} | {e1['samples_per_s']:.0f} | "
-      f"{e1['mb_per_s']:.0f} | {e1['mb_per_s'] / float(ceiling):.2f} | "
+print(f"| {rtt} ms | {size} | {parts} | {float(ceiling):.0f} | {float(kept):.0f} | "
+      f"{e1['samples_per_s']:.0f} | {e1['mb_per_s']:.0f} | {e1['mb_per_s'] / float(ceiling):.2f} | "
+      f"{e1['mb_per_s'] / float(kept):.2f} | "
       f"{e1['time_to_first_sample_s']:.3f} | {e2['samples_per_s']:.0f} | {e2['mb_per_s']:.0f} | "
       f"{cat_mbps:.0f} | {e2['mb_per_s'] / cat_mbps:.2f} |")
 PY

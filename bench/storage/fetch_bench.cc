@@ -1,22 +1,28 @@
 // ferry-fetch-bench: how fast the transport moves objects from an S3 endpoint.
 //
-//   ferry-fetch-bench many --bucket B --prefix P --inflight 16,64,256
+//   ferry-fetch-bench many --bucket B --prefix P --inflight 16,64,256 [--keep DIR]
 //       GETs every object under P with at most K requests in flight, all from the transport's
-//       one I/O thread (no thread per request), for each K given.
+//       one I/O thread (no thread per request), for each K given. With --keep each object is
+//       written to a new file in DIR as it arrives (and the files deleted after the run), as a
+//       cache must: the ceiling of a path whose bytes are kept, not dropped.
 //   ferry-fetch-bench one --bucket B --key K --parts 1,16
 //       reads one large object as a single stream (1) or as N ranged parts at once.
 //
 // Endpoint and credentials come from the usual AWS_* variables. Output: one line per run with
 // objects/s, MB/s and the CPU the process used (user+sys seconds per wall second), which says
 // whether ferry's side was the bottleneck.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <filesystem>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -49,7 +55,31 @@ struct Clock {
   }
 };
 
-int Many(const std::string& bucket, const std::string& prefix, const std::vector<int>& inflight) {
+// A new file that one response body is written into, closed (and left) when dropped.
+class KeptFile {
+ public:
+  explicit KeptFile(const std::filesystem::path& path)
+      : fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) {}
+  ~KeptFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  KeptFile(const KeptFile&) = delete;
+  KeptFile& operator=(const KeptFile&) = delete;
+  bool Write(std::string_view data) {
+    while (!data.empty()) {
+      const ssize_t n = ::write(fd_, data.data(), data.size());
+      if (n <= 0) return false;
+      data.remove_prefix(static_cast<size_t>(n));
+    }
+    return true;
+  }
+
+ private:
+  int fd_;
+};
+
+int Many(const std::string& bucket, const std::string& prefix, const std::vector<int>& inflight,
+         const std::string& keep) {
   auto config = internal_s3::S3StoreConfigFromEnvironment(bucket);
   if (!config) return std::fprintf(stderr, "%s\n", config.status().ToString().c_str()), 1;
   auto store = internal_s3::MakeS3Store(*config).value();
@@ -76,10 +106,16 @@ int Many(const std::string& bucket, const std::string& prefix, const std::vector
         ++in_flight;
       }
       auto received = std::make_shared<uint64_t>(0);
+      std::shared_ptr<KeptFile> file;
+      if (!keep.empty()) {
+        file = std::make_shared<KeptFile>(std::filesystem::path(keep) /
+                                          std::filesystem::path(obj.key).filename());
+      }
       transport->Submit(
           std::move(request),
-          [received](std::string_view chunk) {
+          [received, file](std::string_view chunk) {
             *received += chunk.size();
+            if (file && !file->Write(chunk)) return InternalError("write to --keep failed");
             return Status::Ok();
           },
           [&, received](Result<http::Response> r) {
@@ -93,7 +129,14 @@ int Many(const std::string& bucket, const std::string& prefix, const std::vector
     }
     std::unique_lock lock(mu);
     cv.wait(lock, [&] { return in_flight == 0; });
-    clock.Report(fmt::format("ferry transport, {} in flight", k), done, bytes);
+    clock.Report(fmt::format("ferry transport, {} in flight{}", k, keep.empty() ? "" : ", kept"),
+                 done, bytes);
+    if (!keep.empty()) {
+      for (const auto& obj : listing->objects) {
+        std::filesystem::remove(std::filesystem::path(keep) /
+                                std::filesystem::path(obj.key).filename());
+      }
+    }
     if (failed > 0)
       std::printf("  %llu requests failed\n", static_cast<unsigned long long>(failed));
   }
@@ -148,17 +191,19 @@ std::vector<int> Numbers(const std::string& text) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Measure object fetch throughput through ferry's transport"};
-  std::string bucket, prefix, key, inflight = "16,64,256", parts = "1,16";
+  std::string bucket, prefix, key, inflight = "16,64,256", parts = "1,16", keep;
   app.require_subcommand(1);
   auto* many = app.add_subcommand("many", "GET every object under a prefix");
   many->add_option("--bucket", bucket)->required();
   many->add_option("--prefix", prefix)->required();
   many->add_option("--inflight", inflight);
+  many->add_option("--keep", keep, "Write each object to a file in this folder as it arrives")
+      ->check(CLI::ExistingDirectory);
   auto* one = app.add_subcommand("one", "GET one large object");
   one->add_option("--bucket", bucket)->required();
   one->add_option("--key", key)->required();
   one->add_option("--parts", parts);
   CLI11_PARSE(app, argc, argv);
-  if (many->parsed()) return ferry::Many(bucket, prefix, ferry::Numbers(inflight));
+  if (many->parsed()) return ferry::Many(bucket, prefix, ferry::Numbers(inflight), keep);
   return ferry::One(bucket, key, ferry::Numbers(parts));
 }

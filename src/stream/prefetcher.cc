@@ -10,6 +10,8 @@ namespace ferry::internal_stream {
 namespace {
 
 constexpr uint32_t kMaxAutoConcurrency = 16;
+// How far past the worker an auto look-ahead may reach while it looks for shards to fetch.
+constexpr uint64_t kMaxLookahead = uint64_t{1} << 20;
 constexpr double kEwma = 0.3;  // weight of a new measurement
 
 double Ewma(double old, double sample) { return old == 0 ? sample : old + kEwma * (sample - old); }
@@ -66,8 +68,15 @@ void Prefetcher::Retune() {
   double window = std::max(rate * latency * 2, 4 * per_shard);
   window = std::min(window, per_shard * 64);
   auto_window_ = static_cast<uint64_t>(std::ceil(window));
-  auto_concurrency_ = static_cast<uint32_t>(
-      std::clamp(std::ceil(window / per_shard), 4.0, static_cast<double>(kMaxAutoConcurrency)));
+  // The same law in bytes: the link's rate x latency x 2 in shards. The samples the worker
+  // consumes say how much the link carries only while the worker is not waiting for it; in a
+  // shuffled order it waits most of epoch 1 (the next sample is usually in a shard not yet
+  // local), so the bytes the fetches bring decide as well.
+  const double by_bytes =
+      mean_shard_bytes_ > 0 ? bandwidth_ * latency_s_ * 2 / mean_shard_bytes_ : 0;
+  auto_concurrency_ =
+      static_cast<uint32_t>(std::clamp(std::ceil(std::max(window / per_shard, by_bytes)), 4.0,
+                                       static_cast<double>(kMaxAutoConcurrency)));
   metrics::GetGauge("/ferry/stream/predownload").Set(static_cast<int64_t>(WindowSamples()));
   metrics::GetGauge("/ferry/stream/concurrency").Set(Concurrency());
   metrics::GetGauge("/ferry/stream/bandwidth_bytes_per_s").Set(static_cast<int64_t>(bandwidth_));
@@ -76,6 +85,7 @@ void Prefetcher::Retune() {
 void Prefetcher::Start(const ShardKey& key) {
   FetchState& f = fetches_[key];
   f.bytes = shard_bytes_(key);
+  mean_shard_bytes_ = Ewma(mean_shard_bytes_, static_cast<double>(f.bytes));
   ++in_flight_;
   bytes_in_flight_ += f.bytes;
   bytes_ahead_ += f.bytes;
@@ -87,13 +97,28 @@ void Prefetcher::Plan(std::stop_token stop) {
   std::unique_lock lock(mu_);
   while (!stop.stop_requested()) {
     if (!options_.predownload || !options_.concurrency) Retune();
-    // Extend the look-ahead to the window.
+    // Extend the look-ahead to the window - and in auto mode further, while it holds fewer
+    // shards still to fetch than may be fetched at once: where every sample may be in another
+    // shard (a shuffled order), a window counted in samples would leave the link idle.
     const uint64_t target = taken_ + WindowSamples();
+    std::set<ShardKey> to_fetch;  // in flight or not started, in the look-ahead
+    const bool seek = !options_.predownload;
+    if (seek) {
+      for (const auto& [pos, key] : window_) {
+        auto it = fetches_.find(key);
+        if (it == fetches_.end() || !it->second.done) to_fetch.insert(key);
+      }
+    }
     bool grew = false;
-    while (looked_ < target) {
+    while (looked_ < target ||
+           (seek && to_fetch.size() < Concurrency() && looked_ < taken_ + kMaxLookahead)) {
       const auto sample = lookahead_.Next();
       if (!sample) break;
       const ShardKey key = resolve_(*sample);
+      if (seek) {
+        auto it = fetches_.find(key);
+        if (it == fetches_.end() || !it->second.done) to_fetch.insert(key);
+      }
       if (window_.empty() || !(window_.back().second == key)) ++shard_changes_;
       window_.emplace_back(looked_, key);
       last_use_[key] = looked_;
@@ -106,7 +131,9 @@ void Prefetcher::Plan(std::stop_token stop) {
       if (fetches_.count(key) != 0) continue;
       // Bytes fetched ahead (in flight, or local and pinned but not yet read) stay within the
       // budget - which under a cache_limit is what keeps pinned shards from crowding the cache.
-      if (!fetches_.empty() && bytes_ahead_ + shard_bytes_(key) > options_.max_bytes_in_flight) {
+      // Without one every shard stays anyway, and only what is in flight counts.
+      const uint64_t ahead = options_.budget_counts_pinned ? bytes_ahead_ : bytes_in_flight_;
+      if (!fetches_.empty() && ahead + shard_bytes_(key) > options_.max_bytes_in_flight) {
         break;
       }
       Start(key);
@@ -186,7 +213,8 @@ void Prefetcher::Advance(uint64_t taken) {
     last_advance_taken_ = taken;
   }
   taken_ = taken;
-  const uint64_t stride = std::clamp<uint64_t>(WindowSamples() / 8, 1, 256);
+  const uint64_t stride = std::clamp<uint64_t>(
+      std::max(WindowSamples(), looked_ > taken ? looked_ - taken : 0) / 8, 1, 256);
   next_wake_.store(taken + stride, std::memory_order_relaxed);
   Drop(taken);
   dirty_ = true;

@@ -4,16 +4,20 @@
 // past the worker's position, turning samples into the shards they live in (in order of first
 // use). Up to `concurrency` of those shards are fetched at once (ShardCache::Acquire on a small
 // pool of std::jthreads), and never more than `max_bytes_in_flight` bytes of shards are ahead of
-// the worker (being fetched, or fetched and waiting to be read; at least one shard always). A
+// the worker (being fetched, and - with budget_counts_pinned, under a cache_limit - fetched and
+// waiting to be read; at least one shard always). A
 // fetched shard stays pinned (its ShardHandle is held) until the worker has passed its last use
 // inside the window; then the pin is dropped and the cache may evict it. Each stream's cache is
 // told the upcoming shard order, so eviction keeps what is needed soonest.
 //
 // Auto mode (predownload or concurrency unset) measures how long a shard takes to become local
 // (latency L, which includes the round trip and the transfer) and how fast the worker consumes
-// samples (rate R), and keeps R x L x 2 samples ahead (at least two shards' worth): Little's law,
-// so that what is in flight covers the time a fetch takes, with margin. Concurrency follows as
-// the number of shards that window spans (2..16). The choice is reported in the gauges
+// samples (rate R), and keeps R x L x 2 samples ahead (at least four shards' worth): Little's
+// law, so that what is in flight covers the time a fetch takes, with margin. Concurrency follows
+// as the number of shards that window spans, or bandwidth x L x 2 in shards if more (4..16). With
+// predownload auto the look-ahead then reaches on, past the window, until it holds as many
+// shards still to fetch as the concurrency allows: in a shuffled order the worker waits for most
+// of epoch 1, so R says little about the link. The choice is reported in the gauges
 // /ferry/stream/predownload, /ferry/stream/concurrency and /ferry/stream/bandwidth_bytes_per_s.
 //
 // Thread-safety: Wait and Advance are called by the worker's thread; the rest is internal.
@@ -51,6 +55,9 @@ struct PrefetchOptions {
   std::optional<uint64_t> predownload;  // samples; nullopt = auto
   std::optional<uint32_t> concurrency;  // shards at once; nullopt = auto
   uint64_t max_bytes_in_flight = uint64_t{1} << 30;
+  /// Whether fetched shards still pinned count against max_bytes_in_flight (as they must under
+  /// a cache_limit, where pins could crowd the cache) or only those in flight.
+  bool budget_counts_pinned = true;
 };
 
 class Prefetcher {
@@ -117,12 +124,13 @@ class Prefetcher {
   uint64_t bytes_in_flight_ = 0;
   uint64_t bytes_ahead_ = 0;  // in flight + fetched and pinned: what max_bytes_in_flight bounds
   // Auto sizing.
-  double latency_s_ = 0;        // seconds a fetch takes (EWMA)
-  double rate_ = 0;             // samples/s the worker consumes (EWMA)
-  double bandwidth_ = 0;        // bytes/s of all fetches together (EWMA)
-  double shard_samples_ = 0;    // mean samples per distinct shard in the window
-  uint64_t auto_window_ = 0;    // samples
-  uint64_t shard_changes_ = 0;  // times the look-ahead moved to another shard
+  double latency_s_ = 0;         // seconds a fetch takes (EWMA)
+  double rate_ = 0;              // samples/s the worker consumes (EWMA)
+  double bandwidth_ = 0;         // bytes/s of all fetches together (EWMA)
+  double shard_samples_ = 0;     // mean samples per distinct shard in the window
+  double mean_shard_bytes_ = 0;  // of the shards fetched (EWMA)
+  uint64_t auto_window_ = 0;     // samples
+  uint64_t shard_changes_ = 0;   // times the look-ahead moved to another shard
   uint32_t auto_concurrency_ = 2;
   std::chrono::steady_clock::time_point last_advance_ = std::chrono::steady_clock::now();
   uint64_t last_advance_taken_ = 0;

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <set>
@@ -63,7 +64,7 @@ std::vector<int64_t> ReadAll(SampleIterator& it) {
 int64_t FileRequests() { return metrics::Values()["/ferry/storage/file/requests"]; }
 
 // A local folder behind a slow link: whole-object reads (shard downloads) take 300 ms, ranged
-// reads are immediate. "slowfile:///abs/path".
+// reads are immediate. "slowfile:///abs/path". Counts the downloads in progress at once.
 class SlowStore : public ObjectStore {
  public:
   explicit SlowStore(std::shared_ptr<ObjectStore> inner) : inner_(std::move(inner)) {}
@@ -72,10 +73,17 @@ class SlowStore : public ObjectStore {
   Result<ObjectInfo> Head(std::string_view key) override { return inner_->Head(key); }
   Result<ObjectInfo> Read(std::string_view key, ByteRange range, const ByteSink& sink) override {
     if (range.offset == 0 && !range.length) {
+      const int now = ++downloading;
+      for (int peak = most_at_once.load();
+           now > peak && !most_at_once.compare_exchange_weak(peak, now);) {
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      --downloading;
     }
     return inner_->Read(key, range, sink);
   }
+  static inline std::atomic<int> downloading{0};
+  static inline std::atomic<int> most_at_once{0};
   Status Write(std::string_view key, const ByteSource& source) override {
     return inner_->Write(key, source);
   }
@@ -167,6 +175,46 @@ TEST_F(StreamingDatasetTest, OnlyTheFirstSampleIsReadByRangeWhileShardsDownload)
   // The rest of the first shard waits for the shard instead of paying a request per sample.
   EXPECT_EQ(ReadAll(*it).size(), 999u);
   EXPECT_EQ(direct() - before, 1);
+}
+
+// In a shuffled order nearly every sample is in another shard: the auto look-ahead reaches as
+// many shards as may be downloaded at once, rather than as many samples as the waiting worker
+// consumes in a fetch's time.
+TEST_F(StreamingDatasetTest, AShuffledOrderKeepsEveryDownloadSlotBusy) {
+  StreamingOptions o = Remote();
+  o.streams[0].remote = "slowfile://" + (tmp_ / "remote").string();
+  o.order.shuffle = true;
+  o.download_concurrency = 16;
+  auto ds = StreamingDataset::Open(o).value();
+  ASSERT_GT(ds->indexes()[0].shards.size(), 16u);
+  SlowStore::most_at_once = 0;
+  auto it = ds->Iterate({.epoch = 0}).value();
+  EXPECT_EQ(ReadAll(*it).size(), 1000u);
+  EXPECT_EQ(SlowStore::most_at_once.load(), 16);
+}
+
+// Without a cache_limit only the shards in flight count against max_bytes_in_flight (fetched
+// ones stay in the cache anyway), and they stay within it - give or take the one shard the
+// worker is waiting for, which is fetched whatever the budget says.
+TEST_F(StreamingDatasetTest, TheByteBudgetBoundsTheDownloadsInFlight) {
+  StreamingOptions o = Remote();
+  o.streams[0].remote = "slowfile://" + (tmp_ / "remote").string();
+  o.order.shuffle = true;
+  o.download_concurrency = 16;
+  uint64_t largest = 0;
+  {
+    auto probe = StreamingDataset::Open(o).value();
+    for (const auto& shard : probe->indexes()[0].shards) {
+      largest = std::max(largest, shard.raw_data.bytes);
+    }
+  }
+  o.max_bytes_in_flight = 3 * largest;
+  auto ds = StreamingDataset::Open(o).value();
+  SlowStore::most_at_once = 0;
+  auto it = ds->Iterate({.epoch = 0}).value();
+  EXPECT_EQ(ReadAll(*it).size(), 1000u);
+  EXPECT_GE(SlowStore::most_at_once.load(), 3);
+  EXPECT_LE(SlowStore::most_at_once.load(), 4);
 }
 
 TEST_F(StreamingDatasetTest, ResumingContinuesTheUninterruptedOrder) {
