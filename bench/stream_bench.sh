@@ -67,11 +67,7 @@ for rtt in $rtts; do
   export AWS_ENDPOINT_URL=http://127.0.0.1:$(cat "$work/wan.port")
   for size in $sizes; do
     for n in $parts; do
-      # The ceilings again before each run: they are measured side by side.
-      mkdir -p "$work/kept"
-      kept=$("$bin/bench/ferry-fetch-bench" many --bucket "$bucket" --prefix "$size/shard." \
-        --inflight 16 --keep "$work/kept" |
-        awk '{ for (i = 1; i <= NF; i++) if ($i == "MB/s") print $(i - 1) }')
+      # The ceiling again before each run: the two are measured side by side.
       ceiling=$("$bin/bench/ferry-fetch-bench" many --bucket "$bucket" --prefix "$size/shard." \
         --inflight 16 | awk '{ for (i = 1; i <= NF; i++) if ($i == "MB/s") print $(i - 1) }')
       cache=$work/stream-cache-$size-$rtt
@@ -82,6 +78,12 @@ for rtt in $rtts; do
       cat "$cache"/shard.* > /dev/null  # into the page cache
       cat_s=$( { TIMEFORMAT=%R; time cat "$cache"/shard.* > /dev/null; } 2>&1 )
       bytes=$(cat "$cache"/shard.* | wc -c)
+      # The kept ceiling after the run: writing 1 GB just before would tax ferry's run with the
+      # memory it churns (on this VM, freed memory goes back to the host).
+      mkdir -p "$work/kept"
+      kept=$("$bin/bench/ferry-fetch-bench" many --bucket "$bucket" --prefix "$size/shard." \
+        --inflight 16 --keep "$work/kept" |
+        awk '{ for (i = 1; i <= NF; i++) if ($i == "MB/s") print $(i - 1) }')
       /usr/bin/python3 - "$work/stream-$size-$rtt.json" "$rtt" "$size" "$n" "$ceiling" "$cat_s" \
         "$bytes" "$kept" <<'PY'
 import json, sys
