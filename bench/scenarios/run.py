@@ -265,6 +265,9 @@ def main():
              f"s3://{servers.bucket}/{prefix}/files"], 900, env=env)
         run([str(FERRY), "cp", "-r", "-q", "--jobs", "8", str(shards),
              f"s3://{servers.bucket}/{prefix}/mds"], 900, env=env)
+        # The server has just written GBs: let them reach the disk now rather than during the
+        # first point measured.
+        os.sync()
         files = sorted(images.rglob("*.jpg"))
         keys = [f"{prefix}/files/{p.relative_to(images)}" for p in files]
         mean_bytes = sum(p.stat().st_size for p in files) / max(1, len(files))
