@@ -99,10 +99,12 @@ void Prefetcher::Plan(std::stop_token stop) {
     if (!options_.predownload || !options_.concurrency) Retune();
     // Extend the look-ahead to the window - and in auto mode further, while it holds fewer
     // shards still to fetch than may be fetched at once: where every sample may be in another
-    // shard (a shuffled order), a window counted in samples would leave the link idle.
+    // shard (a shuffled order), a window counted in samples would leave the link idle. Not under
+    // a cache_limit: a shard stays pinned to its last use in the look-ahead, and a far one would
+    // keep read shards pinned, the budget full and eviction short of room.
     const uint64_t target = taken_ + WindowSamples();
     std::set<ShardKey> to_fetch;  // in flight or not started, in the look-ahead
-    const bool seek = !options_.predownload;
+    const bool seek = !options_.predownload && !options_.budget_counts_pinned;
     if (seek) {
       for (const auto& [pos, key] : window_) {
         auto it = fetches_.find(key);

@@ -15,9 +15,10 @@
 // samples (rate R), and keeps R x L x 2 samples ahead (at least four shards' worth): Little's
 // law, so that what is in flight covers the time a fetch takes, with margin. Concurrency follows
 // as the number of shards that window spans, or bandwidth x L x 2 in shards if more (4..16). With
-// predownload auto the look-ahead then reaches on, past the window, until it holds as many
-// shards still to fetch as the concurrency allows: in a shuffled order the worker waits for most
-// of epoch 1, so R says little about the link. The choice is reported in the gauges
+// predownload auto (and no cache_limit, where pins to far uses would crowd the cache) the
+// look-ahead then reaches on, past the window, until it holds as many shards still to fetch as
+// the concurrency allows: in a shuffled order the worker waits for most of epoch 1, so R says
+// little about the link. The choice is reported in the gauges
 // /ferry/stream/predownload, /ferry/stream/concurrency and /ferry/stream/bandwidth_bytes_per_s.
 //
 // Thread-safety: Wait and Advance are called by the worker's thread; the rest is internal.
