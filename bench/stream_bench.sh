@@ -6,24 +6,27 @@
 # the same with every byte written to a file as it arrives ("kept": what a cache must do), and
 # `cat` of the cached shards from the page cache.
 #   bench/stream_bench.sh [--rtts "0 50 100"] [--sizes "64mb 256mb"] [--parts "auto 1 8"]
-#                         [--conn-mbps 25]
+#                         [--conn-mbps 25] [--stream-args "--cache-limit 2gb"]
 # --parts lists the --download-parts values to run side by side at each point (ranged parts per
 # shard; auto is the default: the engine chooses from the downloads' rates, and the table shows
 # what it chose by the end of epoch 1). --conn-mbps caps each connection through the proxy, as
-# a cross-cloud TCP stream is (0: pure delay).
+# a cross-cloud TCP stream is (0: pure delay). --stream-args adds options to every `ferry stream`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rtts="0 50 100"
 sizes="64mb 256mb"
 parts="auto"
 conn_mbps=0
+stream_args=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --rtts) rtts=$2; shift 2 ;;
     --sizes) sizes=$2; shift 2 ;;
     --parts) parts=$2; shift 2 ;;
     --conn-mbps) conn_mbps=$2; shift 2 ;;
-    *) echo "usage: $0 [--rtts LIST] [--sizes LIST] [--parts LIST] [--conn-mbps N]" >&2; exit 2 ;;
+    --stream-args) stream_args=$2; shift 2 ;;
+    *) echo "usage: $0 [--rtts LIST] [--sizes LIST] [--parts LIST] [--conn-mbps N]" \
+      "[--stream-args ARGS]" >&2; exit 2 ;;
   esac
 done
 
@@ -73,7 +76,7 @@ for rtt in $rtts; do
       cache=$work/stream-cache-$size-$rtt
       rm -rf "$cache"
       "$bin/src/cli/ferry" stream "s3://$bucket/$size" --local "$cache" --epochs 2 --shuffle \
-        --touch --download-parts "$n" --json > "$work/stream-$size-$rtt.json"
+        --touch --download-parts "$n" $stream_args --json > "$work/stream-$size-$rtt.json"
       sync
       cat "$cache"/shard.* > /dev/null  # into the page cache
       cat_s=$( { TIMEFORMAT=%R; time cat "$cache"/shard.* > /dev/null; } 2>&1 )
