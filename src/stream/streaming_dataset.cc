@@ -88,6 +88,12 @@ class StreamingDatasetImpl : public StreamingDataset,
       cache_options.keep_zip = options_.keep_zip;
       cache_options.validate_hash = options_.validate_hash;
       cache_options.download_parts = options_.download_parts;
+      uint64_t stream_bytes = 0;
+      for (const ShardEntry& shard : index.shards) {
+        stream_bytes += shard.raw_data.bytes;
+        if (options_.keep_zip && shard.zip_data) stream_bytes += shard.zip_data->bytes;
+      }
+      if (options_.cache_limit && stream_bytes > *options_.cache_limit) cache_fits_ = false;
       indexes_.push_back(index);
       FERRY_ASSIGN_OR_RETURN(
           st.cache, ShardCache::Open(st.remote, st.remote_prefix, std::move(index), cache_options));
@@ -144,6 +150,7 @@ class StreamingDatasetImpl : public StreamingDataset,
     if (auto shard = Cached(key)) return shard;
     const ShardEntry& entry = indexes_[key.stream].shards[key.shard];
     FERRY_ASSIGN_OR_RETURN(MdsShardReader reader, MdsShardReader::Open(handle.path(), entry));
+    metrics::GetCounter("/ferry/stream/shard_opens").Add();
     auto shard = std::make_shared<const OpenShard>(OpenShard{std::move(handle), std::move(reader)});
     std::lock_guard lock(mu_);
     open_[key] = shard;
@@ -156,8 +163,11 @@ class StreamingDatasetImpl : public StreamingDataset,
       recent_bytes_ += entry.raw_data.bytes;
       // Under a cache_limit these pins are shared by every process on the cache: a 16th of it
       // each, so that eight processes keep half the cache open behind them at most, and
-      // eviction still finds room (the race test in tests/integration/stream_test.cc).
-      const uint64_t byte_cap = options_.cache_limit ? *options_.cache_limit / 16 : UINT64_MAX;
+      // eviction still finds room (the race test in tests/integration/stream_test.cc). Not
+      // when every stream fits its cache whole: nothing is ever evicted then, and a shuffled
+      // order would re-open a shard for nearly every sample (epoch 2 at 0.3 of `cat`).
+      const uint64_t byte_cap =
+          options_.cache_limit && !cache_fits_ ? *options_.cache_limit / 16 : UINT64_MAX;
       while (recent_.size() > kRecentShards || (recent_.size() > 1 && recent_bytes_ > byte_cap)) {
         const ShardKey& old = recent_.back().first;
         recent_bytes_ -= indexes_[old.stream].shards[old.shard].raw_data.bytes;
@@ -238,6 +248,7 @@ class StreamingDatasetImpl : public StreamingDataset,
   const StreamingOptions options_;
   std::vector<StreamState> streams_;
   std::vector<Index> indexes_;
+  bool cache_fits_ = true;  // every stream fits its cache_limit whole (or there is none)
   uint64_t num_samples_ = 0;
   uint64_t epoch_samples_ = 0;
   std::mutex mu_;

@@ -217,6 +217,27 @@ TEST_F(StreamingDatasetTest, TheByteBudgetBoundsTheDownloadsInFlight) {
   EXPECT_LE(SlowStore::most_at_once.load(), 4);
 }
 
+// A cache_limit that holds the whole dataset evicts nothing, so a reader keeps every shard it
+// has opened open: in a shuffled epoch 2 each shard is opened once, not once per visit.
+TEST_F(StreamingDatasetTest, ACacheThatHoldsTheDatasetKeepsItsShardsOpen) {
+  StreamingOptions o = Remote();
+  o.order.shuffle = true;
+  uint64_t total = 0;
+  size_t shards = 0;
+  {
+    auto probe = StreamingDataset::Open(o).value();
+    shards = probe->indexes()[0].shards.size();
+    for (const auto& shard : probe->indexes()[0].shards) total += shard.raw_data.bytes;
+  }
+  o.cache_limit = total + total / 20;  // a 16th of it would hold two shards
+  auto ds = StreamingDataset::Open(o).value();
+  EXPECT_EQ(ReadAll(*ds->Iterate({.epoch = 0}).value()).size(), 1000u);
+  auto opens = [] { return metrics::Values()["/ferry/stream/shard_opens"]; };
+  const int64_t before = opens();
+  EXPECT_EQ(ReadAll(*ds->Iterate({.epoch = 1}).value()).size(), 1000u);
+  EXPECT_LE(opens() - before, static_cast<int64_t>(shards));
+}
+
 TEST_F(StreamingDatasetTest, ResumingContinuesTheUninterruptedOrder) {
   StreamingOptions o = Remote();
   o.order.shuffle = true;
