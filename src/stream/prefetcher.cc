@@ -93,6 +93,26 @@ void Prefetcher::Start(const ShardKey& key) {
   queue_.Push(key);  // never blocks: at most kMaxAutoConcurrency (or concurrency) are queued
 }
 
+bool Prefetcher::InLookahead(const ShardKey& key) const {
+  auto it = last_use_.find(key);
+  return it != last_use_.end() && it->second >= taken_;
+}
+
+bool Prefetcher::Local(const ShardKey& key) const {
+  auto it = fetches_.find(key);
+  return it != fetches_.end() && it->second.done;
+}
+
+size_t Prefetcher::ShardsToFetch() const {
+  // The distinct shards of the look-ahead are the keys of last_use_ not behind the worker: a
+  // walk over shards, not over the samples of window_.
+  size_t n = 0;
+  for (const auto& [key, last] : last_use_) {
+    if (last >= taken_ && !Local(key)) ++n;
+  }
+  return n;
+}
+
 void Prefetcher::Plan(std::stop_token stop) {
   std::unique_lock lock(mu_);
   while (!stop.stop_requested()) {
@@ -103,24 +123,15 @@ void Prefetcher::Plan(std::stop_token stop) {
     // a cache_limit: a shard stays pinned to its last use in the look-ahead, and a far one would
     // keep read shards pinned, the budget full and eviction short of room.
     const uint64_t target = taken_ + WindowSamples();
-    std::set<ShardKey> to_fetch;  // in flight or not started, in the look-ahead
-    const bool seek = !options_.predownload && !options_.budget_counts_pinned;
-    if (seek) {
-      for (const auto& [pos, key] : window_) {
-        auto it = fetches_.find(key);
-        if (it == fetches_.end() || !it->second.done) to_fetch.insert(key);
-      }
-    }
+    const bool seek = !options_.predownload && !options_.cache_limited;
+    size_t to_fetch = seek ? ShardsToFetch() : 0;
     bool grew = false;
     while (looked_ < target ||
-           (seek && to_fetch.size() < Concurrency() && looked_ < taken_ + kMaxLookahead)) {
+           (seek && to_fetch < Concurrency() && looked_ < taken_ + kMaxLookahead)) {
       const auto sample = lookahead_.Next();
       if (!sample) break;
       const ShardKey key = resolve_(*sample);
-      if (seek) {
-        auto it = fetches_.find(key);
-        if (it == fetches_.end() || !it->second.done) to_fetch.insert(key);
-      }
+      if (seek && !InLookahead(key) && !Local(key)) ++to_fetch;
       if (window_.empty() || !(window_.back().second == key)) ++shard_changes_;
       window_.emplace_back(looked_, key);
       last_use_[key] = looked_;
@@ -134,7 +145,7 @@ void Prefetcher::Plan(std::stop_token stop) {
       // Bytes fetched ahead (in flight, or local and pinned but not yet read) stay within the
       // budget - which under a cache_limit is what keeps pinned shards from crowding the cache.
       // Without one every shard stays anyway, and only what is in flight counts.
-      const uint64_t ahead = options_.budget_counts_pinned ? bytes_ahead_ : bytes_in_flight_;
+      const uint64_t ahead = options_.cache_limited ? bytes_ahead_ : bytes_in_flight_;
       if (!fetches_.empty() && ahead + shard_bytes_(key) > options_.max_bytes_in_flight) {
         break;
       }

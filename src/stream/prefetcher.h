@@ -4,8 +4,8 @@
 // past the worker's position, turning samples into the shards they live in (in order of first
 // use). Up to `concurrency` of those shards are fetched at once (ShardCache::Acquire on a small
 // pool of std::jthreads), and never more than `max_bytes_in_flight` bytes of shards are ahead of
-// the worker (being fetched, and - with budget_counts_pinned, under a cache_limit - fetched and
-// waiting to be read; at least one shard always). A
+// the worker (being fetched, and - under a cache_limit (cache_limited) - fetched and waiting to
+// be read; at least one shard always). A
 // fetched shard stays pinned (its ShardHandle is held) until the worker has passed its last use
 // inside the window; then the pin is dropped and the cache may evict it. Each stream's cache is
 // told the upcoming shard order, so eviction keeps what is needed soonest.
@@ -56,9 +56,11 @@ struct PrefetchOptions {
   std::optional<uint64_t> predownload;  // samples; nullopt = auto
   std::optional<uint32_t> concurrency;  // shards at once; nullopt = auto
   uint64_t max_bytes_in_flight = uint64_t{1} << 30;
-  /// Whether fetched shards still pinned count against max_bytes_in_flight (as they must under
-  /// a cache_limit, where pins could crowd the cache) or only those in flight.
-  bool budget_counts_pinned = true;
+  /// The caches have a cache_limit, so pins could crowd them: fetched shards still pinned count
+  /// against max_bytes_in_flight, and an auto look-ahead stays within its window (pins last to
+  /// a shard's last use in the look-ahead). Without one, only shards in flight count and the
+  /// look-ahead reaches on for shards to fetch.
+  bool cache_limited = true;
 };
 
 class Prefetcher {
@@ -103,6 +105,10 @@ class Prefetcher {
   uint32_t Concurrency() const;      // \pre mu_ held
   void Retune();                     // \pre mu_ held: auto sizing
   void Drop(uint64_t taken);         // \pre mu_ held: unpin what is behind
+  // \pre mu_ held, for the three below.
+  bool InLookahead(const ShardKey& key) const;  // used in [taken_, looked_)
+  bool Local(const ShardKey& key) const;        // fetched (and pinned)
+  size_t ShardsToFetch() const;                 // in the look-ahead and not local
 
   WorkerCursor lookahead_;
   const std::function<ShardKey(uint64_t)> resolve_;

@@ -277,7 +277,7 @@ class StreamIterator : public SampleIterator {
     prefetch.predownload = dataset_->options().predownload;
     prefetch.concurrency = dataset_->options().download_concurrency;
     prefetch.max_bytes_in_flight = dataset_->options().max_bytes_in_flight;
-    prefetch.budget_counts_pinned = dataset_->options().cache_limit.has_value();
+    prefetch.cache_limited = dataset_->options().cache_limit.has_value();
     if (const auto& limit = dataset_->options().cache_limit) {
       // What is fetched ahead is pinned: keep it to half the cache, so eviction has room.
       prefetch.max_bytes_in_flight = std::min(prefetch.max_bytes_in_flight, *limit / 2);
