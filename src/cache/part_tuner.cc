@@ -125,6 +125,14 @@ PartTuner::Body::~Body() {
   --tuner_->active_;
 }
 
+void PartTuner::Body::Received(uint64_t bytes) {
+  if (started_ || tuner_ == nullptr) {
+    bytes_ += bytes;
+    return;
+  }
+  Received(bytes, Clock::now());
+}
+
 void PartTuner::Body::Received(uint64_t bytes, Clock::time_point now) {
   if (tuner_ == nullptr) return;
   if (!started_) {
