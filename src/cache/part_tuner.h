@@ -30,6 +30,8 @@
 #include <span>
 #include <vector>
 
+#include "ferry/stream/shard_cache.h"
+
 namespace ferry::internal_cache {
 
 /// One body measured: its mean rate and the mean number of bodies in flight while it came.
@@ -50,7 +52,7 @@ class PartTuner {
   struct Options {
     uint32_t initial = 4;
     uint32_t min_parts = 1;
-    uint32_t max_parts = 8;
+    uint32_t max_parts = kMaxAutoDownloadParts;
     size_t window = 24;       // bodies the fit looks at
     size_t decide_every = 8;  // bodies between two decisions
   };

@@ -6,15 +6,12 @@
 #include <cmath>
 
 #include "base/human_size.h"
+#include "ferry/stream/shard_cache.h"
 
 namespace ferry::cli {
 namespace {
 
 constexpr uint64_t kMiB = uint64_t{1} << 20;
-// What the shard cache does (ShardCacheOptions): shards of 32 MiB and more come in parts,
-// download_parts of them (unset: 1 to 8, chosen by its PartTuner).
-constexpr uint64_t kPartThreshold = 32 * kMiB;
-constexpr uint32_t kMaxParts = 8;
 
 std::string Rate(double bytes_per_s) {
   return FormatBytes(static_cast<uint64_t>(bytes_per_s)) + "/s";
@@ -63,9 +60,12 @@ LinkAdvice AdviseLink(const LinkMeasurements& m, const std::optional<DatasetShap
 
   const auto by_window = static_cast<uint32_t>(
       std::ceil(static_cast<double>(a.window_bytes) / static_cast<double>(a.shard_bytes)));
-  if (a.shard_bytes >= kPartThreshold) {
+  // What the shard cache does: shards of parallel_part_threshold and more come in parts, at
+  // most kMaxAutoDownloadParts when it chooses itself.
+  if (a.shard_bytes >= ShardCacheOptions{}.parallel_part_threshold) {
     const uint32_t shards = std::max(by_window, 2u);
-    a.parts_per_shard = std::clamp((a.connections + shards - 1) / shards, 1u, kMaxParts);
+    a.parts_per_shard =
+        std::clamp((a.connections + shards - 1) / shards, 1u, kMaxAutoDownloadParts);
     a.reasoning.push_back(fmt::format(
         "download_parts: {} connections / max({} window / {} shard, 2) = {} ranged parts per "
         "shard{}",

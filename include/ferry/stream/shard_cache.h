@@ -49,6 +49,9 @@
 
 namespace ferry {
 
+/// The most ranged parts per shard the cache chooses by itself (download_parts unset).
+inline constexpr uint32_t kMaxAutoDownloadParts = 8;
+
 struct ShardCacheOptions {
   std::filesystem::path local;          // the cache folder (created if missing)
   std::optional<uint64_t> cache_limit;  // bytes of shard files; nullopt = no limit
@@ -59,8 +62,8 @@ struct ShardCacheOptions {
   bool keep_zip = false;                     // keep compressed files after decompressing
   std::optional<std::string> validate_hash;  // e.g. "xxh64": check downloads against the index
   /// Shards at least this big are fetched as several ranged parts at once: `download_parts` of
-  /// them, or (nullopt) as many as the rates of past downloads say pay off, 1 to 8
-  /// (src/cache/part_tuner.h).
+  /// them, or (nullopt) as many as the rates of past downloads say pay off, 1 to
+  /// kMaxAutoDownloadParts (src/cache/part_tuner.h).
   uint64_t parallel_part_threshold = uint64_t{32} << 20;
   std::optional<uint32_t> download_parts;
 };
