@@ -26,6 +26,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/file_util.h"
 #include "ferry/storage/registry.h"
 #include "storage/http/transport.h"
 #include "storage/s3/s3_endpoint.h"
@@ -58,24 +59,31 @@ struct Clock {
 // A new file that one response body is written into, closed (and left) when dropped.
 class KeptFile {
  public:
-  explicit KeptFile(const std::filesystem::path& path)
-      : fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) {}
+  explicit KeptFile(std::filesystem::path path)
+      : path_(std::move(path)),
+        fd_(::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)),
+        open_errno_(errno) {}
   ~KeptFile() {
     if (fd_ >= 0) ::close(fd_);
   }
   KeptFile(const KeptFile&) = delete;
   KeptFile& operator=(const KeptFile&) = delete;
-  bool Write(std::string_view data) {
+  // An error names the file and the cause.
+  Status Write(std::string_view data) {
+    if (fd_ < 0) return ErrnoToStatus(open_errno_, "create", path_);
     while (!data.empty()) {
       const ssize_t n = ::write(fd_, data.data(), data.size());
-      if (n <= 0) return false;
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return ErrnoToStatus(errno, "write", path_);
       data.remove_prefix(static_cast<size_t>(n));
     }
-    return true;
+    return Status::Ok();
   }
 
  private:
+  std::filesystem::path path_;
   int fd_;
+  int open_errno_;
 };
 
 int Many(const std::string& bucket, const std::string& prefix, const std::vector<int>& inflight,
@@ -92,6 +100,7 @@ int Many(const std::string& bucket, const std::string& prefix, const std::vector
     std::condition_variable cv;
     int in_flight = 0;
     uint64_t done = 0, bytes = 0, failed = 0;
+    std::string first_failure;
     Clock clock;
     for (const auto& obj : listing->objects) {
       http::Request request;
@@ -115,14 +124,17 @@ int Many(const std::string& bucket, const std::string& prefix, const std::vector
           std::move(request),
           [received, file](std::string_view chunk) {
             *received += chunk.size();
-            if (file && !file->Write(chunk)) return InternalError("write to --keep failed");
-            return Status::Ok();
+            return file ? file->Write(chunk) : Status::Ok();
           },
           [&, received](Result<http::Response> r) {
             std::lock_guard lock(mu);
             --in_flight;
             ++done;
-            if (!r || r->status != 200) ++failed;
+            if (!r || r->status != 200) {
+              if (++failed == 1) {
+                first_failure = r ? fmt::format("HTTP {}", r->status) : r.status().ToString();
+              }
+            }
             bytes += *received;
             cv.notify_all();
           });
@@ -132,13 +144,17 @@ int Many(const std::string& bucket, const std::string& prefix, const std::vector
     clock.Report(fmt::format("ferry transport, {} in flight{}", k, keep.empty() ? "" : ", kept"),
                  done, bytes);
     if (!keep.empty()) {
+      // Only the files written: a folder of the same name that made a write fail stays.
       for (const auto& obj : listing->objects) {
-        std::filesystem::remove(std::filesystem::path(keep) /
-                                std::filesystem::path(obj.key).filename());
+        const auto path = std::filesystem::path(keep) / std::filesystem::path(obj.key).filename();
+        std::error_code ec;
+        if (std::filesystem::is_regular_file(path, ec)) std::filesystem::remove(path, ec);
       }
     }
-    if (failed > 0)
-      std::printf("  %llu requests failed\n", static_cast<unsigned long long>(failed));
+    if (failed > 0) {
+      std::printf("  %llu requests failed, the first: %s\n",
+                  static_cast<unsigned long long>(failed), first_failure.c_str());
+    }
   }
   return 0;
 }
