@@ -2,8 +2,8 @@
 # Streaming engine benchmark (issue 4): `ferry stream` of the 10,000 synthetic JPEGs (bench/data)
 # in 64 MB and 256 MB shards, from s3rver through ferry-wan at RTT 0, 50 and 100 ms; epoch 1
 # (cold cache) and epoch 2 (warm). Baselines measured in the same run: the ceiling of the
-# emulator-plus-proxy path (every shard fetched with 16 requests in flight, ferry-fetch-bench),
-# the same with every byte written to a file as it arrives ("kept": what a cache must do), and
+# emulator-plus-proxy path (every shard fetched with 16 requests in flight, ferry-fetch-bench,
+# just before and just after each run; the run is held against their mean), the same with every byte written to a file as it arrives ("kept": what a cache must do), and
 # `cat` of the cached shards from the page cache.
 #   bench/stream_bench.sh [--rtts "0 50 100"] [--sizes "64mb 256mb"] [--parts "auto 1 8"]
 #                         [--conn-mbps 25] [--stream-args "--cache-limit 2gb"]
@@ -58,7 +58,7 @@ for size in $sizes; do
   "$bin/src/cli/ferry" cp -r -q --jobs 8 "$ds" "s3://$bucket/$size" > /dev/null
 done
 
-printf '| RTT | shards | parts | ceiling MB/s | kept MB/s | epoch 1 samples/s | epoch 1 MB/s | vs ceiling | vs kept | first sample s | epoch 2 samples/s | epoch 2 MB/s | cat MB/s | vs cat |\n'
+printf '| RTT | shards | parts | ceiling MB/s (before, after) | kept MB/s | epoch 1 samples/s | epoch 1 MB/s | vs ceiling | vs kept | first sample s | epoch 2 samples/s | epoch 2 MB/s | cat MB/s | vs cat |\n'
 printf '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
 for rtt in $rtts; do
   half=$(awk -v r="$rtt" 'BEGIN { print r / 2 }')
@@ -68,15 +68,23 @@ for rtt in $rtts; do
   wan_pid=$!
   for _ in $(seq 100); do [ -s "$work/wan.port" ] && break; sleep 0.05; done
   export AWS_ENDPOINT_URL=http://127.0.0.1:$(cat "$work/wan.port")
+  ceiling() {
+    "$bin/bench/ferry-fetch-bench" many --bucket "$bucket" --prefix "$size/shard." --inflight 16 |
+      awk '{ for (i = 1; i <= NF; i++) if ($i == "MB/s") print $(i - 1) }'
+  }
   for size in $sizes; do
+    # A pass to warm the server first (node's JIT, its file handles): measured cold, the first
+    # ceiling read ~20 % under the kept one measured after ferry's run, and flattered ferry.
+    ceiling > /dev/null
     for n in $parts; do
-      # The ceiling again before each run: the two are measured side by side.
-      ceiling=$("$bin/bench/ferry-fetch-bench" many --bucket "$bucket" --prefix "$size/shard." \
-        --inflight 16 | awk '{ for (i = 1; i <= NF; i++) if ($i == "MB/s") print $(i - 1) }')
+      # The ceiling just before and just after each run, side by side with it: one measurement
+      # moves by up to 40 % from the next on this machine, so the run is held against the mean.
+      before=$(ceiling)
       cache=$work/stream-cache-$size-$rtt
       rm -rf "$cache"
       "$bin/src/cli/ferry" stream "s3://$bucket/$size" --local "$cache" --epochs 2 --shuffle \
         --touch --download-parts "$n" $stream_args --json > "$work/stream-$size-$rtt.json"
+      after=$(ceiling)
       sync
       cat "$cache"/shard.* > /dev/null  # into the page cache
       cat_s=$( { TIMEFORMAT=%R; time cat "$cache"/shard.* > /dev/null; } 2>&1 )
@@ -87,16 +95,18 @@ for rtt in $rtts; do
       kept=$("$bin/bench/ferry-fetch-bench" many --bucket "$bucket" --prefix "$size/shard." \
         --inflight 16 --keep "$work/kept" |
         awk '{ for (i = 1; i <= NF; i++) if ($i == "MB/s") print $(i - 1) }')
-      /usr/bin/python3 - "$work/stream-$size-$rtt.json" "$rtt" "$size" "$n" "$ceiling" "$cat_s" \
-        "$bytes" "$kept" <<'PY'
+      /usr/bin/python3 - "$work/stream-$size-$rtt.json" "$rtt" "$size" "$n" "$before" "$after" \
+        "$cat_s" "$bytes" "$kept" <<'PY'
 import json, sys
-path, rtt, size, parts, ceiling, cat_s, nbytes, kept = sys.argv[1:]
+path, rtt, size, parts, before, after, cat_s, nbytes, kept = sys.argv[1:]
+ceiling = (float(before) + float(after)) / 2
 e1, e2 = [json.loads(l) for l in open(path) if l.startswith("{")]
 cat_mbps = int(nbytes) / 1e6 / max(float(cat_s), 1e-3)
 if parts == "auto":
     parts = f"auto ({e1['download_parts']})"
-print(f"| {rtt} ms | {size} | {parts} | {float(ceiling):.0f} | {float(kept):.0f} | "
-      f"{e1['samples_per_s']:.0f} | {e1['mb_per_s']:.0f} | {e1['mb_per_s'] / float(ceiling):.2f} | "
+print(f"| {rtt} ms | {size} | {parts} | {ceiling:.0f} ({float(before):.0f}, {float(after):.0f}) | "
+      f"{float(kept):.0f} | "
+      f"{e1['samples_per_s']:.0f} | {e1['mb_per_s']:.0f} | {e1['mb_per_s'] / ceiling:.2f} | "
       f"{e1['mb_per_s'] / float(kept):.2f} | "
       f"{e1['time_to_first_sample_s']:.3f} | {e2['samples_per_s']:.0f} | {e2['mb_per_s']:.0f} | "
       f"{cat_mbps:.0f} | {e2['mb_per_s'] / cat_mbps:.2f} |")
