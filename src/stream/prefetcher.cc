@@ -12,6 +12,7 @@ namespace {
 constexpr uint32_t kMaxAutoConcurrency = 16;
 // How far past the worker an auto look-ahead may reach while it looks for shards to fetch.
 constexpr uint64_t kMaxLookahead = uint64_t{1} << 20;
+constexpr uint64_t kSeekSlack = 4096;
 constexpr double kEwma = 0.3;  // weight of a new measurement
 
 double Ewma(double old, double sample) { return old == 0 ? sample : old + kEwma * (sample - old); }
@@ -28,7 +29,8 @@ Prefetcher::Prefetcher(WorkerCursor lookahead, std::function<ShardKey(uint64_t)>
       options_(options),
       queue_(1024) {
   // A resumed cursor starts part-way through its sequence: positions count from there.
-  taken_ = looked_ = last_advance_taken_ = lookahead_.taken();
+  taken_ = looked_ = first_looked_ = scanned_ = found_at_ = last_advance_taken_ =
+      lookahead_.taken();
   const uint32_t threads =
       std::max<uint32_t>(1, options_.concurrency.value_or(kMaxAutoConcurrency));
   for (uint32_t i = 0; i < threads; ++i) {
@@ -58,7 +60,8 @@ void Prefetcher::Retune() {
   // Samples per shard change in the look-ahead: what one fetch brings (counted as the window
   // grows, not by walking it).
   if (shard_changes_ > 0) {
-    shard_samples_ = static_cast<double>(looked_) / static_cast<double>(shard_changes_);
+    shard_samples_ =
+        static_cast<double>(looked_ - first_looked_) / static_cast<double>(shard_changes_);
   }
   const double per_shard = std::max(1.0, shard_samples_);
   // Little's law with margin: keep rate x latency x 2 samples ahead; before anything is measured
@@ -125,38 +128,40 @@ void Prefetcher::Plan(std::stop_token stop) {
     const uint64_t target = taken_ + WindowSamples();
     const bool seek = !options_.predownload && !options_.cache_limited;
     size_t to_fetch = seek ? ShardsToFetch() : 0;
-    bool grew = false;
+    // Where everything ahead is local already (epoch 2), seeking would walk to kMaxLookahead
+    // and find nothing: it gives up a window (or two shards, or kSeekSlack samples) past the
+    // last shard it found. Not much less: the look-ahead's span also sets how often the worker
+    // wakes the planner.
+    const uint64_t slack = std::max(
+        {WindowSamples(), kSeekSlack, static_cast<uint64_t>(2 * std::max(1.0, shard_samples_))});
     while (looked_ < target ||
-           (seek && to_fetch < Concurrency() && looked_ < taken_ + kMaxLookahead)) {
+           (seek && to_fetch < Concurrency() && looked_ < taken_ + kMaxLookahead &&
+            looked_ < std::max(found_at_, taken_) + slack)) {
       const auto sample = lookahead_.Next();
       if (!sample) break;
       const ShardKey key = resolve_(*sample);
-      if (seek && !InLookahead(key) && !Local(key)) ++to_fetch;
-      if (window_.empty() || !(window_.back().second == key)) ++shard_changes_;
-      window_.emplace_back(looked_, key);
+      const bool new_in_lookahead = !InLookahead(key);
+      if (seek && new_in_lookahead && !Local(key)) {
+        ++to_fetch;
+        found_at_ = looked_;
+      }
+      if (new_in_lookahead) upcoming_stale_ = true;
+      if (window_.empty() || !(window_.back().key == key)) {
+        ++shard_changes_;
+        window_.push_back({looked_, key});
+      }
       last_use_[key] = looked_;
       ++looked_;
-      grew = true;
     }
-    // Fetch in order of first use, within the concurrency and byte limits.
-    for (const auto& [pos, key] : window_) {
-      if (in_flight_ >= Concurrency()) break;
-      if (fetches_.count(key) != 0) continue;
-      // Bytes fetched ahead (in flight, or local and pinned but not yet read) stay within the
-      // budget - which under a cache_limit is what keeps pinned shards from crowding the cache.
-      // Without one every shard stays anyway, and only what is in flight counts.
-      const uint64_t ahead = options_.cache_limited ? bytes_ahead_ : bytes_in_flight_;
-      if (!fetches_.empty() && ahead + shard_bytes_(key) > options_.max_bytes_in_flight) {
-        break;
-      }
-      Start(key);
-    }
-    if (grew) {
+    StartWithinLimits();
+    if (upcoming_stale_) {
       // Eviction keeps the shards needed soonest.
+      upcoming_stale_ = false;
       std::vector<std::vector<size_t>> upcoming(caches_.size());
       std::set<ShardKey> seen;
-      for (const auto& [pos, key] : window_) {
-        if (seen.insert(key).second) upcoming[key.stream].push_back(key.shard);
+      for (const Run& run : window_) {
+        ++planner_steps_;
+        if (seen.insert(run.key).second) upcoming[run.key.stream].push_back(run.key.shard);
       }
       for (size_t s = 0; s < caches_.size(); ++s) caches_[s]->SetUpcoming(std::move(upcoming[s]));
     }
@@ -197,39 +202,64 @@ void Prefetcher::Fetch(std::stop_token stop) {
   }
 }
 
-void Prefetcher::Drop(uint64_t taken) {
-  while (!window_.empty() && window_.front().first < taken) window_.pop_front();
+void Prefetcher::StartWithinLimits() {
+  // In order of first use, from where the last pass stopped: the runs before scanned_ were all
+  // started (a fetch that later failed is started again by the Wait that needs it).
+  auto it = std::partition_point(window_.begin(), window_.end(),
+                                 [&](const Run& run) { return run.begin < scanned_; });
+  for (; it != window_.end(); ++it) {
+    ++planner_steps_;
+    if (in_flight_ >= Concurrency()) break;
+    if (fetches_.count(it->key) == 0) {
+      // Bytes fetched ahead (in flight, or local and pinned but not yet read) stay within the
+      // budget - which under a cache_limit is what keeps pinned shards from crowding the
+      // cache. Without one every shard stays anyway, and only what is in flight counts. A shard
+      // larger than the whole budget is still fetched once nothing else is ahead.
+      const uint64_t ahead = options_.cache_limited ? bytes_ahead_ : bytes_in_flight_;
+      if (ahead > 0 && ahead + shard_bytes_(it->key) > options_.max_bytes_in_flight) break;
+      Start(it->key);
+    }
+    scanned_ = it->begin + 1;
+  }
+}
+
+void Prefetcher::Drop(uint64_t position) {
+  // A run ends where the next one begins (the last one at looked_).
+  while (!window_.empty() && (window_.size() > 1 ? window_[1].begin : looked_) <= position) {
+    window_.pop_front();
+  }
   for (auto it = fetches_.begin(); it != fetches_.end();) {
     auto last = last_use_.find(it->first);
-    const bool behind = last == last_use_.end() || last->second < taken;
+    const bool behind = last == last_use_.end() || last->second < position;
     if (it->second.done && behind) {
       if (last != last_use_.end()) last_use_.erase(last);
       bytes_ahead_ -= it->second.bytes;
       it = fetches_.erase(it);  // unpins
+      upcoming_stale_ = true;
     } else {
       ++it;
     }
   }
 }
 
-void Prefetcher::Advance(uint64_t taken) {
+void Prefetcher::Advance(uint64_t position) {
   // Called for every sample: the common case is only a counter. The planner is woken (and pins
   // are dropped) every `stride` samples - often enough to keep the window full, rarely enough
   // that a worker reading from local shards does not pay for a thread hand-off per sample.
-  if (taken < next_wake_.load(std::memory_order_relaxed)) return;
+  if (position < next_wake_.load(std::memory_order_relaxed)) return;
   std::lock_guard lock(mu_);
   const auto now = std::chrono::steady_clock::now();
   const double dt = std::chrono::duration<double>(now - last_advance_).count();
-  if (dt > 0.05 && taken > last_advance_taken_) {
-    rate_ = Ewma(rate_, static_cast<double>(taken - last_advance_taken_) / dt);
+  if (dt > 0.05 && position > last_advance_taken_) {
+    rate_ = Ewma(rate_, static_cast<double>(position - last_advance_taken_) / dt);
     last_advance_ = now;
-    last_advance_taken_ = taken;
+    last_advance_taken_ = position;
   }
-  taken_ = taken;
+  taken_ = position;
   const uint64_t stride = std::clamp<uint64_t>(
-      std::max(WindowSamples(), looked_ > taken ? looked_ - taken : 0) / 8, 1, 256);
-  next_wake_.store(taken + stride, std::memory_order_relaxed);
-  Drop(taken);
+      std::max(WindowSamples(), looked_ > position ? looked_ - position : 0) / 8, 1, 256);
+  next_wake_.store(position + stride, std::memory_order_relaxed);
+  Drop(position);
   dirty_ = true;
   changed_.notify_all();
 }
@@ -248,6 +278,11 @@ void Prefetcher::Request(const ShardKey& key) {
   Start(key);
   dirty_ = true;
   changed_.notify_all();
+}
+
+uint64_t Prefetcher::PlannerSteps() {
+  std::lock_guard lock(mu_);
+  return planner_steps_;
 }
 
 bool Prefetcher::Warm() {

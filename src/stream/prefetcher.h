@@ -5,7 +5,7 @@
 // use). Up to `concurrency` of those shards are fetched at once (ShardCache::Acquire on a small
 // pool of std::jthreads), and never more than `max_bytes_in_flight` bytes of shards are ahead of
 // the worker (being fetched, and - under a cache_limit (cache_limited) - fetched and waiting to
-// be read; at least one shard always). A
+// be read; a shard larger than the whole budget is fetched once nothing else is ahead). A
 // fetched shard stays pinned (its ShardHandle is held) until the worker has passed its last use
 // inside the window; then the pin is dropped and the cache may evict it. Each stream's cache is
 // told the upcoming shard order, so eviction keeps what is needed soonest.
@@ -74,8 +74,9 @@ class Prefetcher {
   Prefetcher(const Prefetcher&) = delete;
   Prefetcher& operator=(const Prefetcher&) = delete;
 
-  /// The worker is now at position `taken` of its sequence.
-  void Advance(uint64_t taken);
+  /// The worker is reading the sample at `position` of its sequence: the shards of earlier
+  /// positions only may be unpinned.
+  void Advance(uint64_t position);
 
   /// Blocks until `key` is local and returns its pinned handle (fetching it now if the window
   /// had not reached it), or the error that fetching it ended with.
@@ -89,6 +90,9 @@ class Prefetcher {
 
   /// True once any fetch has completed: the cold start is over.
   bool Warm();
+
+  /// Runs of the window the planner has looked at so far: its work, for tests.
+  uint64_t PlannerSteps();
 
  private:
   struct FetchState {
@@ -104,7 +108,8 @@ class Prefetcher {
   uint64_t WindowSamples() const;    // \pre mu_ held
   uint32_t Concurrency() const;      // \pre mu_ held
   void Retune();                     // \pre mu_ held: auto sizing
-  void Drop(uint64_t taken);         // \pre mu_ held: unpin what is behind
+  void Drop(uint64_t position);      // \pre mu_ held: unpin what is behind
+  void StartWithinLimits();          // \pre mu_ held: fetch the window in order of first use
   // \pre mu_ held, for the three below.
   bool InLookahead(const ShardKey& key) const;  // used in [taken_, looked_)
   bool Local(const ShardKey& key) const;        // fetched (and pinned)
@@ -119,9 +124,21 @@ class Prefetcher {
   std::mutex mu_;
   std::condition_variable_any changed_;
   uint64_t taken_ = 0;  // the worker's position
-  // The look-ahead: shard of each position in [taken_, looked_), oldest first.
-  std::deque<std::pair<uint64_t, ShardKey>> window_;
+  // The look-ahead over [taken_, looked_) as runs of consecutive positions in one shard, oldest
+  // first: a run is its first position and its shard, and ends where the next begins. Runs, not
+  // positions, so that the planner's walks cost the shard changes of the window, not its samples
+  // (a shard of 1 KB samples in shard order is 60,000 positions and one run).
+  struct Run {
+    uint64_t begin = 0;
+    ShardKey key;
+  };
+  std::deque<Run> window_;
   uint64_t looked_ = 0;
+  uint64_t first_looked_ = 0;   // where the look-ahead started (a resumed cursor: past 0)
+  uint64_t scanned_ = 0;        // runs beginning before this have been started or found started
+  uint64_t found_at_ = 0;       // the position of the last shard the seek found still to fetch
+  bool upcoming_stale_ = true;  // the shards of the window changed since SetUpcoming
+  uint64_t planner_steps_ = 0;
   std::map<ShardKey, FetchState> fetches_;  // started (in flight or done) and still wanted
   std::map<ShardKey, uint64_t> last_use_;   // last window position needing each shard
   uint32_t in_flight_ = 0;

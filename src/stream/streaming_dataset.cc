@@ -8,6 +8,7 @@
 #include <mutex>
 #include <utility>
 
+#include "base/log.h"
 #include "ferry/format/shard_reader.h"
 #include "ferry/metrics/metrics.h"
 #include "ferry/storage/registry.h"
@@ -291,7 +292,7 @@ class StreamIterator : public SampleIterator {
   Result<std::optional<Sample>> Next() override {
     const auto v = cursor_.Next();
     if (!v) return std::optional<Sample>();
-    prefetcher_->Advance(cursor_.taken());
+    prefetcher_->Advance(cursor_.taken() - 1);  // the position of the sample being read
     const auto [key, index] = Resolve(*v);
     if (!current_ || current_key_ != key) {
       if (auto open = dataset_->Cached(key)) {
@@ -307,8 +308,13 @@ class StreamIterator : public SampleIterator {
         // for a whole shard, while the shard itself is fetched. Only the first: each direct read
         // costs a round trip, and one after another they would be slower than the shards.
         prefetcher_->Request(key);
-        FERRY_ASSIGN_OR_RETURN(auto direct, dataset_->ReadDirect(key, index));
-        if (direct) return direct;
+        auto direct = dataset_->ReadDirect(key, index);
+        if (direct && *direct) return std::move(*direct);
+        // The shard is on its way: a failed ranged read costs the wait for it, not the sample.
+        if (!direct) {
+          Log().warn("reading the first sample by range failed, waiting for its shard: {}",
+                     direct.status().ToString());
+        }
       }
       FERRY_ASSIGN_OR_RETURN(ShardHandle handle, prefetcher_->Wait(key));
       FERRY_ASSIGN_OR_RETURN(current_, dataset_->Open(key, std::move(handle)));

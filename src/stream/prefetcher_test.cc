@@ -1,0 +1,148 @@
+#include "stream/prefetcher.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "ferry/metrics/metrics.h"
+
+namespace ferry::internal_stream {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A cache whose shards are always there after a short fetch; counts the acquisitions of each
+// shard (the prefetcher's, then the worker's own pin in Wait).
+class CountingCache : public ShardCache {
+ public:
+  const Index& index() const override { return index_; }
+  Result<ShardHandle> Acquire(size_t k) override {
+    std::this_thread::sleep_for(1ms);
+    std::lock_guard lock(mu_);
+    ++acquired_[k];
+    return MakeHandle(k, "/dev/null", -1, false);
+  }
+  bool IsLocal(size_t) const override { return false; }
+  void SetUpcoming(std::vector<size_t>) override {}
+  uint64_t DiskUsage() const override { return 0; }
+
+  std::map<size_t, int> acquired() const {
+    std::lock_guard lock(mu_);
+    return acquired_;
+  }
+
+ private:
+  Index index_;
+  mutable std::mutex mu_;
+  std::map<size_t, int> acquired_;
+};
+
+std::shared_ptr<const EpochPlan> ShardOrderPlan(size_t shards, uint64_t samples_per_shard) {
+  return EpochPlan::Create(std::vector<uint64_t>(shards, samples_per_shard), OrderOptions{},
+                           WorldShape{}, 0)
+      .value();
+}
+
+// Reads `cursor` to its end as a worker does: Advance to each sample, and Wait for its shard
+// when it is in another shard than the one before.
+void ReadAll(Prefetcher& prefetcher, WorkerCursor& cursor, const EpochPlan& plan) {
+  std::optional<ShardKey> current;
+  while (auto v = cursor.Next()) {
+    prefetcher.Advance(cursor.taken() - 1);
+    const ShardKey key{0, static_cast<uint32_t>(plan.Locate(*v).first)};
+    if (current == key) continue;
+    ASSERT_TRUE(prefetcher.Wait(key).ok());
+    current = key;
+  }
+}
+
+TEST(PrefetcherTest, TheShardBeingReadStaysPinnedUntilTheWorkerMovesOn) {
+  // One sample per shard: every sample is its shard's last use. Unpinned before the worker's
+  // Wait, a fetched shard would be fetched again, behind the downloads in the queue.
+  auto plan = ShardOrderPlan(200, 1);
+  auto cursor = plan->Worker({}).value();
+  CountingCache cache;
+  Prefetcher prefetcher(
+      cursor,
+      [&](uint64_t s) {
+        return ShardKey{0, static_cast<uint32_t>(plan->Locate(s).first)};
+      },
+      [](const ShardKey&) { return uint64_t{100}; }, {&cache},
+      {.predownload = 48, .concurrency = 4, .cache_limited = false});
+  std::this_thread::sleep_for(100ms);  // the window fills
+  ReadAll(prefetcher, cursor, *plan);
+  const auto acquired = cache.acquired();
+  EXPECT_EQ(acquired.size(), 200u);
+  for (const auto& [shard, n] : acquired) {
+    EXPECT_LE(n, 2) << "shard " << shard << ": the prefetch, then the worker's own pin";
+  }
+}
+
+TEST(PrefetcherTest, AResumedWorkerSizesItsWindowFromWhereItStarted) {
+  // 1,000 shards of 100 samples in shard order, resumed half-way: samples per shard are counted
+  // from where the look-ahead began, not from 0 (which made the window ~4x the skip).
+  auto plan = ShardOrderPlan(1000, 100);
+  auto cursor = plan->Worker({}).value();
+  cursor.Skip(50'000);
+  CountingCache cache;
+  std::atomic<uint64_t> resolved{0};
+  Prefetcher prefetcher(
+      cursor,
+      [&](uint64_t s) {
+        ++resolved;
+        return ShardKey{0, static_cast<uint32_t>(plan->Locate(s).first)};
+      },
+      [](const ShardKey&) { return uint64_t{100}; }, {&cache}, {.cache_limited = true});
+  std::this_thread::sleep_for(300ms);
+  // The auto window is at most 64 shards' worth of samples.
+  EXPECT_LE(metrics::GetGauge("/ferry/stream/predownload").value(), 64 * 100);
+  EXPECT_LE(resolved.load(), 64u * 100u);
+}
+
+TEST(PrefetcherTest, AShardLargerThanTheByteBudgetIsStillFetchedAhead) {
+  // Each shard is bigger than max_bytes_in_flight: one at a time, but ahead of the worker.
+  auto plan = ShardOrderPlan(50, 1);
+  auto cursor = plan->Worker({}).value();
+  CountingCache cache;
+  Prefetcher prefetcher(
+      cursor,
+      [&](uint64_t s) {
+        return ShardKey{0, static_cast<uint32_t>(plan->Locate(s).first)};
+      },
+      [](const ShardKey&) { return uint64_t{150}; }, {&cache},
+      {.predownload = 50, .concurrency = 4, .max_bytes_in_flight = 100, .cache_limited = false});
+  std::this_thread::sleep_for(300ms);  // the worker has not started
+  EXPECT_GT(cache.acquired().size(), 10u);
+}
+
+TEST(PrefetcherTest, ThePlannersWorkFollowsShardChangesNotSamples) {
+  // 20 shards of 20,000 samples in shard order, all fetched quickly: a planner that walked the
+  // window's samples on every wake-up made this take minutes; it walks runs of one shard.
+  auto plan = ShardOrderPlan(20, 20'000);
+  auto cursor = plan->Worker({}).value();
+  CountingCache cache;
+  std::atomic<uint64_t> resolved{0};
+  Prefetcher prefetcher(
+      cursor,
+      [&](uint64_t s) {
+        ++resolved;
+        return ShardKey{0, static_cast<uint32_t>(plan->Locate(s).first)};
+      },
+      [](const ShardKey&) { return uint64_t{100}; }, {&cache}, {.cache_limited = false});
+  const auto start = std::chrono::steady_clock::now();
+  ReadAll(prefetcher, cursor, *plan);
+  // Every sample is resolved once by the look-ahead, at most; the planner looks at runs (20
+  // here) once per wake-up and when the window's shards change - not at 400,000 samples.
+  EXPECT_LE(resolved.load(), 400'000u);
+  EXPECT_EQ(cache.acquired().size(), 20u);
+  EXPECT_LT(prefetcher.PlannerSteps(), 20'000u);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 60s);  // a hang guard, not a speed target
+}
+
+}  // namespace
+}  // namespace ferry::internal_stream
