@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <random>
 
 namespace ferry {
 namespace {
@@ -101,19 +102,31 @@ Result<std::string> ReadFileToString(const std::filesystem::path& path) {
 
 std::filesystem::path TemporaryPathFor(const std::filesystem::path& path) {
   static std::atomic<uint64_t> counter{0};
+  static const uint32_t nonce = std::random_device{}();
   std::filesystem::path tmp = path;
-  tmp += fmt::format(".tmp.{}.{}", ::getpid(), counter.fetch_add(1));
+  tmp += fmt::format(".tmp.{}.{:08x}.{}", ::getpid(), nonce, counter.fetch_add(1));
   return tmp;
+}
+
+Result<TemporaryFile> CreateTemporaryFor(const std::filesystem::path& path, unsigned mode) {
+  constexpr int kAttempts = 64;
+  std::filesystem::path tmp;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    tmp = TemporaryPathFor(path);
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    if (fd >= 0) return TemporaryFile{tmp, fd};
+    if (errno != EEXIST) break;
+  }
+  return ErrnoToStatus(errno, "create", tmp);
 }
 
 Status WriteFileAtomically(const std::filesystem::path& path, std::string_view contents,
                            unsigned mode) {
-  const std::filesystem::path tmp = TemporaryPathFor(path);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-  if (fd < 0) return ErrnoToStatus(errno, "create", tmp);
-  FdCloser closer(fd);
-  Status status = WriteAll(fd, contents, tmp);
-  if (status.ok() && ::fsync(fd) != 0) status = ErrnoToStatus(errno, "fsync", tmp);
+  FERRY_ASSIGN_OR_RETURN(TemporaryFile file, CreateTemporaryFor(path, mode));
+  const std::filesystem::path& tmp = file.path;
+  FdCloser closer(file.fd);
+  Status status = WriteAll(file.fd, contents, tmp);
+  if (status.ok() && ::fsync(file.fd) != 0) status = ErrnoToStatus(errno, "fsync", tmp);
   if (status.ok() && ::close(closer.release()) != 0) status = ErrnoToStatus(errno, "close", tmp);
   if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
     status = ErrnoToStatus(errno, "rename", path);

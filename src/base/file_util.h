@@ -28,7 +28,16 @@ Status WriteFileAtomically(const std::filesystem::path& path, std::string_view c
                            unsigned mode = 0644);
 
 /// A unique temporary name beside `path` (same folder, so rename is atomic), e.g.
-/// "shard.00000.mds.tmp.4242.7".
+/// "shard.00000.mds.tmp.4242.9f3c27a1.7": pid, a number drawn once per process (a container
+/// restarted gets the same pid again) and a counter.
 std::filesystem::path TemporaryPathFor(const std::filesystem::path& path);
+
+/// A new, empty file under a temporary name beside `path`, open for writing. A name already
+/// taken (a leftover of a killed process) is never reused: the next one is tried.
+struct TemporaryFile {
+  std::filesystem::path path;
+  int fd = -1;
+};
+Result<TemporaryFile> CreateTemporaryFor(const std::filesystem::path& path, unsigned mode);
 
 }  // namespace ferry

@@ -98,6 +98,35 @@ TEST_F(FileUtilTest, WriteFileAtomicallyLeavesNoTemporaryFiles) {
   EXPECT_EQ(Slurp(dir_ / "b"), std::string(1900, 'x'));
 }
 
+TEST_F(FileUtilTest, ALeftoverTemporaryIsNeverReusedNorInTheWay) {
+  // A killed process leaves its temporary behind; the next writer must neither fail on it
+  // (O_EXCL) nor write into it. The next few names this process would draw are taken here.
+  const fs::path path = dir_ / "index.json";
+  const std::string probe = TemporaryPathFor(path).string();
+  const std::string prefix = probe.substr(0, probe.rfind('.') + 1);
+  const uint64_t next = std::stoull(probe.substr(probe.rfind('.') + 1)) + 1;
+  std::set<std::string> leftovers;
+  for (uint64_t i = next; i < next + 5; ++i) {
+    std::ofstream(prefix + std::to_string(i)) << "leftover";
+    leftovers.insert(fs::path(prefix + std::to_string(i)).filename().string());
+  }
+  ASSERT_TRUE(WriteFileAtomically(path, "{}").ok());
+  EXPECT_EQ(Slurp(path), "{}");
+  for (const auto& name : leftovers) EXPECT_EQ(Slurp(dir_ / name), "leftover") << name;
+  auto created = CreateTemporaryFor(path, 0644);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  EXPECT_EQ(leftovers.count(created->path.filename().string()), 0u);
+  ::close(created->fd);
+}
+
+TEST_F(FileUtilTest, TemporaryNamesCarryMoreThanThePid) {
+  // A container restarted gets its pid again: pid and counter alone would repeat the names of
+  // the run before, whose leftovers are still there.
+  const std::string name = TemporaryPathFor(dir_ / "x").filename().string();
+  EXPECT_THAT(name, ::testing::MatchesRegex("x\\.tmp\\." + std::to_string(::getpid()) +
+                                            "\\.[0-9a-f]{8}\\.[0-9]+"));
+}
+
 TEST_F(FileUtilTest, WriteFileAtomicallyIntoAMissingFolderNamesThePath) {
   const fs::path path = dir_ / "missing" / "index.json";
   const Status s = WriteFileAtomically(path, "{}");

@@ -111,9 +111,11 @@ std::optional<uint64_t> RegularFileSize(const fs::path& path) {
 }
 
 // A cached shard counts only at the size the index gives. Downloads are not fsynced (a cache can
-// always fetch again, and the flush would halve epoch-1 throughput); after a power cut a
-// published file whose data never reached the disk comes back shorter (ext4 and XFS update the
-// size on disk only with the data), so this check is what turns that into a fresh download.
+// always fetch again, and the flush would halve epoch-1 throughput); after a power cut a file
+// downloaded whole whose data never reached the disk comes back shorter (ext4 and XFS update the
+// size on disk only with the data), so this check turns that into a fresh download. A file
+// downloaded in ranged parts was given its full size first: it can come back full-size with
+// zeros, which this does not catch (docs/streaming.md, "Publishing").
 bool IsComplete(const fs::path& path, const FileInfo& file) {
   return RegularFileSize(path) == file.bytes;
 }

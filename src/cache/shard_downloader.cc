@@ -99,8 +99,10 @@ Status WriteNewFile(const fs::path& path, std::string_view data) {
   return status;
 }
 
-// Neither the file nor the folder is fsynced: what a power cut can lose is found short (or
-// missing) by the cache's size check and fetched again.
+// Neither the file nor the folder is fsynced: what a power cut can lose of a file written in
+// order is found short (or missing) by the cache's size check and fetched again. A file written
+// in ranged parts was allocated at full size first (DownloadParts), so a power cut can leave it
+// full-size with zeros: not caught (docs/streaming.md, "Publishing").
 Status Publish(const fs::path& tmp, const fs::path& path) {
   if (::rename(tmp.c_str(), path.c_str()) != 0) return ErrnoToStatus(errno, "rename", path);
   return Status::Ok();

@@ -72,9 +72,9 @@ Result<std::string> ObjectStore::GetRange(std::string_view key, uint64_t offset,
 }
 
 Result<ObjectInfo> ObjectStore::GetToFile(std::string_view key, const std::filesystem::path& path) {
-  const std::filesystem::path tmp = TemporaryPathFor(path);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoToStatus(errno, "create", tmp);
+  FERRY_ASSIGN_OR_RETURN(TemporaryFile created, CreateTemporaryFor(path, 0644));
+  const std::filesystem::path tmp = created.path;
+  const int fd = created.fd;
   auto fail = [&](Status s) {
     ::close(fd);
     ::unlink(tmp.c_str());

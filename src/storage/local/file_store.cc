@@ -124,9 +124,9 @@ class FileStore : public ObjectStore {
     std::error_code ec;
     fs::create_directories(path.parent_path(), ec);
     if (ec) return ErrnoToStatus(ec.value(), "create folder", path.parent_path());
-    const fs::path tmp = TemporaryPathFor(path);
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) return ErrnoToStatus(errno, "create", tmp);
+    FERRY_ASSIGN_OR_RETURN(TemporaryFile created, CreateTemporaryFor(path, 0644));
+    const fs::path tmp = created.path;
+    const int fd = created.fd;
     auto fail = [&](Status s) {
       ::close(fd);
       ::unlink(tmp.c_str());
