@@ -347,8 +347,7 @@ Result<std::unique_ptr<ShardCache>> ShardCache::Open(std::shared_ptr<ObjectStore
   const CacheLayout layout(options.local);
   std::error_code ec;
   if (remote) {
-    FERRY_RETURN_IF_ERROR(layout.CreateLocksDir());
-    // Eviction would delete the dataset itself.
+    // Eviction would delete the dataset itself. Checked before anything is created there.
     if (auto remote_path = remote->LocalPath(remote_prefix);
         remote_path && fs::equivalent(*remote_path, options.local, ec)) {
       return InvalidArgumentError(fmt::format(
@@ -356,6 +355,7 @@ Result<std::unique_ptr<ShardCache>> ShardCache::Open(std::shared_ptr<ObjectStore
           "it in place",
           options.local.string()));
     }
+    FERRY_RETURN_IF_ERROR(layout.CreateLocksDir());
   } else if (!fs::is_directory(options.local, ec)) {
     return NotFoundError(
         fmt::format("{}: no such folder (a dataset without a remote is read in place)",

@@ -336,6 +336,7 @@ TEST_F(ShardCacheTest, OpenRefusesWhatCouldHarmTheDataset) {
   auto same = ShardCache::Open(store, prefix_, index_, {.local = Remote()});
   ASSERT_FALSE(same.has_value());
   EXPECT_EQ(same.error().code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE(fs::exists(Remote() / ".ferry")) << "refused, but wrote into the dataset first";
 
   Index escaping = index_;
   escaping.shards[0].raw_data.basename = "../outside.mds";

@@ -48,6 +48,13 @@ class StreamingDatasetImpl : public StreamingDataset,
 
   Status Init() {
     if (options_.streams.empty()) return InvalidArgumentError("no streams given");
+    // Zero would silently turn prefetching off.
+    if (options_.download_concurrency == 0u) {
+      return InvalidArgumentError("download_concurrency must be at least 1 (or unset: auto)");
+    }
+    if (options_.predownload == 0u) {
+      return InvalidArgumentError("predownload must be at least 1 (or unset: auto)");
+    }
     uint64_t first_id = 0;
     for (size_t s = 0; s < options_.streams.size(); ++s) {
       const StreamSpec& spec = options_.streams[s];

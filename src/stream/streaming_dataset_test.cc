@@ -350,6 +350,14 @@ TEST_F(StreamingDatasetTest, BadInputIsAClearError) {
   EXPECT_THAT(missing.error().message(), HasSubstr("nothing"));
   StreamingOptions none;
   EXPECT_EQ(StreamingDataset::Open(none).status().code(), StatusCode::kInvalidArgument);
+  StreamingOptions no_downloads = Remote();
+  no_downloads.download_concurrency = 0;
+  auto zero = StreamingDataset::Open(no_downloads);
+  ASSERT_FALSE(zero.has_value());
+  EXPECT_THAT(zero.error().message(), HasSubstr("download_concurrency"));
+  StreamingOptions no_window = Remote();
+  no_window.predownload = 0;
+  EXPECT_EQ(StreamingDataset::Open(no_window).status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace
