@@ -28,6 +28,7 @@
 #include <mutex>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "base/file_util.h"
 #include "base/log.h"
@@ -101,6 +102,31 @@ namespace {
 bool IsRegularFile(const fs::path& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// Removes the temporaries that killed downloads left (a download preallocates its whole shard,
+// and nothing counts these against cache_limit): those whose shard's download lock is free now -
+// a held lock means a live download is writing it. Done once per open, so a job preempted again
+// and again does not pile them up; one stat per shard file.
+void RemoveLeftoverTemporaries(const CacheLayout& layout, const Index& index) {
+  for (const ShardEntry& shard : index.shards) {
+    std::vector<fs::path> leftovers;
+    for (const FileInfo* file : {&shard.raw_data, shard.zip_data ? &*shard.zip_data : nullptr}) {
+      if (file == nullptr) continue;
+      fs::path tmp = layout.TemporaryPath(file->basename);
+      struct stat st;
+      if (::lstat(tmp.c_str(), &st) == 0 && S_ISREG(st.st_mode)) leftovers.push_back(tmp);
+    }
+    if (leftovers.empty()) continue;
+    auto lock =
+        FileLock::TryLock(layout.DownloadLockPath(shard.raw_data.basename), LockMode::kExclusive);
+    if (!lock || !*lock) continue;  // being written, or no lock to be had: the next fetch sees
+    for (const fs::path& tmp : leftovers) {
+      if (::unlink(tmp.c_str()) == 0) {
+        Log().debug("cache: removed {}, left by a download that did not finish", tmp.string());
+      }
+    }
+  }
 }
 
 // The size of the regular file at `path`, nullopt when there is none.
@@ -356,6 +382,7 @@ Result<std::unique_ptr<ShardCache>> ShardCache::Open(std::shared_ptr<ObjectStore
           options.local.string()));
     }
     FERRY_RETURN_IF_ERROR(layout.CreateLocksDir());
+    RemoveLeftoverTemporaries(layout, index);
   } else if (!fs::is_directory(options.local, ec)) {
     return NotFoundError(
         fmt::format("{}: no such folder (a dataset without a remote is read in place)",

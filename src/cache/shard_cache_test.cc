@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <numeric>
 #include <random>
 #include <thread>
@@ -106,6 +107,32 @@ TEST_F(ShardCacheTest, ThreadsAskingForOneShardShareOneDownload) {
   }
   EXPECT_EQ(ok, 8);
   EXPECT_EQ(Reads("shard.00001.mds"), 1);
+}
+
+TEST_F(ShardCacheTest, OpeningRemovesTheTemporariesOfKilledDownloadsOnly) {
+  // A killed download leaves its preallocated temporary behind, which nothing counts against
+  // cache_limit; one whose download lock is held is being written by a live download.
+  WriteRemote();
+  fs::create_directories(Cache());
+  const fs::path killed = RawPath(0, Cache()).string() + ".ferry-tmp";
+  const fs::path live = RawPath(1, Cache()).string() + ".ferry-tmp";
+  std::ofstream(killed) << std::string(1000, 'x');
+  std::ofstream(live) << std::string(1000, 'y');
+  ASSERT_TRUE(fs::exists(killed));
+  const internal_cache::CacheLayout layout(Cache());
+  ASSERT_TRUE(layout.CreateLocksDir().ok());
+  auto writing =
+      internal_cache::FileLock::Lock(layout.DownloadLockPath(index_.shards[1].raw_data.basename),
+                                     internal_cache::LockMode::kExclusive);
+  ASSERT_TRUE(writing.has_value()) << writing.status().ToString();
+  auto cache = Open();
+  EXPECT_FALSE(fs::exists(killed));
+  EXPECT_TRUE(fs::exists(live));
+  writing = internal_cache::FileLock();  // that download ends
+  auto shard = cache->Acquire(1);        // and the next fetch replaces what it left
+  ASSERT_TRUE(shard.has_value()) << shard.status().ToString();
+  EXPECT_TRUE(testing::RawShardIsIntact(shard->path(), index_.shards[1]));
+  EXPECT_FALSE(fs::exists(live));
 }
 
 TEST_F(ShardCacheTest, ShardPastTheIndexIsOutOfRange) {
