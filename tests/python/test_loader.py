@@ -186,17 +186,22 @@ def _threads():
     return len(os.listdir("/proc/self/task"))
 
 
-def test_memory_stays_flat_over_twenty_epochs(images):
+def test_memory_stays_flat_over_forty_epochs(images):
     ds = ferry.StreamingDataset(local=str(images), shuffle=True)
     loader = ferry.DataLoader(ds, batch_size=8, num_threads=2,
                               transform=[T.RandomResizedCrop(48), T.ToTensor()])
     rss = []
-    for _ in range(20):
+    for _ in range(40):
         total = sum(float(b["image"].sum()) > -1 for b in loader)
         assert total == N // 8
         gc.collect()
         rss.append(_rss_mb())
-    assert rss[-1] - rss[2] < 16, f"RSS grew from {rss[2]:.0f} MB to {rss[-1]:.0f} MB"
+    # Each epoch's threads may take a fresh malloc arena until glibc's limit: RSS settles over
+    # the first epochs (+17 MB from the 3rd to the 20th once in a full suite; 200 epochs alone:
+    # 237 MB after the first, 246 after the 20th, 248 after the 200th). A leak keeps growing in
+    # the second half.
+    assert rss[-1] - rss[19] < 8, f"RSS grew from {rss[19]:.0f} MB to {rss[-1]:.0f} MB"
+    assert rss[-1] - rss[2] < 32, f"RSS grew from {rss[2]:.0f} MB to {rss[-1]:.0f} MB"
 
 
 def test_deleting_a_loader_mid_epoch_stops_its_threads(images):
