@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -61,21 +62,32 @@ void ReadAll(Prefetcher& prefetcher, WorkerCursor& cursor, const EpochPlan& plan
   }
 }
 
+// A prefetcher of `cursor` over `plan`, every shard `shard_bytes` big; counts the samples its
+// look-ahead resolves into `resolved`.
+std::unique_ptr<Prefetcher> StartPrefetcher(std::shared_ptr<const EpochPlan> plan,
+                                            const WorkerCursor& cursor, CountingCache& cache,
+                                            uint64_t shard_bytes, PrefetchOptions options,
+                                            std::atomic<uint64_t>* resolved = nullptr) {
+  return std::make_unique<Prefetcher>(
+      cursor,
+      [plan, resolved](uint64_t s) {
+        if (resolved != nullptr) ++*resolved;
+        return ShardKey{0, static_cast<uint32_t>(plan->Locate(s).first)};
+      },
+      [shard_bytes](const ShardKey&) { return shard_bytes; }, std::vector<ShardCache*>{&cache},
+      options);
+}
+
 TEST(PrefetcherTest, TheShardBeingReadStaysPinnedUntilTheWorkerMovesOn) {
   // One sample per shard: every sample is its shard's last use. Unpinned before the worker's
   // Wait, a fetched shard would be fetched again, behind the downloads in the queue.
   auto plan = ShardOrderPlan(200, 1);
   auto cursor = plan->Worker({}).value();
   CountingCache cache;
-  Prefetcher prefetcher(
-      cursor,
-      [&](uint64_t s) {
-        return ShardKey{0, static_cast<uint32_t>(plan->Locate(s).first)};
-      },
-      [](const ShardKey&) { return uint64_t{100}; }, {&cache},
-      {.predownload = 48, .concurrency = 4, .cache_limited = false});
+  auto prefetcher = StartPrefetcher(plan, cursor, cache, 100,
+                                    {.predownload = 48, .concurrency = 4, .cache_limited = false});
   std::this_thread::sleep_for(100ms);  // the window fills
-  ReadAll(prefetcher, cursor, *plan);
+  ReadAll(*prefetcher, cursor, *plan);
   const auto acquired = cache.acquired();
   EXPECT_EQ(acquired.size(), 200u);
   for (const auto& [shard, n] : acquired) {
@@ -91,13 +103,7 @@ TEST(PrefetcherTest, AResumedWorkerSizesItsWindowFromWhereItStarted) {
   cursor.Skip(50'000);
   CountingCache cache;
   std::atomic<uint64_t> resolved{0};
-  Prefetcher prefetcher(
-      cursor,
-      [&](uint64_t s) {
-        ++resolved;
-        return ShardKey{0, static_cast<uint32_t>(plan->Locate(s).first)};
-      },
-      [](const ShardKey&) { return uint64_t{100}; }, {&cache}, {.cache_limited = true});
+  auto prefetcher = StartPrefetcher(plan, cursor, cache, 100, {.cache_limited = true}, &resolved);
   std::this_thread::sleep_for(300ms);
   // The auto window is at most 64 shards' worth of samples.
   EXPECT_LE(metrics::GetGauge("/ferry/stream/predownload").value(), 64 * 100);
@@ -109,12 +115,8 @@ TEST(PrefetcherTest, AShardLargerThanTheByteBudgetIsStillFetchedAhead) {
   auto plan = ShardOrderPlan(50, 1);
   auto cursor = plan->Worker({}).value();
   CountingCache cache;
-  Prefetcher prefetcher(
-      cursor,
-      [&](uint64_t s) {
-        return ShardKey{0, static_cast<uint32_t>(plan->Locate(s).first)};
-      },
-      [](const ShardKey&) { return uint64_t{150}; }, {&cache},
+  auto prefetcher = StartPrefetcher(
+      plan, cursor, cache, 150,
       {.predownload = 50, .concurrency = 4, .max_bytes_in_flight = 100, .cache_limited = false});
   std::this_thread::sleep_for(300ms);  // the worker has not started
   EXPECT_GT(cache.acquired().size(), 10u);
@@ -127,20 +129,14 @@ TEST(PrefetcherTest, ThePlannersWorkFollowsShardChangesNotSamples) {
   auto cursor = plan->Worker({}).value();
   CountingCache cache;
   std::atomic<uint64_t> resolved{0};
-  Prefetcher prefetcher(
-      cursor,
-      [&](uint64_t s) {
-        ++resolved;
-        return ShardKey{0, static_cast<uint32_t>(plan->Locate(s).first)};
-      },
-      [](const ShardKey&) { return uint64_t{100}; }, {&cache}, {.cache_limited = false});
+  auto prefetcher = StartPrefetcher(plan, cursor, cache, 100, {.cache_limited = false}, &resolved);
   const auto start = std::chrono::steady_clock::now();
-  ReadAll(prefetcher, cursor, *plan);
+  ReadAll(*prefetcher, cursor, *plan);
   // Every sample is resolved once by the look-ahead, at most; the planner looks at runs (20
   // here) once per wake-up and when the window's shards change - not at 400,000 samples.
   EXPECT_LE(resolved.load(), 400'000u);
   EXPECT_EQ(cache.acquired().size(), 20u);
-  EXPECT_LT(prefetcher.PlannerSteps(), 20'000u);
+  EXPECT_LT(prefetcher->PlannerSteps(), 20'000u);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 60s);  // a hang guard, not a speed target
 }
 
