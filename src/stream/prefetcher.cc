@@ -96,11 +96,6 @@ void Prefetcher::Start(const ShardKey& key) {
   queue_.Push(key);  // never blocks: at most kMaxAutoConcurrency (or concurrency) are queued
 }
 
-bool Prefetcher::InLookahead(const ShardKey& key) const {
-  auto it = last_use_.find(key);
-  return it != last_use_.end() && it->second >= taken_;
-}
-
 bool Prefetcher::Local(const ShardKey& key) const {
   auto it = fetches_.find(key);
   return it != fetches_.end() && it->second.done;
@@ -140,17 +135,21 @@ void Prefetcher::Plan(std::stop_token stop) {
       const auto sample = lookahead_.Next();
       if (!sample) break;
       const ShardKey key = resolve_(*sample);
-      const bool new_in_lookahead = !InLookahead(key);
-      if (seek && new_in_lookahead && !Local(key)) {
-        ++to_fetch;
-        found_at_ = looked_;
+      // One lookup per sample: whether the shard is new to the look-ahead, and its last use.
+      auto [last, inserted] = last_use_.try_emplace(key, looked_);
+      const bool new_in_lookahead = inserted || last->second < taken_;
+      last->second = looked_;
+      if (new_in_lookahead) {
+        upcoming_stale_ = true;
+        if (seek && !Local(key)) {
+          ++to_fetch;
+          found_at_ = looked_;
+        }
       }
-      if (new_in_lookahead) upcoming_stale_ = true;
       if (window_.empty() || !(window_.back().key == key)) {
         ++shard_changes_;
         window_.push_back({looked_, key});
       }
-      last_use_[key] = looked_;
       ++looked_;
     }
     StartWithinLimits();

@@ -110,10 +110,9 @@ class Prefetcher {
   void Retune();                     // \pre mu_ held: auto sizing
   void Drop(uint64_t position);      // \pre mu_ held: unpin what is behind
   void StartWithinLimits();          // \pre mu_ held: fetch the window in order of first use
-  // \pre mu_ held, for the three below.
-  bool InLookahead(const ShardKey& key) const;  // used in [taken_, looked_)
-  bool Local(const ShardKey& key) const;        // fetched (and pinned)
-  size_t ShardsToFetch() const;                 // in the look-ahead and not local
+  // \pre mu_ held, for the two below.
+  bool Local(const ShardKey& key) const;  // fetched (and pinned)
+  size_t ShardsToFetch() const;           // in the look-ahead and not local
 
   WorkerCursor lookahead_;
   const std::function<ShardKey(uint64_t)> resolve_;
