@@ -114,13 +114,13 @@ void RemoveLeftoverTemporaries(const CacheLayout& layout, const Index& index) {
     for (const FileInfo* file : {&shard.raw_data, shard.zip_data ? &*shard.zip_data : nullptr}) {
       if (file == nullptr) continue;
       fs::path tmp = layout.TemporaryPath(file->basename);
-      struct stat st;
-      if (::lstat(tmp.c_str(), &st) == 0 && S_ISREG(st.st_mode)) leftovers.push_back(tmp);
+      if (IsRegularFile(tmp)) leftovers.push_back(std::move(tmp));
     }
     if (leftovers.empty()) continue;
     auto lock =
         FileLock::TryLock(layout.DownloadLockPath(shard.raw_data.basename), LockMode::kExclusive);
-    if (!lock || !*lock) continue;  // being written, or no lock to be had: the next fetch sees
+    // Being written, or no lock to be had: the next fetch of that shard removes them.
+    if (!lock || !*lock) continue;
     for (const fs::path& tmp : leftovers) {
       if (::unlink(tmp.c_str()) == 0) {
         Log().debug("cache: removed {}, left by a download that did not finish", tmp.string());
