@@ -95,6 +95,9 @@ int Many(const std::string& bucket, const std::string& prefix, const std::vector
   if (!listing) return std::fprintf(stderr, "%s\n", listing.status().ToString().c_str()), 1;
   const internal_s3::SigV4Signer signer(config->credentials, config->region);
   auto transport = http::DefaultTransport();
+  auto kept_path = [&](const std::string& key) {
+    return std::filesystem::path(keep) / std::filesystem::path(key).filename();
+  };
   for (int k : inflight) {
     std::mutex mu;
     std::condition_variable cv;
@@ -117,8 +120,7 @@ int Many(const std::string& bucket, const std::string& prefix, const std::vector
       auto received = std::make_shared<uint64_t>(0);
       std::shared_ptr<KeptFile> file;
       if (!keep.empty()) {
-        file = std::make_shared<KeptFile>(std::filesystem::path(keep) /
-                                          std::filesystem::path(obj.key).filename());
+        file = std::make_shared<KeptFile>(kept_path(obj.key));
       }
       transport->Submit(
           std::move(request),
@@ -146,7 +148,7 @@ int Many(const std::string& bucket, const std::string& prefix, const std::vector
     if (!keep.empty()) {
       // Only the files written: a folder of the same name that made a write fail stays.
       for (const auto& obj : listing->objects) {
-        const auto path = std::filesystem::path(keep) / std::filesystem::path(obj.key).filename();
+        const auto path = kept_path(obj.key);
         std::error_code ec;
         if (std::filesystem::is_regular_file(path, ec)) std::filesystem::remove(path, ec);
       }
