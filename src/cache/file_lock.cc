@@ -1,10 +1,15 @@
 #include "cache/file_lock.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 
 #include "base/file_util.h"
 #include "cache/cache_layout.h"
@@ -25,13 +30,31 @@ int FlockOperation(LockMode mode) { return mode == LockMode::kShared ? LOCK_SH :
 
 }  // namespace
 
-Result<FileLock> FileLock::Lock(const std::filesystem::path& path, LockMode mode) {
+Result<FileLock> FileLock::Lock(const std::filesystem::path& path, LockMode mode,
+                                std::stop_token stop) {
   FERRY_ASSIGN_OR_RETURN(const int fd, OpenLockFile(path));
+  const bool stoppable = stop.stop_possible();
+  // The first naps are short: most conflicts are another thread's check-and-publish, over in
+  // microseconds. A download held elsewhere takes seconds, and 10 ms later is soon enough.
+  using std::chrono::milliseconds;
+  milliseconds nap(1);
+  std::mutex mu;
+  std::condition_variable_any wake;
   // A signal handler (the profiler, Python's SIGINT) interrupts a waiting flock with EINTR;
   // the wait simply continues.
-  while (::flock(fd, FlockOperation(mode)) != 0) {
+  while (::flock(fd, FlockOperation(mode) | (stoppable ? LOCK_NB : 0)) != 0) {
     if (errno == EINTR) continue;
     const int err = errno;
+    if (stoppable && err == EWOULDBLOCK) {
+      std::unique_lock lock(mu);
+      wake.wait_for(lock, stop, nap, [] { return false; });
+      if (stop.stop_requested()) {
+        ::close(fd);
+        return CancelledError(fmt::format("{}: stopped while waiting for the lock", path.string()));
+      }
+      nap = std::min(nap * 2, milliseconds(10));
+      continue;
+    }
     ::close(fd);
     return ErrnoToStatus(err, "flock", path);
   }

@@ -15,6 +15,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <stop_token>
 #include <utility>
 
 #include "ferry/result.h"
@@ -25,8 +26,11 @@ enum class LockMode { kShared, kExclusive };
 
 class FileLock {
  public:
-  /// Opens `path` (creating it) and locks it, waiting as long as a conflicting lock is held.
-  static Result<FileLock> Lock(const std::filesystem::path& path, LockMode mode);
+  /// Opens `path` (creating it) and locks it, waiting as long as a conflicting lock is held -
+  /// or, when `stop` can be requested, until it is: then kCancelled. (A stoppable wait polls,
+  /// every few milliseconds: flock has no timeout, and only a signal would wake it.)
+  static Result<FileLock> Lock(const std::filesystem::path& path, LockMode mode,
+                               std::stop_token stop = {});
 
   /// Like Lock, but nullopt instead of waiting when a conflicting lock is held.
   static Result<std::optional<FileLock>> TryLock(const std::filesystem::path& path, LockMode mode);

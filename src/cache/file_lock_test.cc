@@ -65,6 +65,53 @@ TEST(FileLock, BlockingLockWaitsForTheHolder) {
   EXPECT_TRUE(acquired);
 }
 
+TEST(FileLock, StoppableLockWaitsForTheHolder) {
+  testing::TempDir tmp;
+  const auto path = tmp / "a.lock";
+  auto held = FileLock::Lock(path, LockMode::kExclusive);
+  ASSERT_TRUE(held.has_value());
+  std::atomic<bool> acquired{false};
+  std::stop_source never;
+  std::jthread waiter([&] {
+    auto lock = FileLock::Lock(path, LockMode::kExclusive, never.get_token());
+    EXPECT_TRUE(lock.has_value()) << lock.status().ToString();
+    EXPECT_TRUE(lock.has_value() && lock->held());
+    acquired = true;
+  });
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_FALSE(acquired);
+  held->Unlock();
+  waiter.join();
+  EXPECT_TRUE(acquired);
+}
+
+// A reader that goes away must not stay blocked behind a download another process holds.
+TEST(FileLock, AStopRequestEndsTheWait) {
+  testing::TempDir tmp;
+  const auto path = tmp / "a.lock";
+  auto held = FileLock::Lock(path, LockMode::kExclusive);
+  ASSERT_TRUE(held.has_value());
+  std::stop_source stop;
+  Status waited;
+  std::atomic<bool> done{false};
+  std::jthread waiter([&] {
+    auto lock = FileLock::Lock(path, LockMode::kShared, stop.get_token());
+    waited = lock.status();
+    done = true;
+  });
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_FALSE(done);
+  stop.request_stop();
+  for (int i = 0; i < 500 && !done; ++i) std::this_thread::sleep_for(milliseconds(10));
+  const bool ended_by_stop = done;
+  EXPECT_FALSE(CanLock(path, LockMode::kShared));  // still the holder's
+  held->Unlock();  // so that a waiter deaf to the stop fails this test instead of hanging it
+  waiter.join();
+  ASSERT_TRUE(ended_by_stop);
+  EXPECT_EQ(waited.code(), StatusCode::kCancelled) << waited.ToString();
+  EXPECT_NE(waited.message().find(path.string()), std::string::npos) << waited.ToString();
+}
+
 TEST(FileLock, ReleasedDescriptorStaysLockedUntilUnlockAndClose) {
   testing::TempDir tmp;
   const auto path = tmp / "a.lock";

@@ -181,7 +181,7 @@ class ShardCacheImpl final : public ShardCache {
 
   const Index& index() const override { return index_; }
 
-  Result<ShardHandle> Acquire(size_t k) override {
+  Result<ShardHandle> Acquire(size_t k, std::stop_token stop) override {
     if (k >= index_.shards.size()) {
       return OutOfRangeError(fmt::format("{}: shard {} asked for; the index lists {}",
                                          layout_.root().string(), k, index_.shards.size()));
@@ -191,7 +191,7 @@ class ShardCacheImpl final : public ShardCache {
     const fs::path raw = layout_.FilePath(shard.raw_data.basename);
     FERRY_ASSIGN_OR_RETURN(
         FileLock pin,
-        FileLock::Lock(layout_.UseLockPath(shard.raw_data.basename), LockMode::kShared));
+        FileLock::Lock(layout_.UseLockPath(shard.raw_data.basename), LockMode::kShared, stop));
     if (Status s = internal_cache::StampLastUse(pin.fd()); !s.ok()) {
       Log().debug("cache: {}: {}", shard.raw_data.basename, s.message());  // LRU gets coarser
     }
@@ -203,9 +203,9 @@ class ShardCacheImpl final : public ShardCache {
     metrics.misses.Add();
     {
       WaitTimer timer;
-      FERRY_ASSIGN_OR_RETURN(
-          FileLock download,
-          FileLock::Lock(layout_.DownloadLockPath(shard.raw_data.basename), LockMode::kExclusive));
+      FERRY_ASSIGN_OR_RETURN(FileLock download,
+                             FileLock::Lock(layout_.DownloadLockPath(shard.raw_data.basename),
+                                            LockMode::kExclusive, stop));
       // Whoever held the lock before us may have downloaded it.
       if (const auto size = RegularFileSize(raw); size != shard.raw_data.bytes) {
         if (size) {
@@ -214,8 +214,8 @@ class ShardCacheImpl final : public ShardCache {
           Log().warn("cache: {} has {} bytes, index.json says {}: downloading it again",
                      raw.string(), *size, shard.raw_data.bytes);
         }
-        FERRY_RETURN_IF_ERROR(
-            downloader_.Fetch(shard, [&](uint64_t bytes) { return MakeRoomFor(k, bytes); }));
+        FERRY_RETURN_IF_ERROR(downloader_.Fetch(
+            shard, [&](uint64_t bytes) { return MakeRoomFor(k, bytes); }, stop));
       }
     }
     return MakeHandle(k, raw, pin.Release(), /*was_cached=*/false);

@@ -135,6 +135,53 @@ TEST_F(ShardCacheTest, OpeningRemovesTheTemporariesOfKilledDownloadsOnly) {
   EXPECT_FALSE(fs::exists(live));
 }
 
+// A reader that goes away (an iterator closed mid-epoch) stops its download at once; what it
+// had written is removed, and the next Acquire downloads the shard whole.
+TEST_F(ShardCacheTest, AStopRequestEndsADownloadAndPublishesNothing) {
+  WriteRemote();
+  // ~8 KB in 32-byte pieces 25 ms apart: six seconds, were it let run.
+  auto cache = Open({}, Store({.chunk_bytes = 32, .chunk_delay = milliseconds(25)}));
+  std::stop_source stop;
+  std::jthread stopper([&] {
+    std::this_thread::sleep_for(milliseconds(200));
+    stop.request_stop();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  auto handle = cache->Acquire(0, stop.get_token());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+  ASSERT_FALSE(handle.has_value());
+  EXPECT_EQ(handle.error().code(), StatusCode::kCancelled);
+  EXPECT_THAT(handle.error().message(), HasSubstr(index_.shards[0].raw_data.basename));
+  EXPECT_FALSE(fs::exists(RawPath(0, Cache())));
+  EXPECT_THAT(Temporaries(Cache()), ::testing::IsEmpty());
+  auto again = Open()->Acquire(0);
+  ASSERT_TRUE(again.has_value()) << again.status().ToString();
+  EXPECT_TRUE(testing::RawShardIsIntact(again->path(), index_.shards[0]));
+}
+
+TEST_F(ShardCacheTest, AStopRequestEndsTheWaitForAnotherProcesssDownload) {
+  WriteRemote();
+  auto cache = Open();
+  const CacheLayout layout(Cache());
+  auto elsewhere =
+      FileLock::Lock(layout.DownloadLockPath(index_.shards[1].raw_data.basename),
+                     LockMode::kExclusive);  // flock: as good as another process's lock
+  ASSERT_TRUE(elsewhere.has_value()) << elsewhere.status().ToString();
+  std::stop_source stop;
+  std::atomic<bool> returned{false};
+  std::jthread stopper([&] {
+    std::this_thread::sleep_for(milliseconds(100));
+    stop.request_stop();
+    for (int i = 0; i < 500 && !returned; ++i) std::this_thread::sleep_for(milliseconds(10));
+    *elsewhere = FileLock();  // a wait deaf to the stop would download now, and fail the test
+  });
+  auto handle = cache->Acquire(1, stop.get_token());
+  returned = true;
+  ASSERT_FALSE(handle.has_value());
+  EXPECT_EQ(handle.error().code(), StatusCode::kCancelled);
+  EXPECT_EQ(Reads(index_.shards[1].raw_data.basename), 0);
+}
+
 TEST_F(ShardCacheTest, ShardPastTheIndexIsOutOfRange) {
   WriteRemote();
   auto cache = Open();

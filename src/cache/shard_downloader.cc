@@ -109,13 +109,20 @@ Status Publish(const fs::path& tmp, const fs::path& path) {
 }
 
 // `tuner` (may be null) measures the body.
+// What a download returns when its reader has gone away.
+Status Stopped(const std::string& url) {
+  return CancelledError(fmt::format("{}: download stopped: nobody waits for it any more", url));
+}
+
 Status DownloadWhole(ObjectStore& store, std::string_view key, int fd, const fs::path& tmp,
-                     uint64_t expected_size, const std::string& url, PartTuner* tuner) {
+                     uint64_t expected_size, const std::string& url, PartTuner* tuner,
+                     std::stop_token stop) {
   metrics::Counter& downloaded = CacheMetrics::Get().downloaded_bytes;
   uint64_t written = 0;
   PartTuner::Body body = tuner != nullptr ? tuner->Track() : PartTuner::Body();
   auto info = store.Read(key, ByteRange{}, [&](std::string_view chunk) -> Status {
     body.Received(chunk.size());
+    if (stop.stop_requested()) return Stopped(url);
     // Stop at once rather than fill the disk with an object bigger than announced.
     if (chunk.size() > expected_size - written) {
       return DataLossError(
@@ -136,7 +143,8 @@ Status DownloadWhole(ObjectStore& store, std::string_view key, int fd, const fs:
 }
 
 Status DownloadParts(ObjectStore& store, std::string_view key, int fd, const fs::path& tmp,
-                     uint64_t size, uint32_t max_parts, const std::string& url, PartTuner* tuner) {
+                     uint64_t size, uint32_t max_parts, const std::string& url, PartTuner* tuner,
+                     std::stop_token stop) {
   // Parts land out of order: reserving every block now also makes a full disk fail here, not
   // halfway through. Filesystems without fallocate get a sparse file of the right size.
   if (const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(size)); err != 0) {
@@ -161,6 +169,7 @@ Status DownloadParts(ObjectStore& store, std::string_view key, int fd, const fs:
     PartTuner::Body body = tuner != nullptr ? tuner->Track() : PartTuner::Body();
     auto got = store.Read(key, ByteRange{begin, length}, [&](std::string_view chunk) -> Status {
       body.Received(chunk.size());
+      if (stop.stop_requested()) return Stopped(url);
       if (failed.stop_requested()) {
         return CancelledError(fmt::format("{}: another part of the download failed", url));
       }
@@ -220,16 +229,17 @@ Status DownloadParts(ObjectStore& store, std::string_view key, int fd, const fs:
 }  // namespace
 
 Status DownloadToFile(ObjectStore& store, std::string_view key, const fs::path& tmp,
-                      uint64_t expected_size, const PartOptions& parts) {
+                      uint64_t expected_size, const PartOptions& parts, std::stop_token stop) {
   const std::string url = http::RedactUrl(store.ToUrl(key));
+  if (stop.stop_requested()) return Stopped(url);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, Modes().file);
   if (fd < 0) return ErrnoToStatus(errno, "create", tmp);
   const bool large = expected_size > 0 && expected_size >= parts.parallel_part_threshold;
   const uint32_t count = parts.tuner != nullptr ? parts.tuner->parts() : parts.download_parts;
   PartTuner* const tuner = large ? parts.tuner : nullptr;  // small bodies measure TCP's start
   Status status = large && count > 1
-                      ? DownloadParts(store, key, fd, tmp, expected_size, count, url, tuner)
-                      : DownloadWhole(store, key, fd, tmp, expected_size, url, tuner);
+                      ? DownloadParts(store, key, fd, tmp, expected_size, count, url, tuner, stop)
+                      : DownloadWhole(store, key, fd, tmp, expected_size, url, tuner, stop);
   if (::close(fd) != 0 && status.ok()) status = ErrnoToStatus(errno, "close", tmp);
   if (!status.ok()) ::unlink(tmp.c_str());
   return status;
@@ -307,7 +317,8 @@ Status ShardDownloader::DecompressLocalZip(const ShardEntry& shard) const {
   return Status::Ok();
 }
 
-Status ShardDownloader::DownloadOnce(const ShardEntry& shard, const MakeRoomFn& make_room) const {
+Status ShardDownloader::DownloadOnce(const ShardEntry& shard, const MakeRoomFn& make_room,
+                                     std::stop_token stop) const {
   const FileInfo& file = shard.zip_data ? *shard.zip_data : shard.raw_data;
   // A compressed shard peaks at both files while it is decompressed.
   FERRY_RETURN_IF_ERROR(make_room(file.bytes + (shard.zip_data ? shard.raw_data.bytes : 0)));
@@ -316,7 +327,7 @@ Status ShardDownloader::DownloadOnce(const ShardEntry& shard, const MakeRoomFn& 
   const fs::path tmp = layout_.TemporaryPath(file.basename);
   Log().debug("cache: downloading {} ({} bytes) into {}", url, file.bytes, layout_.root().string());
   CacheMetrics::Get().downloads.Add();
-  FERRY_RETURN_IF_ERROR(DownloadToFile(*remote_, key, tmp, file.bytes, options_.parts));
+  FERRY_RETURN_IF_ERROR(DownloadToFile(*remote_, key, tmp, file.bytes, options_.parts, stop));
   TemporaryGuard guard(tmp);
   if (!shard.zip_data) {
     if (options_.validate_hash) {
@@ -349,7 +360,8 @@ Status ShardDownloader::DownloadOnce(const ShardEntry& shard, const MakeRoomFn& 
   return Status::Ok();
 }
 
-Status ShardDownloader::Fetch(const ShardEntry& shard, const MakeRoomFn& make_room) const {
+Status ShardDownloader::Fetch(const ShardEntry& shard, const MakeRoomFn& make_room,
+                              std::stop_token stop) const {
   const fs::path raw_path = layout_.FilePath(shard.raw_data.basename);
   FERRY_RETURN_IF_ERROR(CreateParentFolder(layout_, raw_path));
   // Leftovers of a download that was killed: the download lock is ours, so nobody writes them.
@@ -379,7 +391,7 @@ Status ShardDownloader::Fetch(const ShardEntry& shard, const MakeRoomFn& make_ro
   }
   Status status;
   for (int attempt = 1; attempt <= kDownloadAttempts; ++attempt) {
-    status = DownloadOnce(shard, make_room);
+    status = DownloadOnce(shard, make_room, stop);
     if (status.code() != StatusCode::kDataLoss) return status;
     if (attempt < kDownloadAttempts) Log().info("cache: downloading again: {}", status.message());
   }

@@ -31,6 +31,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 
@@ -55,8 +56,9 @@ struct PartOptions {
 /// Downloads the whole object `key` into a new file `tmp` (which must not exist), checking that
 /// it has `expected_size` bytes (kDataLoss otherwise). Large objects come as ranged parts (see
 /// the file comment). On error `tmp` is removed. The file is not flushed to disk (see Publish).
+/// A stop request ends the download at the next bytes that arrive, with kCancelled.
 Status DownloadToFile(ObjectStore& store, std::string_view key, const std::filesystem::path& tmp,
-                      uint64_t expected_size, const PartOptions& parts);
+                      uint64_t expected_size, const PartOptions& parts, std::stop_token stop = {});
 
 struct ShardDownloaderOptions {
   bool keep_zip = false;
@@ -74,8 +76,10 @@ class ShardDownloader {
                   CacheLayout layout, ShardDownloaderOptions options);
 
   /// Makes `shard`'s raw file exist (see the file comment). \pre the caller holds the shard's
-  /// download lock.
-  Status Fetch(const ShardEntry& shard, const MakeRoomFn& make_room) const;
+  /// download lock. A stop request ends a download in progress with kCancelled, and nothing
+  /// is published.
+  Status Fetch(const ShardEntry& shard, const MakeRoomFn& make_room,
+               std::stop_token stop = {}) const;
 
   /// The remote key of a file named `basename` in index.json.
   std::string RemoteKey(std::string_view basename) const;
@@ -84,7 +88,8 @@ class ShardDownloader {
   // Decompresses the local compressed file into the raw file. kDataLoss on a digest mismatch.
   Status DecompressLocalZip(const ShardEntry& shard) const;
   // One download (and, for a compressed shard, decompression) attempt.
-  Status DownloadOnce(const ShardEntry& shard, const MakeRoomFn& make_room) const;
+  Status DownloadOnce(const ShardEntry& shard, const MakeRoomFn& make_room,
+                      std::stop_token stop) const;
   // Checks the validate_hash digest of `data`, the contents of `file`.
   Status CheckDigest(std::string_view data, const FileInfo& file, std::string_view origin) const;
 

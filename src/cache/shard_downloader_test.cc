@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <random>
 #include <set>
 #include <sstream>
+#include <stop_token>
+#include <thread>
 
 #include "base/file_util.h"
 #include "base/temp_dir_testutil.h"
@@ -114,6 +117,24 @@ TEST_F(DownloadToFileTest, AFailingPartFailsTheDownloadWithItsOwnError) {
   const Status status = DownloadToFile(*store, Key(), Tmp(), data_.size(),
                                        {.parallel_part_threshold = 1, .download_parts = 4});
   EXPECT_EQ(status.code(), StatusCode::kPermissionDenied) << status.ToString();
+  EXPECT_FALSE(fs::exists(Tmp()));
+}
+
+TEST_F(DownloadToFileTest, AStopRequestEndsEveryPartAndLeavesNothing) {
+  // 100 KB in 4 parts of 1 KB pieces 100 ms apart: 2.5 s a part, were they let run.
+  auto store = Store({.chunk_bytes = 1024, .chunk_delay = std::chrono::milliseconds(100)});
+  std::stop_source stop;
+  std::jthread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    stop.request_stop();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const Status status =
+      DownloadToFile(*store, Key(), Tmp(), data_.size(),
+                     {.parallel_part_threshold = 1, .download_parts = 4}, stop.get_token());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1500));
+  EXPECT_EQ(status.code(), StatusCode::kCancelled) << status.ToString();
+  EXPECT_THAT(status.message(), ::testing::HasSubstr("stopped")) << status.ToString();
   EXPECT_FALSE(fs::exists(Tmp()));
 }
 

@@ -45,7 +45,7 @@ Prefetcher::~Prefetcher() {
   queue_.Close();
   changed_.notify_all();
   planner_.join();
-  pool_.clear();  // joins; an Acquire in progress finishes first (it is bounded by its retries)
+  pool_.clear();  // joins; an Acquire in progress hears the stop and returns kCancelled soon
 }
 
 uint64_t Prefetcher::WindowSamples() const {
@@ -172,7 +172,7 @@ void Prefetcher::Plan(std::stop_token stop) {
 void Prefetcher::Fetch(std::stop_token stop) {
   while (auto key = queue_.Pop(stop)) {
     const auto start = std::chrono::steady_clock::now();
-    auto handle = caches_[key->stream]->Acquire(key->shard);
+    auto handle = caches_[key->stream]->Acquire(key->shard, stop);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::lock_guard lock(mu_);
@@ -186,8 +186,10 @@ void Prefetcher::Fetch(std::stop_token stop) {
     f.done = true;
     if (!handle) {
       f.error = handle.error();
-      Log().warn("prefetch of shard {} (stream {}) failed: {}", key->shard, key->stream,
-                 f.error.ToString());
+      // Stopped: the iterator is going away, and nobody will read the shard.
+      Log().log(stop.stop_requested() ? spdlog::level::debug : spdlog::level::warn,
+                "prefetch of shard {} (stream {}) failed: {}", key->shard, key->stream,
+                f.error.ToString());
     } else {
       if (!handle->was_cached() && seconds > 0) {
         latency_s_ = Ewma(latency_s_, seconds);

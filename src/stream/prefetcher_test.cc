@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -22,7 +24,17 @@ using namespace std::chrono_literals;
 class CountingCache : public ShardCache {
  public:
   const Index& index() const override { return index_; }
-  Result<ShardHandle> Acquire(size_t k) override {
+  Result<ShardHandle> Acquire(size_t k, std::stop_token stop) override {
+    if (hold_fetches_) {
+      // A download that lasts until the reader goes away (or 10 s, so that a prefetcher deaf to
+      // the stop fails the test instead of hanging it).
+      std::unique_lock lock(mu_);
+      ++holding_;
+      held_.notify_all();
+      held_.wait_for(lock, stop, 10s, [] { return false; });
+      if (stop.stop_requested()) ++stopped_;
+      return CancelledError("held");
+    }
     std::this_thread::sleep_for(1ms);
     std::lock_guard lock(mu_);
     ++acquired_[k];
@@ -36,10 +48,25 @@ class CountingCache : public ShardCache {
     std::lock_guard lock(mu_);
     return acquired_;
   }
+  // From now on every Acquire lasts until it is stopped.
+  void HoldFetches() { hold_fetches_ = true; }
+  // Waits until `n` Acquires are being held.
+  void AwaitHolding(int n) {
+    std::unique_lock lock(mu_);
+    held_.wait_for(lock, 10s, [&] { return holding_ >= n; });
+  }
+  int stopped() const {
+    std::lock_guard lock(mu_);
+    return stopped_;
+  }
 
  private:
   Index index_;
   mutable std::mutex mu_;
+  std::condition_variable_any held_;
+  std::atomic<bool> hold_fetches_{false};
+  int holding_ = 0;
+  int stopped_ = 0;
   std::map<size_t, int> acquired_;
 };
 
@@ -120,6 +147,22 @@ TEST(PrefetcherTest, AShardLargerThanTheByteBudgetIsStillFetchedAhead) {
       {.predownload = 50, .concurrency = 4, .max_bytes_in_flight = 100, .cache_limited = false});
   std::this_thread::sleep_for(300ms);  // the worker has not started
   EXPECT_GT(cache.acquired().size(), 10u);
+}
+
+TEST(PrefetcherTest, GoingAwayStopsTheFetchesInFlight) {
+  // Destroying the prefetcher (the iterator is closed mid-epoch) must not wait for its
+  // downloads: over a slow link that was tens of seconds. Each fetch here lasts until stopped.
+  auto plan = ShardOrderPlan(50, 10);
+  auto cursor = plan->Worker({}).value();
+  CountingCache cache;
+  cache.HoldFetches();
+  auto prefetcher = StartPrefetcher(plan, cursor, cache, 100,
+                                    {.predownload = 100, .concurrency = 4, .cache_limited = false});
+  cache.AwaitHolding(4);
+  const auto start = std::chrono::steady_clock::now();
+  prefetcher.reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);  // not the 10 s each fetch lasts
+  EXPECT_EQ(cache.stopped(), 4);
 }
 
 TEST(PrefetcherTest, ThePlannersWorkFollowsShardChangesNotSamples) {

@@ -40,6 +40,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -104,8 +105,11 @@ class ShardCache {
 
   virtual const Index& index() const = 0;
 
-  /// Makes shard `k` local and pins it (see the file comment). Blocks until it is.
-  virtual Result<ShardHandle> Acquire(size_t k) = 0;
+  /// Makes shard `k` local and pins it (see the file comment). Blocks until it is - or, once
+  /// `stop` is requested, returns kCancelled soon: a wait for another process's download ends,
+  /// and a download of our own stops at its next bytes and publishes nothing.
+  virtual Result<ShardHandle> Acquire(size_t k, std::stop_token stop) = 0;
+  Result<ShardHandle> Acquire(size_t k) { return Acquire(k, std::stop_token()); }
 
   /// True when shard `k`'s raw file is in the cache now (no download needed).
   virtual bool IsLocal(size_t k) const = 0;
