@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -120,6 +121,12 @@ class PyIterator {
     Result<std::optional<DecodedSample>> next = InternalError("no sample");
     {
       py::gil_scoped_release release;
+      // A download can take minutes on a slow link: wait for it in slices, letting Ctrl+C (or
+      // any pending signal handler) in between them.
+      while (!it_.get()->AwaitNext(std::chrono::milliseconds(100))) {
+        py::gil_scoped_acquire acquire;
+        if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+      }
       next = [&]() -> Result<std::optional<DecodedSample>> {
         FERRY_ASSIGN_OR_RETURN(std::optional<Sample> sample, it_.get()->Next());
         if (!sample) return std::optional<DecodedSample>();

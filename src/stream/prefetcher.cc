@@ -291,25 +291,42 @@ bool Prefetcher::Warm() {
   return warm_;
 }
 
+bool Prefetcher::WaitFetched(std::unique_lock<std::mutex>& lock, const ShardKey& key,
+                             std::optional<std::chrono::milliseconds> timeout) {
+  if (fetches_.count(key) == 0) {
+    // Outside the window (or the window is still growing): fetch it now, ahead of the rest.
+    last_use_[key] = std::max(last_use_[key], taken_);
+    Start(key);
+    dirty_ = true;
+    changed_.notify_all();
+  }
+  const auto start = std::chrono::steady_clock::now();
+  auto fetched = [&] {
+    auto it = fetches_.find(key);
+    return it == fetches_.end() || it->second.done;
+  };
+  bool done = true;
+  if (timeout) {
+    done = changed_.wait_for(lock, *timeout, fetched);
+  } else {
+    changed_.wait(lock, fetched);
+  }
+  metrics::GetCounter("/ferry/stream/wait_ns")
+      .Add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::steady_clock::now() - start)
+                                     .count()));
+  return done;
+}
+
+bool Prefetcher::AwaitFetched(const ShardKey& key, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return WaitFetched(lock, key, timeout);
+}
+
 Result<ShardHandle> Prefetcher::Wait(const ShardKey& key) {
   {
     std::unique_lock lock(mu_);
-    if (fetches_.count(key) == 0) {
-      // Outside the window (or the window is still growing): fetch it now, ahead of the rest.
-      last_use_[key] = std::max(last_use_[key], taken_);
-      Start(key);
-      dirty_ = true;
-      changed_.notify_all();
-    }
-    const auto start = std::chrono::steady_clock::now();
-    changed_.wait(lock, [&] {
-      auto it = fetches_.find(key);
-      return it == fetches_.end() || it->second.done;
-    });
-    metrics::GetCounter("/ferry/stream/wait_ns")
-        .Add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                       std::chrono::steady_clock::now() - start)
-                                       .count()));
+    WaitFetched(lock, key, std::nullopt);
     auto it = fetches_.find(key);
     if (it != fetches_.end() && !it->second.error.ok()) {
       Status error = it->second.error;

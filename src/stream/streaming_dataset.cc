@@ -332,6 +332,16 @@ class StreamIterator : public SampleIterator {
     return std::optional<Sample>(std::move(sample));
   }
 
+  bool AwaitNext(std::chrono::milliseconds timeout) override {
+    // The first sample of a cold start is read by range: a round trip or two, not a shard.
+    if (first_) return true;
+    const auto v = cursor_.Peek(0);
+    if (!v) return true;
+    const ShardKey key = Resolve(*v).first;
+    if ((current_ && current_key_ == key) || dataset_->Cached(key)) return true;
+    return prefetcher_->AwaitFetched(key, timeout);
+  }
+
   uint64_t remaining() const override { return cursor_.remaining(); }
 
  private:

@@ -193,6 +193,30 @@ TEST_F(StreamingDatasetTest, AShuffledOrderKeepsEveryDownloadSlotBusy) {
   EXPECT_EQ(SlowStore::most_at_once.load(), 16);
 }
 
+// AwaitNext lets a caller wait for the next sample's download in slices (Python checks for
+// Ctrl+C between them): false while the shard is on its way, true once Next will not wait.
+TEST_F(StreamingDatasetTest, AwaitNextWaitsForTheNextSamplesDownloadInSlices) {
+  StreamingOptions o = Remote();
+  o.streams[0].remote = "slowfile://" + (tmp_ / "remote").string();  // 300 ms a shard
+  auto ds = StreamingDataset::Open(o).value();
+  auto it = ds->Iterate({.epoch = 0}).value();
+  EXPECT_TRUE(it->AwaitNext(std::chrono::milliseconds(0)));  // the first is read by range
+  auto first = it->Next();
+  ASSERT_TRUE(first.has_value() && first->has_value()) << first.status().ToString();
+  EXPECT_FALSE(it->AwaitNext(std::chrono::milliseconds(10)));
+  EXPECT_TRUE(it->AwaitNext(std::chrono::seconds(30)));
+  uint64_t read = 1;
+  // Now the shard is local: the samples in it are not waited for.
+  while (it->AwaitNext(std::chrono::milliseconds(0))) {
+    auto next = it->Next();
+    ASSERT_TRUE(next.has_value()) << next.status().ToString();
+    if (!next->has_value()) break;
+    ++read;
+  }
+  EXPECT_GT(read, 1u);
+  EXPECT_EQ(read + ReadAll(*it).size(), 1000u);
+}
+
 // Without a cache_limit only the shards in flight count against max_bytes_in_flight (fetched
 // ones stay in the cache anyway), and they stay within it - give or take the one shard the
 // worker is waiting for, which is fetched whatever the budget says.

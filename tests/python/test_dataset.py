@@ -1,7 +1,12 @@
 """ferry.StreamingDataset under torch's DataLoader and simulated torch.distributed ranks, and
 ferry.StreamingDataLoader's exact resumption; bad input is a clear, mapped exception."""
 
+import os
 import pathlib
+import signal
+import subprocess
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -9,6 +14,7 @@ import torch.utils.data
 
 import ferry
 
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 N = 480  # 480 = 2 ranks x 2 workers x 4 batch x 30: no padding in the shapes used below
 
 
@@ -123,7 +129,6 @@ def test_a_state_at_the_end_of_an_epoch_resumes_into_the_next(dataset_dir):
 
 def test_a_remote_dataset_streams_through_the_cache(tmp_path, s3rver):
     url = f"s3://{s3rver['bucket']}/python/{tmp_path.name}"
-    import time
 
     with ferry.MDSWriter(out=url, columns={"id": "int", "x": "ndarray:float32:3"},
                          size_limit="1kb") as writer:
@@ -195,3 +200,55 @@ def test_streams_mix_by_choose(dataset_dir):
                                          ferry.Stream(local=str(dataset_dir), repeat=0.5)])
     ids = [int(s["id"]) for s in ds]
     assert len(ids) == 100 + N // 2
+
+
+@pytest.fixture
+def slow_link(s3rver, tmp_path, monkeypatch):
+    """ferry-wan in front of s3rver, each connection capped at 1 MB/s: AWS_ENDPOINT_URL points
+    through it."""
+    wan = ROOT / os.environ.get("FERRY_PYTHON_BUILD", "build/release") / "bench" / "ferry-wan"
+    port_file = tmp_path / "wan.port"
+    target = s3rver["endpoint"].rsplit("/", 1)[-1]
+    proc = subprocess.Popen([str(wan), "--target", target, "--conn-mbps", "1",
+                             "--port-file", str(port_file)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while not (port_file.exists() and port_file.read_text().strip()):
+            assert proc.poll() is None and time.monotonic() < deadline, "ferry-wan did not start"
+            time.sleep(0.02)
+        monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{port_file.read_text().strip()}")
+        yield
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_ctrl_c_interrupts_a_wait_for_a_download(tmp_path, s3rver, slow_link):
+    # Two shards of 4 MB at 1 MB/s: after the first sample (read by range) the next waits about
+    # four seconds for its shard. Ctrl+C must not wait for it.
+    url = f"s3://{s3rver['bucket']}/python/{tmp_path.name}"
+    with ferry.MDSWriter(out=str(tmp_path / "ds"), columns={"id": "int", "blob": "bytes"},
+                         size_limit="4mb") as writer:
+        for i in range(120):
+            writer.write({"id": i, "blob": bytes([i]) * (64 << 10)})
+    subprocess.run([str(ROOT / os.environ.get("FERRY_PYTHON_BUILD", "build/release") / "src" /
+                         "cli" / "ferry"), "cp", "-r", "-q", str(tmp_path / "ds"), url],
+                   check=True, env={**os.environ, "AWS_ENDPOINT_URL": s3rver["endpoint"]})
+    ds = ferry.StreamingDataset(remote=url, local=str(tmp_path / "cache"), shuffle=True)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    read = 0
+    start = time.monotonic()
+    try:
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            for sample in ds:
+                assert sample["blob"] == bytes([int(sample["id"])]) * (64 << 10)
+                read += 1
+        interrupted_after = time.monotonic() - start
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
+    assert 1.0 <= interrupted_after < 2.5, interrupted_after
+    assert read < 60, "the interrupt came while a shard was still on its way"

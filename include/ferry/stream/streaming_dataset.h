@@ -28,6 +28,7 @@
 // SampleIterator is used by one thread.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -103,6 +104,11 @@ class SampleIterator {
   /// The next sample, nullopt at the end of the epoch, or the error that stopped it (a shard
   /// that cannot be fetched or is corrupt: the message names it).
   virtual Result<std::optional<Sample>> Next() = 0;
+  /// Waits up to `timeout` for the download the next Next() would wait for; true when Next
+  /// will not wait for one (the shard is local, or the fetch ended - maybe in an error, which
+  /// Next returns). For callers that must stay responsive while data arrives: Python checks
+  /// for Ctrl+C between such waits. An iterator that cannot tell says true.
+  virtual bool AwaitNext(std::chrono::milliseconds /*timeout*/) { return true; }
   /// Samples this worker still has in the epoch.
   virtual uint64_t remaining() const = 0;
 };
