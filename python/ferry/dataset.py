@@ -220,7 +220,8 @@ class StreamingDataset(_NativeDataset):
         download_parts: ranged parts a shard of 32 MiB or more is fetched as, at once (None:
             auto, 1 to 8 from how the downloads' rates respond to their number; ``ferry doctor``
             measures it ahead of time).
-        max_bytes_in_flight: bytes fetched ahead per worker.
+        max_bytes_in_flight: bytes fetched ahead per worker (under a ``cache_limit``, at most
+            the worker's share of half of it among the readers of the cache folder).
     Accepted for compatibility and not needed (docs/python.md says why): download_retry,
     download_timeout, partition_algo, sampling_granularity, batching_method, replication,
     shuffle_block_size=None.

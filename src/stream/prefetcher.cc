@@ -14,6 +14,9 @@ constexpr uint32_t kMaxAutoConcurrency = 16;
 constexpr uint64_t kMaxLookahead = uint64_t{1} << 20;
 constexpr uint64_t kSeekSlack = 4096;
 constexpr double kEwma = 0.3;  // weight of a new measurement
+// How often byte_budget is asked again: readers join and leave a cache folder at any time (a
+// DataLoader's workers start within a moment of each other); one count lists a folder.
+constexpr auto kBudgetCheckInterval = std::chrono::milliseconds(250);
 
 double Ewma(double old, double sample) { return old == 0 ? sample : old + kEwma * (sample - old); }
 
@@ -31,6 +34,7 @@ Prefetcher::Prefetcher(WorkerCursor lookahead, std::function<ShardKey(uint64_t)>
   // A resumed cursor starts part-way through its sequence: positions count from there.
   taken_ = looked_ = first_looked_ = scanned_ = found_at_ = last_advance_taken_ =
       lookahead_.taken();
+  max_bytes_ahead_ = options_.max_bytes_in_flight;
   const uint32_t threads =
       std::max<uint32_t>(1, options_.concurrency.value_or(kMaxAutoConcurrency));
   for (uint32_t i = 0; i < threads; ++i) {
@@ -114,6 +118,16 @@ size_t Prefetcher::ShardsToFetch() const {
 void Prefetcher::Plan(std::stop_token stop) {
   std::unique_lock lock(mu_);
   while (!stop.stop_requested()) {
+    if (options_.byte_budget &&
+        std::chrono::steady_clock::now() - budget_checked_ >= kBudgetCheckInterval) {
+      lock.unlock();  // it may list a folder
+      const uint64_t budget = options_.byte_budget();
+      lock.lock();
+      budget_checked_ = std::chrono::steady_clock::now();
+      max_bytes_ahead_ = std::min(options_.max_bytes_in_flight, budget);
+      metrics::GetGauge("/ferry/stream/max_bytes_ahead")
+          .Set(static_cast<int64_t>(std::min<uint64_t>(max_bytes_ahead_, INT64_MAX)));
+    }
     if (!options_.predownload || !options_.concurrency) Retune();
     // Extend the look-ahead to the window - and in auto mode further, while it holds fewer
     // shards still to fetch than may be fetched at once: where every sample may be in another
@@ -217,7 +231,7 @@ void Prefetcher::StartWithinLimits() {
       // cache. Without one every shard stays anyway, and only what is in flight counts. A shard
       // larger than the whole budget is still fetched once nothing else is ahead.
       const uint64_t ahead = options_.cache_limited ? bytes_ahead_ : bytes_in_flight_;
-      if (ahead > 0 && ahead + shard_bytes_(it->key) > options_.max_bytes_in_flight) break;
+      if (ahead > 0 && ahead + shard_bytes_(it->key) > max_bytes_ahead_) break;
       Start(it->key);
     }
     scanned_ = it->begin + 1;

@@ -5,7 +5,8 @@
 // use). Up to `concurrency` of those shards are fetched at once (ShardCache::Acquire on a small
 // pool of std::jthreads), and never more than `max_bytes_in_flight` bytes of shards are ahead of
 // the worker (being fetched, and - under a cache_limit (cache_limited) - fetched and waiting to
-// be read; a shard larger than the whole budget is fetched once nothing else is ahead). A
+// be read; a shard larger than the whole budget is fetched once nothing else is ahead; the
+// budget may shrink as `byte_budget` says, when more readers share a cache folder). A
 // fetched shard stays pinned (its ShardHandle is held) until the worker has passed its last use
 // inside the window; then the pin is dropped and the cache may evict it. Each stream's cache is
 // told the upcoming shard order, so eviction keeps what is needed soonest.
@@ -61,6 +62,9 @@ struct PrefetchOptions {
   /// a shard's last use in the look-ahead). Without one, only shards in flight count and the
   /// look-ahead reaches on for shards to fetch.
   bool cache_limited = true;
+  /// When set, asked every 250 ms or so (off the lock) for a tighter cap on the bytes fetched
+  /// ahead: this reader's share of cache_limit among the readers of its cache folder.
+  std::function<uint64_t()> byte_budget;
 };
 
 class Prefetcher {
@@ -154,7 +158,9 @@ class Prefetcher {
   bool warm_ = false;                   // a fetch has completed
   std::atomic<uint64_t> next_wake_{0};  // Advance wakes the planner at this position
   uint64_t bytes_in_flight_ = 0;
-  uint64_t bytes_ahead_ = 0;  // in flight + fetched and pinned: what max_bytes_in_flight bounds
+  uint64_t bytes_ahead_ = 0;      // in flight + fetched and pinned: what max_bytes_ahead_ bounds
+  uint64_t max_bytes_ahead_ = 0;  // max_bytes_in_flight, or less as byte_budget says
+  std::chrono::steady_clock::time_point budget_checked_{};
   // Auto sizing.
   double latency_s_ = 0;         // seconds a fetch takes (EWMA)
   double rate_ = 0;              // samples/s the worker consumes (EWMA)

@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <list>
 #include <map>
 #include <mutex>
 #include <utility>
 
 #include "base/log.h"
+#include "cache/reader_registry.h"
 #include "ferry/format/shard_reader.h"
 #include "ferry/metrics/metrics.h"
 #include "ferry/storage/registry.h"
@@ -36,6 +38,7 @@ struct StreamState {
   std::shared_ptr<ObjectStore> remote;  // null: local only
   std::string remote_prefix;            // key of the index folder in `remote`, ending in '/'
   std::unique_ptr<ShardCache> cache;
+  std::filesystem::path local;  // the cache folder (or, without a remote, the dataset)
   std::vector<uint64_t> shard_samples;
   std::vector<uint64_t> shard_starts;  // first sample of each shard within the stream
   uint64_t first_id = 0;               // first sample of the stream among all streams
@@ -65,6 +68,7 @@ class StreamingDatasetImpl : public StreamingDataset,
       st.spec = spec;
       std::filesystem::path local = spec.local;
       if (!spec.split.empty()) local /= spec.split;
+      st.local = local;
       if (!spec.remote.empty()) {
         FERRY_ASSIGN_OR_RETURN(StoreAndKey opened, OpenUrl(spec.remote));
         st.remote = Instrument(opened.store);
@@ -169,13 +173,16 @@ class StreamingDatasetImpl : public StreamingDataset,
       recent_.emplace_front(key, shard);
       recent_index_[key] = recent_.begin();
       recent_bytes_ += entry.raw_data.bytes;
-      // Under a cache_limit these pins are shared by every process on the cache: a 16th of it
-      // each, so that eight processes keep half the cache open behind them at most, and
-      // eviction still finds room (the race test in tests/integration/stream_test.cc). Not
-      // when every stream fits its cache whole: nothing is ever evicted then, and a shuffled
-      // order would re-open a shard for nearly every sample (epoch 2 at 0.3 of `cat`).
+      // Under a cache_limit these pins are shared by every reader of the cache folder: all of
+      // them together keep a quarter of it open behind them, so that eviction still finds room
+      // beside what they fetch ahead (half, shared alike; the race test in
+      // tests/integration/stream_test.cc). Not when every stream fits its cache whole: nothing
+      // is ever evicted then, and a shuffled order would re-open a shard for nearly every
+      // sample (epoch 2 at 0.3 of `cat`).
       const uint64_t byte_cap =
-          options_.cache_limit && !cache_fits_ ? *options_.cache_limit / 16 : UINT64_MAX;
+          options_.cache_limit && !cache_fits_
+              ? *options_.cache_limit / 4 / std::max<uint32_t>(1, readers_.load())
+              : UINT64_MAX;
       while (recent_.size() > kRecentShards || (recent_.size() > 1 && recent_bytes_ > byte_cap)) {
         const ShardKey& old = recent_.back().first;
         recent_bytes_ -= indexes_[old.stream].shards[old.shard].raw_data.bytes;
@@ -246,6 +253,18 @@ class StreamingDatasetImpl : public StreamingDataset,
   Result<std::unique_ptr<SampleIterator>> Iterate(const IterateOptions& o) override;
 
   ShardCache* cache(uint32_t stream) const { return streams_[stream].cache.get(); }
+  // The folders where readers share a cache_limit that eviction must keep: those of remote
+  // streams, when some stream does not fit its cache whole.
+  // The readers of the limited cache folders now (the most of any), as iterators last counted.
+  void SetReaders(uint32_t readers) { readers_.store(readers); }
+  std::vector<std::filesystem::path> LimitedCacheFolders() const {
+    std::vector<std::filesystem::path> folders;
+    if (!options_.cache_limit || cache_fits_) return folders;
+    for (const StreamState& st : streams_) {
+      if (st.remote) folders.push_back(st.local);
+    }
+    return folders;
+  }
   uint64_t ShardBytes(const ShardKey& key) const {
     const ShardEntry& e = indexes_[key.stream].shards[key.shard];
     return e.zip_data ? e.zip_data->bytes : e.raw_data.bytes;
@@ -268,6 +287,7 @@ class StreamingDatasetImpl : public StreamingDataset,
   Recent recent_;                                      // guarded by mu_
   std::map<ShardKey, Recent::iterator> recent_index_;  // guarded by mu_
   uint64_t recent_bytes_ = 0;                          // guarded by mu_
+  std::atomic<uint32_t> readers_{1};
 };
 
 class StreamIterator : public SampleIterator {
@@ -287,8 +307,33 @@ class StreamIterator : public SampleIterator {
     prefetch.max_bytes_in_flight = dataset_->options().max_bytes_in_flight;
     prefetch.cache_limited = dataset_->options().cache_limit.has_value();
     if (const auto& limit = dataset_->options().cache_limit) {
-      // What is fetched ahead is pinned: keep it to half the cache, so eviction has room.
+      // What is fetched ahead is pinned: keep it to half the cache, so eviction has room - half
+      // for all the readers of a folder (the node's workers) together, each taking its share.
       prefetch.max_bytes_in_flight = std::min(prefetch.max_bytes_in_flight, *limit / 2);
+      std::vector<internal_cache::CacheLayout> folders;
+      for (const auto& folder : dataset_->LimitedCacheFolders()) {
+        internal_cache::CacheLayout layout(folder);
+        auto registered = internal_cache::RegisterReader(layout);
+        if (!registered) {  // a read-only folder: this reader goes uncounted
+          Log().debug("cache: not counted as a reader of {}: {}", folder.string(),
+                      registered.status().ToString());
+          continue;
+        }
+        registrations_.push_back(std::move(*registered));
+        folders.push_back(std::move(layout));
+      }
+      if (!folders.empty()) {
+        prefetch.byte_budget = [folders = std::move(folders), half = *limit / 2,
+                                dataset = dataset_.get()] {
+          uint32_t most = 1;
+          for (const auto& layout : folders) {
+            auto readers = internal_cache::CountReaders(layout);
+            if (readers) most = std::max(most, *readers);
+          }
+          dataset->SetReaders(most);
+          return half / most;
+        };
+      }
     }
     prefetcher_ = std::make_unique<Prefetcher>(
         cursor, [this](uint64_t sample) { return Resolve(sample).first; },
@@ -358,7 +403,9 @@ class StreamIterator : public SampleIterator {
   WorkerCursor cursor_;
   std::shared_ptr<const OpenShard> current_;
   ShardKey current_key_;
-  bool first_ = true;                       // no sample returned yet
+  bool first_ = true;  // no sample returned yet
+  // Counted among the readers of each limited cache folder while the iterator lives.
+  std::vector<internal_cache::ReaderRegistration> registrations_;
   std::unique_ptr<Prefetcher> prefetcher_;  // last: its threads use the members above
 };
 

@@ -28,7 +28,8 @@
 // present, so downloads in flight elsewhere during it are not counted and N concurrent
 // downloads may exceed the limit by up to N - 1 times the largest shard (counted twice when
 // compressed); and when the pinned shards leave no room, the download goes ahead anyway (logged)
-// rather than wait. docs/streaming.md states it.
+// rather than wait - which the streaming iterators avoid by sharing what they pin among all the
+// readers of the folder. docs/streaming.md states it.
 //
 // Without a remote (a dataset that is already local) shards are read in place and nothing is
 // ever evicted or deleted.

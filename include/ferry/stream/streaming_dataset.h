@@ -17,7 +17,9 @@
 // Iteration: a worker's iterator walks its EpochPlan cursor; a prefetch scheduler (one thread
 // per iterator) looks `predownload` samples ahead and makes their shards local with
 // `download_concurrency` downloads at once and at most `max_bytes_in_flight` bytes being
-// fetched, pinning each shard until the iterator is past its last upcoming use. With
+// fetched (under a cache_limit, at most its share of half the limit among the iterators reading
+// the cache folder, in all processes: src/cache/reader_registry.h), pinning each shard until the
+// iterator is past its last upcoming use. With
 // predownload/concurrency "auto" (nullopt) it sizes the window from the bandwidth and round-trip
 // time it measures (bytes in flight ~ bandwidth x RTT x 2) and reports what it chose in metrics.
 // At the cold start, before any shard is local, an iterator's first sample (of a raw,

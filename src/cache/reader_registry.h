@@ -1,0 +1,53 @@
+// ReaderRegistry: how many iterators read a cache folder now, across processes - so that what
+// each pins ahead of itself can be its share of cache_limit rather than half of it each.
+//
+// Each reader holds an exclusive flock on a file of its own, .ferry/locks/reader.tmp.<pid>.<n>...
+// (a unique name), for as long as it reads. Counting lists those files and tries each one's
+// lock: a held lock is a live reader; a free one belongs to a reader that died (flocks vanish with
+// their process) - or to one that has created its file and not yet locked it, so a free file is
+// removed only once it is older than any such gap could be.
+//
+// Thread-safety: free functions; a ReaderRegistration is a value owned by one thread at a time.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <utility>
+
+#include "cache/cache_layout.h"
+#include "ferry/result.h"
+
+namespace ferry::internal_cache {
+
+/// One reader, counted until destroyed.
+class ReaderRegistration {
+ public:
+  ReaderRegistration() = default;
+  ReaderRegistration(std::filesystem::path path, int fd) : path_(std::move(path)), fd_(fd) {}
+  ReaderRegistration(ReaderRegistration&& other) noexcept
+      : path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)) {}
+  ReaderRegistration& operator=(ReaderRegistration&& other) noexcept;
+  ReaderRegistration(const ReaderRegistration&) = delete;
+  ReaderRegistration& operator=(const ReaderRegistration&) = delete;
+  ~ReaderRegistration() { Unregister(); }
+
+  bool registered() const { return fd_ >= 0; }
+
+ private:
+  void Unregister();
+
+  std::filesystem::path path_;
+  int fd_ = -1;
+};
+
+/// Counts the caller as a reader of the cache folder `layout` until the result is destroyed.
+/// Creates the locks folder if needed.
+Result<ReaderRegistration> RegisterReader(const CacheLayout& layout);
+
+/// Readers of the cache folder now, this process's included; removes the files of dead ones
+/// older than `stale_after`.
+Result<uint32_t> CountReaders(const CacheLayout& layout,
+                              std::chrono::seconds stale_after = std::chrono::seconds(10));
+
+}  // namespace ferry::internal_cache
