@@ -151,7 +151,8 @@ Result<int> RunConvert(const ConvertOptions& o) {
   if (with_image) {
     std::vector<uint64_t> order(listing.files.size());
     for (uint64_t i = 0; i < order.size(); ++i) order[i] = i;
-    auto fetch = [&listing, store, prefix](uint64_t i) -> Result<std::string> {
+    // One file each, whole: small enough that a fetch in progress is let finish at the end.
+    auto fetch = [&listing, store, prefix](uint64_t i, std::stop_token) -> Result<std::string> {
       const FolderFile& f = listing.files[i];
       if (!store) return ReadFileToString(f.path);
       return store->Get(internal_cache::RemoteKeyOf(prefix, f.relative));

@@ -55,7 +55,7 @@ FetchAhead::~FetchAhead() {
     for (auto& t : threads_) t.request_stop();
   }
   cv_.notify_all();
-  threads_.clear();  // joins; a fetch in progress finishes first (stores bound their requests)
+  threads_.clear();  // joins; a fetch in progress hears the stop (FetchFn)
 }
 
 uint32_t FetchAhead::concurrency() const {
@@ -108,7 +108,7 @@ void FetchAhead::Run(std::stop_token stop) {
     ++running_;
     lock.unlock();
     const auto start = std::chrono::steady_clock::now();
-    Result<std::string> result = fetch_(file);
+    Result<std::string> result = fetch_(file, stop);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     lock.lock();
@@ -117,6 +117,13 @@ void FetchAhead::Run(std::stop_token stop) {
     slots_[position - next_] = std::move(result);
     cv_.notify_all();
   }
+}
+
+bool FetchAhead::AwaitNext(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  if (next_ >= files_.size()) return true;
+  cv_.notify_all();  // dispatching may wait on this reader
+  return cv_.wait_for(lock, timeout, [&] { return !slots_.empty() && slots_.front().has_value(); });
 }
 
 std::optional<std::pair<uint64_t, Result<std::string>>> FetchAhead::Next() {

@@ -15,12 +15,14 @@
 // Thread-safety: Next and the accessors are for the one reading thread; the rest is internal.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,8 +49,9 @@ struct FetchAheadOptions {
 
 class FetchAhead {
  public:
-  /// Fetches one file (runs on pool threads, many at once).
-  using FetchFn = std::function<Result<std::string>(uint64_t file)>;
+  /// Fetches one file (runs on pool threads, many at once). `stop` is requested when the
+  /// FetchAhead goes away: a long fetch should end then (kCancelled), not make it wait.
+  using FetchFn = std::function<Result<std::string>(uint64_t file, std::stop_token stop)>;
 
   /// `files` is the sequence; `size_of(file)` its expected bytes (for the byte bound).
   FetchAhead(std::vector<uint64_t> files, FetchFn fetch,
@@ -60,6 +63,8 @@ class FetchAhead {
   /// The next file of the sequence and its fetch result (blocking until it is fetched); nullopt
   /// after the last.
   std::optional<std::pair<uint64_t, Result<std::string>>> Next();
+  /// Waits up to `timeout` for the file Next would wait for; true when Next will not wait.
+  bool AwaitNext(std::chrono::milliseconds timeout);
 
   /// Positions of the sequence not yet returned.
   uint64_t remaining() const { return files_.size() - next_; }

@@ -31,7 +31,7 @@ TEST(FetchAhead, HandsOverInOrderWhileFetchingManyAtOnce) {
   for (uint64_t i = 0; i < 200; ++i) files.push_back(199 - i);
   FetchAhead fetch(
       files,
-      [&](uint64_t f) -> Result<std::string> {
+      [&](uint64_t f, std::stop_token) -> Result<std::string> {
         const int now = ++running;
         int p = peak.load();
         while (now > p && !peak.compare_exchange_weak(p, now)) {
@@ -54,11 +54,30 @@ TEST(FetchAhead, HandsOverInOrderWhileFetchingManyAtOnce) {
   EXPECT_LE(peak.load(), 16) << "never more than the concurrency";
 }
 
+TEST(FetchAhead, AwaitNextWaitsForTheNextFileInSlices) {
+  std::atomic<bool> release{false};
+  FetchAhead fetch(
+      {0, 1},
+      [&](uint64_t f, std::stop_token) -> Result<std::string> {
+        while (f == 0 && !release) std::this_thread::sleep_for(1ms);
+        return std::to_string(f);
+      },
+      [](uint64_t) { return 10; }, {.concurrency = 2});
+  EXPECT_FALSE(fetch.AwaitNext(20ms)) << "file 0 is still on its way";
+  release = true;
+  EXPECT_TRUE(fetch.AwaitNext(10s));
+  EXPECT_EQ(fetch.Next()->first, 0u);
+  EXPECT_TRUE(fetch.AwaitNext(10s));
+  EXPECT_EQ(fetch.Next()->first, 1u);
+  EXPECT_TRUE(fetch.AwaitNext(0ms)) << "past the end, Next does not wait";
+  EXPECT_FALSE(fetch.Next().has_value());
+}
+
 TEST(FetchAhead, TheByteBudgetLimitsWhatIsAhead) {
   std::atomic<uint64_t> started{0};
   FetchAhead fetch(
       {0, 1, 2, 3, 4, 5, 6, 7, 8, 9},
-      [&](uint64_t f) -> Result<std::string> {
+      [&](uint64_t f, std::stop_token) -> Result<std::string> {
         ++started;
         return std::string(100, static_cast<char>('a' + f));
       },
@@ -73,7 +92,7 @@ TEST(FetchAhead, TheByteBudgetLimitsWhatIsAhead) {
 TEST(FetchAhead, ErrorsComeInSequenceOrder) {
   FetchAhead fetch(
       {0, 1, 2},
-      [](uint64_t f) -> Result<std::string> {
+      [](uint64_t f, std::stop_token) -> Result<std::string> {
         if (f == 1) return NotFoundError("file 1 is gone");
         return std::string("ok");
       },
@@ -90,7 +109,7 @@ TEST(FetchAhead, AutoGrowsTheConcurrencyWithTheLatency) {
   std::iota(files.begin(), files.end(), 0);
   FetchAhead fetch(
       files,
-      [](uint64_t) -> Result<std::string> {
+      [](uint64_t, std::stop_token) -> Result<std::string> {
         std::this_thread::sleep_for(5ms);
         return std::string(1000, 'x');
       },
@@ -109,7 +128,7 @@ TEST(FetchAhead, DestroyingItMidwayStopsItsThreads) {
     std::iota(files.begin(), files.end(), 0);
     FetchAhead fetch(
         files,
-        [&](uint64_t) -> Result<std::string> {
+        [&](uint64_t, std::stop_token) -> Result<std::string> {
           ++calls;
           std::this_thread::sleep_for(1ms);
           return std::string("x");
@@ -121,6 +140,29 @@ TEST(FetchAhead, DestroyingItMidwayStopsItsThreads) {
   std::this_thread::sleep_for(20ms);
   EXPECT_EQ(calls.load(), after);
   EXPECT_LT(after, 10000);
+}
+
+TEST(FetchAhead, GoingAwayStopsTheFetchesInFlight) {
+  // A fetch that lasts until it is stopped (or 10 s: a FetchAhead deaf to the stop fails the
+  // test instead of hanging it).
+  std::atomic<int> stopped{0};
+  std::atomic<int> started{0};
+  const auto begin = std::chrono::steady_clock::now();
+  {
+    FetchAhead fetch(
+        {0, 1, 2, 3},
+        [&](uint64_t, std::stop_token stop) -> Result<std::string> {
+          ++started;
+          for (int i = 0; i < 10'000 && !stop.stop_requested(); ++i)
+            std::this_thread::sleep_for(1ms);
+          if (stop.stop_requested()) ++stopped;
+          return CancelledError("stopped");
+        },
+        [](uint64_t) { return 1; }, {.concurrency = 2});
+    while (started < 2) std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - begin, 5s);
+  EXPECT_EQ(stopped.load(), 2);
 }
 
 }  // namespace

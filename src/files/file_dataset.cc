@@ -100,6 +100,7 @@ class FileIteratorImpl final : public FileIterator {
       : dataset_(std::move(dataset)), fetch_(std::move(fetch)), pack_(std::move(pack)) {}
 
   Result<std::optional<FileSample>> Next() override;
+  bool AwaitNext(std::chrono::milliseconds timeout) override { return fetch_->AwaitNext(timeout); }
   uint64_t remaining() const override { return fetch_->remaining(); }
 
  private:
@@ -195,8 +196,8 @@ class FileDatasetImpl final : public FileDataset,
     auto self = shared_from_this();
     auto fetch = std::make_unique<FetchAhead>(
         std::move(files),
-        [self, packs, to_memory](uint64_t file) {
-          return self->Fetch(file, packs.get(), to_memory);
+        [self, packs, to_memory](uint64_t file, std::stop_token stop) {
+          return self->Fetch(file, packs.get(), to_memory, stop);
         },
         [self](uint64_t file) { return self->listing_.files[file].size; },
         internal_files::FetchAheadOptions{.concurrency = options_.concurrency,
@@ -219,9 +220,10 @@ class FileDatasetImpl final : public FileDataset,
                 : (cache_root_ / listing_.files[index].path).string());
   }
 
-  // File `index`'s bytes: from a pack, else from the cache (downloading it if needed), or with
-  // `to_memory` (packing) straight from the remote.
-  Result<std::string> Fetch(uint64_t index, const PackSet* packs, bool to_memory) {
+  // File `index`'s bytes: from a pack, else from the cache (downloading it if needed, until
+  // `stop` is requested), or with `to_memory` (packing) straight from the remote.
+  Result<std::string> Fetch(uint64_t index, const PackSet* packs, bool to_memory,
+                            std::stop_token stop = {}) {
     FileMetrics& metrics = FileMetrics::Get();
     if (packs && packs->Has(index)) {
       metrics.packed_reads.Add();
@@ -240,7 +242,7 @@ class FileDatasetImpl final : public FileDataset,
         }
         return bytes;
       }
-      FERRY_ASSIGN_OR_RETURN(ShardHandle handle, cache_->Acquire(index));
+      FERRY_ASSIGN_OR_RETURN(ShardHandle handle, cache_->Acquire(index, stop));
       return ReadFileToString(handle.path());
     }();
     if (!data) {

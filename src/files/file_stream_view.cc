@@ -52,6 +52,7 @@ class FileSampleIterator final : public SampleIterator {
     if (!file) return std::optional<Sample>();
     return std::optional<Sample>(ToSample(std::move(*file), config_));
   }
+  bool AwaitNext(std::chrono::milliseconds timeout) override { return it_->AwaitNext(timeout); }
   uint64_t remaining() const override { return it_->remaining(); }
 
  private:

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -73,6 +74,11 @@ class PyFileIterator {
     Result<std::optional<FileSample>> next = InternalError("no sample");
     {
       py::gil_scoped_release release;
+      // Let Ctrl+C (or any pending signal handler) in while a file is on its way.
+      while (!it_.get()->AwaitNext(std::chrono::milliseconds(100))) {
+        py::gil_scoped_acquire acquire;
+        if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+      }
       next = it_.get()->Next();
     }
     auto sample = Unwrap(std::move(next));

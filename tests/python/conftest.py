@@ -5,6 +5,10 @@ Streaming's fixture datasets are."""
 import os
 import pathlib
 import shutil
+import signal
+import subprocess
+import threading
+import time
 
 import pytest
 
@@ -51,3 +55,47 @@ def s3rver(monkeypatch):
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", server["secret"])
     monkeypatch.setenv("AWS_REGION", "us-east-1")
     return server
+
+
+@pytest.fixture
+def slow_link(s3rver, tmp_path, monkeypatch):
+    """ferry-wan in front of s3rver, each connection capped at 1 MB/s: AWS_ENDPOINT_URL points
+    through it."""
+    wan = ROOT / os.environ.get("FERRY_PYTHON_BUILD", "build/release") / "bench" / "ferry-wan"
+    port_file = tmp_path / "wan.port"
+    target = s3rver["endpoint"].rsplit("/", 1)[-1]
+    proc = subprocess.Popen([str(wan), "--target", target, "--conn-mbps", "1",
+                             "--port-file", str(port_file)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while not (port_file.exists() and port_file.read_text().strip()):
+            assert proc.poll() is None and time.monotonic() < deadline, "ferry-wan did not start"
+            time.sleep(0.02)
+        monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{port_file.read_text().strip()}")
+        yield
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def _seconds_to_interrupt(iterate, after_s):
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(after_s, os.kill, (os.getpid(), signal.SIGINT))
+    start = time.monotonic()
+    try:
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            iterate()
+        return time.monotonic() - start
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
+
+
+@pytest.fixture
+def seconds_to_interrupt():
+    """seconds_to_interrupt(iterate, after_s): runs iterate() with a SIGINT (Ctrl+C) sent to this
+    process after `after_s` seconds, and returns how long until KeyboardInterrupt came out of it
+    (pytest fails the test if none did)."""
+    return _seconds_to_interrupt

@@ -217,3 +217,20 @@ def test_ferry_dataloader_resumes_a_file_epoch_exactly(tmp_path):
     resumed.load_state_dict(state)
     rest = [p for b in resumed for p in b["path"]]
     assert head + rest == full, "the interrupted epoch continues where it stopped"
+
+
+def test_ctrl_c_interrupts_a_wait_for_a_file(tmp_path, s3rver, slow_link, seconds_to_interrupt):
+    # Four files of 3 MB at 1 MB/s: the first arrives after about three seconds. Ctrl+C must
+    # not wait for it.
+    import boto3
+
+    s3 = boto3.client("s3", endpoint_url=s3rver["endpoint"], region_name="us-east-1",
+                      aws_access_key_id=s3rver["key"], aws_secret_access_key=s3rver["secret"])
+    prefix = f"files/{tmp_path.name}"
+    for i in range(4):
+        s3.put_object(Bucket=s3rver["bucket"], Key=f"{prefix}/c0/f{i}.bin", Body=bytes([i]) * (3 << 20))
+    ds = ferry.FileDataset(f"s3://{s3rver['bucket']}/{prefix}", local=str(tmp_path / "cache"))
+    read = []
+    interrupted_after = seconds_to_interrupt(lambda: read.extend(s["path"] for s in ds), 0.5)
+    assert 0.5 <= interrupted_after < 2.0, interrupted_after
+    assert not read, "the interrupt came while the first file was still on its way"

@@ -110,6 +110,10 @@ class FileIterator {
   /// The next file, nullopt at the end of the worker's share of the epoch, or the error that
   /// stopped it (naming the file). With on_missing kSkip a file gone from the remote is skipped.
   virtual Result<std::optional<FileSample>> Next() = 0;
+  /// Waits up to `timeout` for the fetch the next Next() would wait for; true when it will not
+  /// wait (a file skipped as missing may still make it wait for the one after). For callers that
+  /// must stay responsive: Python checks for Ctrl+C between such waits.
+  virtual bool AwaitNext(std::chrono::milliseconds /*timeout*/) { return true; }
   /// Files of this worker's sequence not yet returned or skipped.
   virtual uint64_t remaining() const = 0;
 };
