@@ -47,42 +47,29 @@ TEST(FileLock, ExclusiveExcludesShared) {
   EXPECT_TRUE(CanLock(path, LockMode::kShared));
 }
 
-TEST(FileLock, BlockingLockWaitsForTheHolder) {
-  testing::TempDir tmp;
-  const auto path = tmp / "a.lock";
-  auto held = FileLock::Lock(path, LockMode::kExclusive);
-  ASSERT_TRUE(held.has_value());
-  std::atomic<bool> acquired{false};
-  std::jthread waiter([&] {
-    auto lock = FileLock::Lock(path, LockMode::kShared);
-    EXPECT_TRUE(lock.has_value());
-    acquired = true;
-  });
-  std::this_thread::sleep_for(milliseconds(50));
-  EXPECT_FALSE(acquired);
-  held->Unlock();
-  waiter.join();
-  EXPECT_TRUE(acquired);
-}
-
-TEST(FileLock, StoppableLockWaitsForTheHolder) {
-  testing::TempDir tmp;
-  const auto path = tmp / "a.lock";
-  auto held = FileLock::Lock(path, LockMode::kExclusive);
-  ASSERT_TRUE(held.has_value());
-  std::atomic<bool> acquired{false};
-  std::stop_source never;
-  std::jthread waiter([&] {
-    auto lock = FileLock::Lock(path, LockMode::kExclusive, never.get_token());
-    EXPECT_TRUE(lock.has_value()) << lock.status().ToString();
-    EXPECT_TRUE(lock.has_value() && lock->held());
-    acquired = true;
-  });
-  std::this_thread::sleep_for(milliseconds(50));
-  EXPECT_FALSE(acquired);
-  held->Unlock();
-  waiter.join();
-  EXPECT_TRUE(acquired);
+// Blocking in flock, and polling when a stop can be requested: either waits for the holder.
+TEST(FileLock, LockWaitsForTheHolder) {
+  for (const bool stoppable : {false, true}) {
+    SCOPED_TRACE(stoppable ? "stoppable" : "blocking");
+    testing::TempDir tmp;
+    const auto path = tmp / "a.lock";
+    auto held = FileLock::Lock(path, LockMode::kExclusive);
+    ASSERT_TRUE(held.has_value());
+    std::atomic<bool> acquired{false};
+    std::stop_source never;
+    std::jthread waiter([&] {
+      auto lock = FileLock::Lock(path, LockMode::kShared,
+                                 stoppable ? never.get_token() : std::stop_token());
+      EXPECT_TRUE(lock.has_value()) << lock.status().ToString();
+      EXPECT_TRUE(lock.has_value() && lock->held());
+      acquired = true;
+    });
+    std::this_thread::sleep_for(milliseconds(50));
+    EXPECT_FALSE(acquired);
+    held->Unlock();
+    waiter.join();
+    EXPECT_TRUE(acquired);
+  }
 }
 
 // A reader that goes away must not stay blocked behind a download another process holds.
