@@ -95,6 +95,9 @@ for rtt in $rtts; do
       kept=$("$bin/bench/ferry-fetch-bench" many --bucket "$bucket" --prefix "$size/shard." \
         --inflight 16 --keep "$work/kept" |
         awk '{ for (i = 1; i <= NF; i++) if ($i == "MB/s") print $(i - 1) }')
+      # Its gigabyte is written back now, not (30 s on, as the kernel would) under the next
+      # round's measurements.
+      sync
       /usr/bin/python3 - "$work/stream-$size-$rtt.json" "$rtt" "$size" "$n" "$before" "$after" \
         "$cat_s" "$bytes" "$kept" <<'PY'
 import json, sys
