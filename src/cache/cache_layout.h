@@ -6,6 +6,8 @@
 //   <root>/.ferry/locks/<name>.use      shared by every pin of a shard; eviction takes it exclusive
 //   <root>/.ferry/locks/<name>.dl       the shard's download lock
 //   <root>/.ferry/locks/cache.lock      serializes eviction across processes
+//   <root>/.ferry/locks/reader.*        one per streaming iterator reading the folder, flock'ed
+//                                       while it reads (src/cache/reader_registry.h)
 //
 // A shard file has exactly one temporary name, and only the holder of the shard's download lock
 // writes it: whoever takes the lock next knows that a file under that name is the leftover of a
