@@ -306,10 +306,11 @@ bool Prefetcher::Warm() {
 }
 
 bool Prefetcher::WaitFetched(std::unique_lock<std::mutex>& lock, const ShardKey& key,
-                             std::optional<std::chrono::milliseconds> timeout) {
+                             uint64_t position, std::optional<std::chrono::milliseconds> timeout) {
   if (fetches_.count(key) == 0) {
-    // Outside the window (or the window is still growing): fetch it now, ahead of the rest.
-    last_use_[key] = std::max(last_use_[key], taken_);
+    // Outside the window (or the window is still growing): fetch it now, ahead of the rest,
+    // pinned up to where it is needed (not earlier, or the next Advance would unpin it).
+    last_use_[key] = std::max(last_use_[key], position);
     Start(key);
     dirty_ = true;
     changed_.notify_all();
@@ -332,15 +333,16 @@ bool Prefetcher::WaitFetched(std::unique_lock<std::mutex>& lock, const ShardKey&
   return done;
 }
 
-bool Prefetcher::AwaitFetched(const ShardKey& key, std::chrono::milliseconds timeout) {
+bool Prefetcher::AwaitFetched(const ShardKey& key, uint64_t position,
+                              std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
-  return WaitFetched(lock, key, timeout);
+  return WaitFetched(lock, key, position, timeout);
 }
 
 Result<ShardHandle> Prefetcher::Wait(const ShardKey& key) {
   {
     std::unique_lock lock(mu_);
-    WaitFetched(lock, key, std::nullopt);
+    WaitFetched(lock, key, taken_, std::nullopt);  // the worker reads it at taken_ (Advance)
     auto it = fetches_.find(key);
     if (it != fetches_.end() && !it->second.error.ok()) {
       Status error = it->second.error;

@@ -86,10 +86,11 @@ class Prefetcher {
   /// had not reached it), or the error that fetching it ended with.
   Result<ShardHandle> Wait(const ShardKey& key);
 
-  /// Starts fetching `key` if it is not already, as Wait does, and waits up to `timeout` for
-  /// that fetch to end. True when it has: Wait(key) will not block on a download. (The waits
-  /// of a caller that must stay responsive: Python's Ctrl+C.)
-  bool AwaitFetched(const ShardKey& key, std::chrono::milliseconds timeout);
+  /// Starts fetching `key`, which the worker will read at `position` of its sequence, if it is
+  /// not already (as Wait does), and waits up to `timeout` for that fetch to end. True when it
+  /// has: Wait(key) will not block on a download. (The waits of a caller that must stay
+  /// responsive: Python's Ctrl+C.)
+  bool AwaitFetched(const ShardKey& key, uint64_t position, std::chrono::milliseconds timeout);
 
   /// True when `key` has been fetched (is local and pinned by the prefetcher).
   bool Ready(const ShardKey& key);
@@ -122,9 +123,9 @@ class Prefetcher {
   // \pre mu_ held, for the two below.
   bool Local(const ShardKey& key) const;  // fetched (and pinned)
   size_t ShardsToFetch() const;           // in the look-ahead and not local
-  // Starts `key` unless it is started, then waits (up to `timeout`, if given) until its fetch
-  // has ended; false when the time ran out first. `lock` holds mu_.
-  bool WaitFetched(std::unique_lock<std::mutex>& lock, const ShardKey& key,
+  // Starts `key` (needed at `position`) unless it is started, then waits (up to `timeout`, if
+  // given) until its fetch has ended; false when the time ran out first. `lock` holds mu_.
+  bool WaitFetched(std::unique_lock<std::mutex>& lock, const ShardKey& key, uint64_t position,
                    std::optional<std::chrono::milliseconds> timeout);
 
   WorkerCursor lookahead_;

@@ -165,6 +165,22 @@ TEST(PrefetcherTest, GoingAwayStopsTheFetchesInFlight) {
   EXPECT_EQ(cache.stopped(), 4);
 }
 
+TEST(PrefetcherTest, AShardAwaitedAheadOfItsPositionStaysPinnedUntilItIsRead) {
+  // The worker waits for the shard of its next sample before it advances to it (Python's
+  // Ctrl+C-friendly wait): pinned only to the previous position, the Advance would unpin it and
+  // the Wait fetch it again.
+  auto plan = ShardOrderPlan(200, 1);
+  auto cursor = plan->Worker({}).value();
+  CountingCache cache;
+  auto prefetcher = StartPrefetcher(plan, cursor, cache, 100,
+                                    {.predownload = 1, .concurrency = 1, .cache_limited = false});
+  const ShardKey far{0, 150};  // outside the one-sample window
+  ASSERT_TRUE(prefetcher->AwaitFetched(far, 150, 10s));
+  prefetcher->Advance(150);
+  ASSERT_TRUE(prefetcher->Wait(far).ok());
+  EXPECT_EQ(cache.acquired()[150], 2) << "the prefetch, then the worker's own pin";
+}
+
 TEST(PrefetcherTest, ThePlannersWorkFollowsShardChangesNotSamples) {
   // 20 shards of 20,000 samples in shard order, all fetched quickly: a planner that walked the
   // window's samples on every wake-up made this take minutes; it walks runs of one shard.

@@ -384,7 +384,7 @@ class StreamIterator : public SampleIterator {
     if (!v) return true;
     const ShardKey key = Resolve(*v).first;
     if ((current_ && current_key_ == key) || dataset_->Cached(key)) return true;
-    return prefetcher_->AwaitFetched(key, timeout);
+    return prefetcher_->AwaitFetched(key, cursor_.taken(), timeout);  // Next's position
   }
 
   uint64_t remaining() const override { return cursor_.remaining(); }
