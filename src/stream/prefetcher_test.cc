@@ -89,33 +89,39 @@ void ReadAll(Prefetcher& prefetcher, WorkerCursor& cursor, const EpochPlan& plan
   }
 }
 
-// A prefetcher of `cursor` over `plan`, every shard `shard_bytes` big; counts the samples its
-// look-ahead resolves into `resolved`.
-std::unique_ptr<Prefetcher> StartPrefetcher(std::shared_ptr<const EpochPlan> plan,
-                                            const WorkerCursor& cursor, CountingCache& cache,
-                                            uint64_t shard_bytes, PrefetchOptions options,
-                                            std::atomic<uint64_t>* resolved = nullptr) {
-  return std::make_unique<Prefetcher>(
-      cursor,
-      [plan, resolved](uint64_t s) {
-        if (resolved != nullptr) ++*resolved;
-        return ShardKey{0, static_cast<uint32_t>(plan->Locate(s).first)};
-      },
-      [shard_bytes](const ShardKey&) { return shard_bytes; }, std::vector<ShardCache*>{&cache},
-      options);
-}
+// What each test starts a prefetcher over: `shards` shards of `samples_per_shard` samples in
+// shard order, the worker's cursor, and a counting cache.
+struct ShardOrder {
+  ShardOrder(size_t shards, uint64_t samples_per_shard)
+      : plan(ShardOrderPlan(shards, samples_per_shard)), cursor(plan->Worker({}).value()) {}
+
+  // A prefetcher of `cursor`, every shard `shard_bytes` big; counts the samples its look-ahead
+  // resolves into `resolved`.
+  std::unique_ptr<Prefetcher> Start(PrefetchOptions options, uint64_t shard_bytes = 100,
+                                    std::atomic<uint64_t>* resolved = nullptr) {
+    return std::make_unique<Prefetcher>(
+        cursor,
+        [plan = plan, resolved](uint64_t s) {
+          if (resolved != nullptr) ++*resolved;
+          return ShardKey{0, static_cast<uint32_t>(plan->Locate(s).first)};
+        },
+        [shard_bytes](const ShardKey&) { return shard_bytes; }, std::vector<ShardCache*>{&cache},
+        options);
+  }
+
+  std::shared_ptr<const EpochPlan> plan;
+  WorkerCursor cursor;
+  CountingCache cache;
+};
 
 TEST(PrefetcherTest, TheShardBeingReadStaysPinnedUntilTheWorkerMovesOn) {
   // One sample per shard: every sample is its shard's last use. Unpinned before the worker's
   // Wait, a fetched shard would be fetched again, behind the downloads in the queue.
-  auto plan = ShardOrderPlan(200, 1);
-  auto cursor = plan->Worker({}).value();
-  CountingCache cache;
-  auto prefetcher = StartPrefetcher(plan, cursor, cache, 100,
-                                    {.predownload = 48, .concurrency = 4, .cache_limited = false});
+  ShardOrder t(200, 1);
+  auto prefetcher = t.Start({.predownload = 48, .concurrency = 4, .cache_limited = false});
   std::this_thread::sleep_for(100ms);  // the window fills
-  ReadAll(*prefetcher, cursor, *plan);
-  const auto acquired = cache.acquired();
+  ReadAll(*prefetcher, t.cursor, *t.plan);
+  const auto acquired = t.cache.acquired();
   EXPECT_EQ(acquired.size(), 200u);
   for (const auto& [shard, n] : acquired) {
     EXPECT_LE(n, 2) << "shard " << shard << ": the prefetch, then the worker's own pin";
@@ -125,12 +131,10 @@ TEST(PrefetcherTest, TheShardBeingReadStaysPinnedUntilTheWorkerMovesOn) {
 TEST(PrefetcherTest, AResumedWorkerSizesItsWindowFromWhereItStarted) {
   // 1,000 shards of 100 samples in shard order, resumed half-way: samples per shard are counted
   // from where the look-ahead began, not from 0 (which made the window ~4x the skip).
-  auto plan = ShardOrderPlan(1000, 100);
-  auto cursor = plan->Worker({}).value();
-  cursor.Skip(50'000);
-  CountingCache cache;
+  ShardOrder t(1000, 100);
+  t.cursor.Skip(50'000);
   std::atomic<uint64_t> resolved{0};
-  auto prefetcher = StartPrefetcher(plan, cursor, cache, 100, {.cache_limited = true}, &resolved);
+  auto prefetcher = t.Start({.cache_limited = true}, 100, &resolved);
   std::this_thread::sleep_for(300ms);
   // The auto window is at most 64 shards' worth of samples.
   EXPECT_LE(metrics::GetGauge("/ferry/stream/predownload").value(), 64 * 100);
@@ -139,62 +143,52 @@ TEST(PrefetcherTest, AResumedWorkerSizesItsWindowFromWhereItStarted) {
 
 TEST(PrefetcherTest, AShardLargerThanTheByteBudgetIsStillFetchedAhead) {
   // Each shard is bigger than max_bytes_in_flight: one at a time, but ahead of the worker.
-  auto plan = ShardOrderPlan(50, 1);
-  auto cursor = plan->Worker({}).value();
-  CountingCache cache;
-  auto prefetcher = StartPrefetcher(
-      plan, cursor, cache, 150,
-      {.predownload = 50, .concurrency = 4, .max_bytes_in_flight = 100, .cache_limited = false});
+  ShardOrder t(50, 1);
+  auto prefetcher = t.Start(
+      {.predownload = 50, .concurrency = 4, .max_bytes_in_flight = 100, .cache_limited = false},
+      150);
   std::this_thread::sleep_for(300ms);  // the worker has not started
-  EXPECT_GT(cache.acquired().size(), 10u);
+  EXPECT_GT(t.cache.acquired().size(), 10u);
 }
 
 TEST(PrefetcherTest, GoingAwayStopsTheFetchesInFlight) {
   // Destroying the prefetcher (the iterator is closed mid-epoch) must not wait for its
   // downloads: over a slow link that was tens of seconds. Each fetch here lasts until stopped.
-  auto plan = ShardOrderPlan(50, 10);
-  auto cursor = plan->Worker({}).value();
-  CountingCache cache;
-  cache.HoldFetches();
-  auto prefetcher = StartPrefetcher(plan, cursor, cache, 100,
-                                    {.predownload = 100, .concurrency = 4, .cache_limited = false});
-  cache.AwaitHolding(4);
+  ShardOrder t(50, 10);
+  t.cache.HoldFetches();
+  auto prefetcher = t.Start({.predownload = 100, .concurrency = 4, .cache_limited = false});
+  t.cache.AwaitHolding(4);
   const auto start = std::chrono::steady_clock::now();
   prefetcher.reset();
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);  // not the 10 s each fetch lasts
-  EXPECT_EQ(cache.stopped(), 4);
+  EXPECT_EQ(t.cache.stopped(), 4);
 }
 
 TEST(PrefetcherTest, AShardAwaitedAheadOfItsPositionStaysPinnedUntilItIsRead) {
   // The worker waits for the shard of its next sample before it advances to it (Python's
   // Ctrl+C-friendly wait): pinned only to the previous position, the Advance would unpin it and
   // the Wait fetch it again.
-  auto plan = ShardOrderPlan(200, 1);
-  auto cursor = plan->Worker({}).value();
-  CountingCache cache;
-  auto prefetcher = StartPrefetcher(plan, cursor, cache, 100,
-                                    {.predownload = 1, .concurrency = 1, .cache_limited = false});
+  ShardOrder t(200, 1);
+  auto prefetcher = t.Start({.predownload = 1, .concurrency = 1, .cache_limited = false});
   const ShardKey far{0, 150};  // outside the one-sample window
   ASSERT_TRUE(prefetcher->AwaitFetched(far, 150, 10s));
   prefetcher->Advance(150);
   ASSERT_TRUE(prefetcher->Wait(far).ok());
-  EXPECT_EQ(cache.acquired()[150], 2) << "the prefetch, then the worker's own pin";
+  EXPECT_EQ(t.cache.acquired()[150], 2) << "the prefetch, then the worker's own pin";
 }
 
 TEST(PrefetcherTest, ThePlannersWorkFollowsShardChangesNotSamples) {
   // 20 shards of 20,000 samples in shard order, all fetched quickly: a planner that walked the
   // window's samples on every wake-up made this take minutes; it walks runs of one shard.
-  auto plan = ShardOrderPlan(20, 20'000);
-  auto cursor = plan->Worker({}).value();
-  CountingCache cache;
+  ShardOrder t(20, 20'000);
   std::atomic<uint64_t> resolved{0};
-  auto prefetcher = StartPrefetcher(plan, cursor, cache, 100, {.cache_limited = false}, &resolved);
+  auto prefetcher = t.Start({.cache_limited = false}, 100, &resolved);
   const auto start = std::chrono::steady_clock::now();
-  ReadAll(*prefetcher, cursor, *plan);
+  ReadAll(*prefetcher, t.cursor, *t.plan);
   // Every sample is resolved once by the look-ahead, at most; the planner looks at runs (20
   // here) once per wake-up and when the window's shards change - not at 400,000 samples.
   EXPECT_LE(resolved.load(), 400'000u);
-  EXPECT_EQ(cache.acquired().size(), 20u);
+  EXPECT_EQ(t.cache.acquired().size(), 20u);
   EXPECT_LT(prefetcher->PlannerSteps(), 20'000u);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 60s);  // a hang guard, not a speed target
 }
