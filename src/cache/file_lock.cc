@@ -8,10 +8,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 
 #include "base/file_util.h"
+#include "base/stoppable_sleep.h"
 #include "cache/cache_layout.h"
 
 namespace ferry::internal_cache {
@@ -38,17 +37,13 @@ Result<FileLock> FileLock::Lock(const std::filesystem::path& path, LockMode mode
   // microseconds. A download held elsewhere takes seconds, and 10 ms later is soon enough.
   using std::chrono::milliseconds;
   milliseconds nap(1);
-  std::mutex mu;
-  std::condition_variable_any wake;
   // A signal handler (the profiler, Python's SIGINT) interrupts a waiting flock with EINTR;
   // the wait simply continues.
   while (::flock(fd, FlockOperation(mode) | (stoppable ? LOCK_NB : 0)) != 0) {
     if (errno == EINTR) continue;
     const int err = errno;
     if (stoppable && err == EWOULDBLOCK) {
-      std::unique_lock lock(mu);
-      wake.wait_for(lock, stop, nap, [] { return false; });
-      if (stop.stop_requested()) {
+      if (!SleepUnlessStopped(nap, stop)) {
         ::close(fd);
         return CancelledError(fmt::format("{}: stopped while waiting for the lock", path.string()));
       }

@@ -10,14 +10,12 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <random>
 #include <stop_token>
-#include <thread>
 #include <type_traits>
 
 #include "base/log.h"
+#include "base/stoppable_sleep.h"
 #include "ferry/result.h"
 
 namespace ferry {
@@ -63,12 +61,7 @@ auto Retry(const RetryPolicy& policy, F&& attempt, std::stop_token stop = {})
                                             std::chrono::duration<double>(elapsed).count()));
     }
     Log().info("retrying in {} ms after attempt {}: {}", wait.count(), n, status.ToString());
-    // Sleep, waking early on a stop request.
-    std::mutex mu;
-    std::condition_variable_any cv;
-    std::unique_lock lock(mu);
-    cv.wait_for(lock, stop, wait, [] { return false; });
-    if (stop.stop_requested()) {
+    if (!SleepUnlessStopped(wait, stop)) {
       return CancelledError("stopped while waiting to retry: " + status.message());
     }
   }

@@ -3,6 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <stop_token>
+#include <thread>
+
 namespace ferry {
 namespace {
 
