@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 #include <pybind11/stl.h>
 
-#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +22,7 @@
 #include "python/py_dataset.h"
 #include "python/py_files.h"
 #include "python/py_value.h"
+#include "python/signal_aware_wait.h"
 #include "python/status_exception.h"
 
 namespace py = pybind11;
@@ -121,12 +121,8 @@ class PyIterator {
     Result<std::optional<DecodedSample>> next = InternalError("no sample");
     {
       py::gil_scoped_release release;
-      // A download can take minutes on a slow link: wait for it in slices, letting Ctrl+C (or
-      // any pending signal handler) in between them.
-      while (!it_.get()->AwaitNext(std::chrono::milliseconds(100))) {
-        py::gil_scoped_acquire acquire;
-        if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-      }
+      // A download can take minutes on a slow link.
+      AwaitLettingSignalsIn([&](auto timeout) { return it_.get()->AwaitNext(timeout); });
       next = [&]() -> Result<std::optional<DecodedSample>> {
         FERRY_ASSIGN_OR_RETURN(std::optional<Sample> sample, it_.get()->Next());
         if (!sample) return std::optional<DecodedSample>();

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 #include <pybind11/stl.h>
 
-#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +17,7 @@
 #include "python/fork_safe.h"
 #include "python/py_args.h"
 #include "python/py_files.h"
+#include "python/signal_aware_wait.h"
 #include "python/status_exception.h"
 
 namespace py = pybind11;
@@ -74,11 +74,7 @@ class PyFileIterator {
     Result<std::optional<FileSample>> next = InternalError("no sample");
     {
       py::gil_scoped_release release;
-      // Let Ctrl+C (or any pending signal handler) in while a file is on its way.
-      while (!it_.get()->AwaitNext(std::chrono::milliseconds(100))) {
-        py::gil_scoped_acquire acquire;
-        if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-      }
+      AwaitLettingSignalsIn([&](auto timeout) { return it_.get()->AwaitNext(timeout); });
       next = it_.get()->Next();
     }
     auto sample = Unwrap(std::move(next));

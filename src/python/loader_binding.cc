@@ -15,6 +15,7 @@
 #include "python/fork_safe.h"
 #include "python/py_args.h"
 #include "python/py_dataset.h"
+#include "python/signal_aware_wait.h"
 #include "python/status_exception.h"
 
 namespace py = pybind11;
@@ -111,20 +112,17 @@ class PyLoader {
 
   py::dict Next() {
     if (!loader_.get()) throw py::stop_iteration();
-    for (;;) {
-      Result<std::optional<std::shared_ptr<Batch>>> next = InternalError("no batch");
-      {
-        py::gil_scoped_release release;
-        next = loader_.get()->Next(std::chrono::milliseconds(100));
-      }
-      auto got = Unwrap(std::move(next));
-      if (!got) {  // timed out: let Ctrl+C (or any pending signal handler) in
-        if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-        continue;
-      }
-      if (*got == nullptr) throw py::stop_iteration();
-      return ToPython(std::move(*got));
+    Result<std::optional<std::shared_ptr<Batch>>> next = InternalError("no batch");
+    {
+      py::gil_scoped_release release;
+      AwaitLettingSignalsIn([&](auto timeout) {
+        next = loader_.get()->Next(timeout);
+        return !next.has_value() || next->has_value();  // an error, or a batch (or the end)
+      });
     }
+    auto got = Unwrap(std::move(next));
+    if (*got == nullptr) throw py::stop_iteration();
+    return ToPython(std::move(*got));
   }
 
   uint64_t num_batches() const { return loader_.get() ? loader_.get()->num_batches() : 0; }
