@@ -123,14 +123,14 @@ bool FetchAhead::AwaitNext(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
   if (next_ >= files_.size()) return true;
   cv_.notify_all();  // dispatching may wait on this reader
-  return cv_.wait_for(lock, timeout, [&] { return !slots_.empty() && slots_.front().has_value(); });
+  return cv_.wait_for(lock, timeout, [&] { return NextFetched(); });
 }
 
 std::optional<std::pair<uint64_t, Result<std::string>>> FetchAhead::Next() {
   std::unique_lock lock(mu_);
   if (next_ >= files_.size()) return std::nullopt;
   cv_.notify_all();  // dispatching may wait on this reader
-  cv_.wait(lock, [&] { return !slots_.empty() && slots_.front().has_value(); });
+  cv_.wait(lock, [&] { return NextFetched(); });
   Result<std::string> result = std::move(*slots_.front());
   slots_.pop_front();
   const uint64_t file = files_[next_++];

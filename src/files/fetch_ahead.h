@@ -75,6 +75,8 @@ class FetchAhead {
   void Run(std::stop_token stop);
   // True when the position `dispatched_` may start now. \pre mu_ held.
   bool CanDispatch() const;
+  // True when the file Next hands over next has been fetched. \pre mu_ held.
+  bool NextFetched() const { return !slots_.empty() && slots_.front().has_value(); }
   void Adjust(double latency_s, uint64_t bytes);  // \pre mu_ held
 
   const std::vector<uint64_t> files_;
