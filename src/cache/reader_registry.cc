@@ -1,15 +1,19 @@
 #include "cache/reader_registry.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <ctime>
+#include <optional>
 #include <string>
 
 #include "base/file_util.h"
+#include "base/log.h"
 
 namespace ferry::internal_cache {
 namespace {
@@ -22,28 +26,26 @@ ReaderRegistration& ReaderRegistration::operator=(ReaderRegistration&& other) no
   if (this != &other) {
     Unregister();
     path_ = std::move(other.path_);
-    fd_ = std::exchange(other.fd_, -1);
+    lock_ = std::move(other.lock_);
   }
   return *this;
 }
 
 void ReaderRegistration::Unregister() {
-  if (fd_ < 0) return;
+  if (!lock_.held()) return;
   // Removed while still locked: a counter never finds it free and takes it for a dead reader's.
   ::unlink(path_.c_str());
-  ::close(std::exchange(fd_, -1));
+  lock_.Unlock();
 }
 
 Result<ReaderRegistration> RegisterReader(const CacheLayout& layout) {
   FERRY_RETURN_IF_ERROR(layout.CreateLocksDir());
-  FERRY_ASSIGN_OR_RETURN(TemporaryFile file,
-                         CreateTemporaryFor(layout.LocksDir() / "reader", Modes().file));
-  ReaderRegistration registration(file.path, file.fd);
-  while (::flock(file.fd, LOCK_EX | LOCK_NB) != 0) {
-    if (errno == EINTR) continue;
-    return ErrnoToStatus(errno, "flock", file.path);
-  }
-  return registration;
+  // A name of its own (pid, a per-process number, a counter): nobody else ever locks it.
+  const std::filesystem::path path = TemporaryPathFor(layout.LocksDir() / "reader");
+  FERRY_ASSIGN_OR_RETURN(std::optional<FileLock> lock,
+                         FileLock::TryLock(path, LockMode::kExclusive));
+  if (!lock) return AbortedError(fmt::format("{}: locked by someone else", path.string()));
+  return ReaderRegistration(path, std::move(*lock));
 }
 
 Result<uint32_t> CountReaders(const CacheLayout& layout, std::chrono::seconds stale_after) {
@@ -74,6 +76,28 @@ Result<uint32_t> CountReaders(const CacheLayout& layout, std::chrono::seconds st
     ::close(fd);
   }
   return readers;
+}
+
+FolderReaders::FolderReaders(const std::vector<std::filesystem::path>& folders) {
+  for (const auto& folder : folders) {
+    CacheLayout layout(folder);
+    auto registered = RegisterReader(layout);
+    if (!registered) {
+      Log().debug("cache: not counted as a reader of {}: {}", folder.string(),
+                  registered.status().ToString());
+      continue;
+    }
+    registrations_.push_back(std::move(*registered));
+    folders_.push_back(std::move(layout));
+  }
+}
+
+uint32_t FolderReaders::Most() const {
+  uint32_t most = 1;
+  for (const CacheLayout& layout : folders_) {
+    if (auto readers = CountReaders(layout)) most = std::max(most, *readers);
+  }
+  return most;
 }
 
 }  // namespace ferry::internal_cache

@@ -14,8 +14,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <utility>
+#include <vector>
 
 #include "cache/cache_layout.h"
+#include "cache/file_lock.h"
 #include "ferry/result.h"
 
 namespace ferry::internal_cache {
@@ -24,21 +26,19 @@ namespace ferry::internal_cache {
 class ReaderRegistration {
  public:
   ReaderRegistration() = default;
-  ReaderRegistration(std::filesystem::path path, int fd) : path_(std::move(path)), fd_(fd) {}
-  ReaderRegistration(ReaderRegistration&& other) noexcept
-      : path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)) {}
+  ReaderRegistration(std::filesystem::path path, FileLock lock)
+      : path_(std::move(path)), lock_(std::move(lock)) {}
+  ReaderRegistration(ReaderRegistration&& other) noexcept = default;
   ReaderRegistration& operator=(ReaderRegistration&& other) noexcept;
-  ReaderRegistration(const ReaderRegistration&) = delete;
-  ReaderRegistration& operator=(const ReaderRegistration&) = delete;
   ~ReaderRegistration() { Unregister(); }
 
-  bool registered() const { return fd_ >= 0; }
+  bool registered() const { return lock_.held(); }
 
  private:
   void Unregister();
 
   std::filesystem::path path_;
-  int fd_ = -1;
+  FileLock lock_;  // exclusive on path_
 };
 
 /// Counts the caller as a reader of the cache folder `layout` until the result is destroyed.
@@ -49,5 +49,22 @@ Result<ReaderRegistration> RegisterReader(const CacheLayout& layout);
 /// older than `stale_after`.
 Result<uint32_t> CountReaders(const CacheLayout& layout,
                               std::chrono::seconds stale_after = std::chrono::seconds(10));
+
+/// One reader of several cache folders (a streaming iterator over several streams): registered
+/// in each, and counting the readers of all.
+class FolderReaders {
+ public:
+  /// Registers in every folder it can; one it cannot write (read-only) leaves this reader
+  /// uncounted there, and is not counted either (logged).
+  explicit FolderReaders(const std::vector<std::filesystem::path>& folders);
+  /// True when registered nowhere.
+  bool empty() const { return folders_.empty(); }
+  /// The most readers any of the folders has now (at least 1).
+  uint32_t Most() const;
+
+ private:
+  std::vector<CacheLayout> folders_;
+  std::vector<ReaderRegistration> registrations_;
+};
 
 }  // namespace ferry::internal_cache

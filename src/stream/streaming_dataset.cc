@@ -310,26 +310,12 @@ class StreamIterator : public SampleIterator {
       // What is fetched ahead is pinned: keep it to half the cache, so eviction has room - half
       // for all the readers of a folder (the node's workers) together, each taking its share.
       prefetch.max_bytes_in_flight = std::min(prefetch.max_bytes_in_flight, *limit / 2);
-      std::vector<internal_cache::CacheLayout> folders;
-      for (const auto& folder : dataset_->LimitedCacheFolders()) {
-        internal_cache::CacheLayout layout(folder);
-        auto registered = internal_cache::RegisterReader(layout);
-        if (!registered) {  // a read-only folder: this reader goes uncounted
-          Log().debug("cache: not counted as a reader of {}: {}", folder.string(),
-                      registered.status().ToString());
-          continue;
-        }
-        registrations_.push_back(std::move(*registered));
-        folders.push_back(std::move(layout));
-      }
-      if (!folders.empty()) {
-        prefetch.byte_budget = [folders = std::move(folders), half = *limit / 2,
-                                dataset = dataset_.get()] {
-          uint32_t most = 1;
-          for (const auto& layout : folders) {
-            auto readers = internal_cache::CountReaders(layout);
-            if (readers) most = std::max(most, *readers);
-          }
+      // Registered while the prefetcher (which owns the budget) lives.
+      auto readers =
+          std::make_shared<internal_cache::FolderReaders>(dataset_->LimitedCacheFolders());
+      if (!readers->empty()) {
+        prefetch.byte_budget = [readers, half = *limit / 2, dataset = dataset_.get()] {
+          const uint32_t most = readers->Most();
           dataset->SetReaders(most);
           return half / most;
         };
@@ -403,9 +389,7 @@ class StreamIterator : public SampleIterator {
   WorkerCursor cursor_;
   std::shared_ptr<const OpenShard> current_;
   ShardKey current_key_;
-  bool first_ = true;  // no sample returned yet
-  // Counted among the readers of each limited cache folder while the iterator lives.
-  std::vector<internal_cache::ReaderRegistration> registrations_;
+  bool first_ = true;                       // no sample returned yet
   std::unique_ptr<Prefetcher> prefetcher_;  // last: its threads use the members above
 };
 
