@@ -2,7 +2,9 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,6 +30,25 @@ class FdCloser {
  private:
   int fd_;
 };
+
+// Whether a hole in a file on the filesystem of `fd` can only be a range never written (or
+// written and lost): so on ext4, XFS, btrfs and tmpfs, and on overlayfs, which asks the one
+// beneath. Not on ZFS, whose compression stores a block of zeros as a hole - a sample of zeros
+// would look like lost data there, and be downloaded again and again.
+bool HolesAreUnwrittenRanges(int fd) {
+  struct statfs fs;
+  if (::fstatfs(fd, &fs) != 0) return false;
+  switch (static_cast<unsigned long>(fs.f_type)) {  // NOLINT(runtime/int): statfs's own type
+    case EXT4_SUPER_MAGIC:                          // also ext2 and ext3
+    case XFS_SUPER_MAGIC:
+    case BTRFS_SUPER_MAGIC:
+    case TMPFS_MAGIC:
+    case OVERLAYFS_SUPER_MAGIC:
+      return true;
+    default:
+      return false;
+  }
+}
 
 Status WriteAll(int fd, std::string_view data, const std::filesystem::path& path) {
   while (!data.empty()) {
@@ -98,6 +119,28 @@ Result<std::string> ReadFileToString(const std::filesystem::path& path) {
   }
   out.resize(used);
   return out;
+}
+
+Result<FileExtent> StatFileExtent(const std::filesystem::path& path) {
+  // O_NONBLOCK: a FIFO under the name must not hang the open.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return ErrnoToStatus(errno, "open", path);
+  FdCloser closer(fd);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return ErrnoToStatus(errno, "stat", path);
+  if (!S_ISREG(st.st_mode)) {
+    return InvalidArgumentError(fmt::format("{}: not a regular file", path.string()));
+  }
+  FileExtent extent{.size = static_cast<uint64_t>(st.st_size),
+                    .first_hole = static_cast<uint64_t>(st.st_size)};
+  if (extent.size == 0 || !HolesAreUnwrittenRanges(fd)) return extent;
+  const off_t hole = ::lseek(fd, 0, SEEK_HOLE);
+  if (hole >= 0) {
+    extent.first_hole = std::min(extent.size, static_cast<uint64_t>(hole));
+  } else if (errno != EINVAL) {  // EINVAL: no SEEK_HOLE here, so no hole to report
+    return ErrnoToStatus(errno, "seek a hole in", path);
+  }
+  return extent;
 }
 
 std::filesystem::path TemporaryPathFor(const std::filesystem::path& path) {

@@ -5,6 +5,7 @@
 // never a partial one under the final name.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -26,6 +27,22 @@ Result<std::string> ReadFileToString(const std::filesystem::path& path);
 /// rename over `path`, fsync the folder. On error the temporary is removed.
 Status WriteFileAtomically(const std::filesystem::path& path, std::string_view contents,
                            unsigned mode = 0644);
+
+/// The size of a regular file and where its first hole starts: a range the filesystem holds no
+/// data for, which reads as zeros.
+struct FileExtent {
+  uint64_t size = 0;
+  uint64_t first_hole = 0;  // == size when the file has no hole
+};
+
+/// The FileExtent of the regular file at `path` (kNotFound when absent, kInvalidArgument when it
+/// is not a regular file). A file given its size first (fallocate, ftruncate) has a hole wherever
+/// it was not written - and again after a power cut took written data before it reached the disk:
+/// ext4, XFS and tmpfs report such unwritten ranges as holes, while the pages of a file written
+/// since boot count as data until they are on disk. Only filesystems where a hole cannot be
+/// anything else report holes (ext4, XFS, btrfs, tmpfs, overlayfs); others, such as ZFS, which
+/// stores a block of zeros as a hole, report none.
+Result<FileExtent> StatFileExtent(const std::filesystem::path& path);
 
 /// A unique temporary name beside `path` (same folder, so rename is atomic), e.g.
 /// "shard.00000.mds.tmp.4242.9f3c27a1.7": pid, a number drawn once per process (a container

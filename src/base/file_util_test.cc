@@ -2,6 +2,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,6 +15,7 @@
 #include <string>
 #include <utility>
 
+#include "base/holed_file_testutil.h"
 #include "base/mapped_file.h"
 #include "base/temp_dir_testutil.h"
 
@@ -200,6 +202,46 @@ TEST_F(FileUtilTest, ReadFileToStringOfAFolderIsAnError) {
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(r.error().message(), HasSubstr(dir_.string()));
+}
+
+TEST_F(FileUtilTest, StatFileExtentFindsTheFirstUnwrittenRange) {
+  const std::string contents = BinaryBlob(64 << 10);
+  const fs::path whole = dir_ / "whole";
+  Spit(whole, contents);
+  const auto full = StatFileExtent(whole);
+  ASSERT_TRUE(full.has_value()) << full.status().ToString();
+  EXPECT_EQ(full->size, contents.size());
+  EXPECT_EQ(full->first_hole, contents.size());
+
+  // Allocated at full size, 8 KiB in the middle never written: zeros the file does not hold.
+  const fs::path holed = dir_ / "holed";
+  ASSERT_TRUE(testing::WriteWithHole(holed, contents, 16 << 10, 24 << 10));
+  const auto partial = StatFileExtent(holed);
+  ASSERT_TRUE(partial.has_value()) << partial.status().ToString();
+  EXPECT_EQ(partial->size, contents.size());
+  EXPECT_EQ(partial->first_hole, uint64_t{16 << 10});
+
+  Spit(dir_ / "empty", "");
+  const auto empty = StatFileExtent(dir_ / "empty");
+  ASSERT_TRUE(empty.has_value());
+  EXPECT_EQ(empty->size, 0u);
+  EXPECT_EQ(empty->first_hole, 0u);
+}
+
+TEST_F(FileUtilTest, StatFileExtentOfWhatIsNoRegularFileSaysSo) {
+  const auto missing = StatFileExtent(dir_ / "missing");
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_EQ(missing.error().code(), StatusCode::kNotFound);
+  EXPECT_THAT(missing.error().message(), HasSubstr((dir_ / "missing").string()));
+  const auto folder = StatFileExtent(dir_);
+  ASSERT_FALSE(folder.has_value());
+  EXPECT_EQ(folder.error().code(), StatusCode::kInvalidArgument);
+  // A FIFO under the name is refused, not waited on.
+  const fs::path fifo = dir_ / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const auto pipe = StatFileExtent(fifo);
+  ASSERT_FALSE(pipe.has_value());
+  EXPECT_EQ(pipe.error().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(ErrnoToStatusTest, MessageNamesPathOperationAndReason) {

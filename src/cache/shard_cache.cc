@@ -129,21 +129,34 @@ void RemoveLeftoverTemporaries(const CacheLayout& layout, const Index& index) {
   }
 }
 
-// The size of the regular file at `path`, nullopt when there is none.
-std::optional<uint64_t> RegularFileSize(const fs::path& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
-  return static_cast<uint64_t>(st.st_size);
-}
+// What the cache folder holds under a shard's name.
+struct CachedCopy {
+  bool complete = false;
+  std::string damage;  // why a file that is there does not count; empty when none is there
+};
 
-// A cached shard counts only at the size the index gives. Downloads are not fsynced (a cache can
-// always fetch again, and the flush would halve epoch-1 throughput); after a power cut a file
-// downloaded whole whose data never reached the disk comes back shorter (ext4 and XFS update the
-// size on disk only with the data), so this check turns that into a fresh download. A file
-// downloaded in ranged parts was given its full size first: it can come back full-size with
-// zeros, which this does not catch (docs/streaming.md, "Publishing").
-bool IsComplete(const fs::path& path, const FileInfo& file) {
-  return RegularFileSize(path) == file.bytes;
+// A cached shard counts only at the size the index gives and without holes. Downloads are not
+// fsynced (a cache can always fetch again, and the flush would halve epoch-1 throughput); what a
+// power cut takes of one comes back so that these checks catch it: a file downloaded whole comes
+// back shorter (ext4 and XFS write the size on disk with the data), and one downloaded in ranged
+// parts - given its full size before the parts arrived - comes back with holes where its data
+// was lost (docs/streaming.md, "Publishing"). Either is downloaded again.
+CachedCopy Examine(const fs::path& path, const FileInfo& file) {
+  auto extent = StatFileExtent(path);
+  if (!extent) {
+    if (extent.error().code() == StatusCode::kNotFound) return {};
+    return {.damage = extent.error().message()};
+  }
+  if (extent->size != file.bytes) {
+    return {.damage = fmt::format("{} has {} bytes, index.json says {}", path.string(),
+                                  extent->size, file.bytes)};
+  }
+  if (extent->first_hole < extent->size) {
+    return {.damage = fmt::format(
+                "{} has no data from byte {} on (written but lost before it reached the disk)",
+                path.string(), extent->first_hole)};
+  }
+  return {.complete = true};
 }
 
 // Adds the time since construction to wait_ns when it goes out of scope.
@@ -196,7 +209,7 @@ class ShardCacheImpl final : public ShardCache {
       Log().debug("cache: {}: {}", shard.raw_data.basename, s.message());  // LRU gets coarser
     }
     CacheMetrics& metrics = CacheMetrics::Get();
-    if (IsComplete(raw, shard.raw_data)) {
+    if (Examine(raw, shard.raw_data).complete) {
       metrics.hits.Add();
       return MakeHandle(k, raw, pin.Release(), /*was_cached=*/true);
     }
@@ -207,12 +220,11 @@ class ShardCacheImpl final : public ShardCache {
                              FileLock::Lock(layout_.DownloadLockPath(shard.raw_data.basename),
                                             LockMode::kExclusive, stop));
       // Whoever held the lock before us may have downloaded it.
-      if (const auto size = RegularFileSize(raw); size != shard.raw_data.bytes) {
-        if (size) {
+      if (const CachedCopy copy = Examine(raw, shard.raw_data); !copy.complete) {
+        if (!copy.damage.empty()) {
           // Replaced by the rename that publishes the download; readers of it cannot exist (it
-          // never passed the size check).
-          Log().warn("cache: {} has {} bytes, index.json says {}: downloading it again",
-                     raw.string(), *size, shard.raw_data.bytes);
+          // never passed these checks).
+          Log().warn("cache: {}: downloading it again", copy.damage);
         }
         FERRY_RETURN_IF_ERROR(downloader_.Fetch(
             shard, [&](uint64_t bytes) { return MakeRoomFor(k, bytes); }, stop));
@@ -223,8 +235,8 @@ class ShardCacheImpl final : public ShardCache {
 
   bool IsLocal(size_t k) const override {
     return k < index_.shards.size() &&
-           IsComplete(layout_.FilePath(index_.shards[k].raw_data.basename),
-                      index_.shards[k].raw_data);
+           Examine(layout_.FilePath(index_.shards[k].raw_data.basename), index_.shards[k].raw_data)
+               .complete;
   }
 
   void SetUpcoming(std::vector<size_t> shards) override {

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "base/file_util.h"
+#include "base/holed_file_testutil.h"
 #include "base/temp_dir_testutil.h"
 #include "cache/cache_layout.h"
 #include "cache/cache_testutil.h"
@@ -89,6 +90,28 @@ TEST_F(ShardCacheTest, AShortCachedShardIsFetchedAgain) {
   EXPECT_EQ(Reads("shard.00000.mds"), 2);
   EXPECT_TRUE(testing::RawShardIsIntact(again->path(), index_.shards[0]));
   EXPECT_EQ(std::filesystem::file_size(again->path()), ShardBytes(0));
+}
+
+// What a power cut can leave of a download in ranged parts, whose file was given its full size
+// first: the right size, with zeros where data was lost. Served, it would hand out those zeros.
+TEST_F(ShardCacheTest, ACachedShardWithAHoleIsFetchedAgain) {
+  WriteRemote({.samples = 40, .sample_bytes = 20'000, .size_limit = 200'000});
+  ASSERT_GT(ShardBytes(0), uint64_t{16 << 10});
+  auto cache = Open();
+  { ASSERT_TRUE(cache->Acquire(0).has_value()); }
+  const fs::path raw = RawPath(0, Cache());
+  auto contents = ReadFileToString(raw);
+  ASSERT_TRUE(contents.has_value());
+  ASSERT_TRUE(testing::WriteWithHole(raw, *contents, 4096, 12288));
+  ASSERT_EQ(fs::file_size(raw), ShardBytes(0));
+  EXPECT_FALSE(cache->IsLocal(0));
+
+  auto again = cache->Acquire(0);
+  ASSERT_TRUE(again.has_value()) << again.status().ToString();
+  EXPECT_FALSE(again->was_cached());
+  EXPECT_EQ(Reads("shard.00000.mds"), 2);
+  EXPECT_TRUE(testing::RawShardIsIntact(again->path(), index_.shards[0]));
+  EXPECT_EQ(ReadFileToString(raw).value_or(""), *contents);
 }
 
 TEST_F(ShardCacheTest, ThreadsAskingForOneShardShareOneDownload) {
