@@ -126,6 +126,7 @@ PartTuner::Body::~Body() {
 }
 
 void PartTuner::Body::Received(uint64_t bytes) {
+  if (bytes == 0) return;  // the transport asking whether to go on: the body has not started
   if (started_ || tuner_ == nullptr) {
     bytes_ += bytes;
     return;
@@ -134,7 +135,7 @@ void PartTuner::Body::Received(uint64_t bytes) {
 }
 
 void PartTuner::Body::Received(uint64_t bytes, Clock::time_point now) {
-  if (tuner_ == nullptr) return;
+  if (tuner_ == nullptr || bytes == 0) return;
   if (!started_) {
     std::lock_guard lock(tuner_->mu_);
     tuner_->Advance(now);

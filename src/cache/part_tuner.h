@@ -76,7 +76,8 @@ class PartTuner {
     ~Body();
 
     /// Called with every chunk of the body as it arrives (on the transfer's hot path: the clock
-    /// is read for the first chunk only). The second form gives the time, for tests.
+    /// is read for the first chunk only); an empty one changes nothing. The second form gives
+    /// the time, for tests.
     void Received(uint64_t bytes);
     void Received(uint64_t bytes, Clock::time_point now);
     /// The last byte has arrived: records the sample.

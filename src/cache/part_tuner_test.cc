@@ -126,6 +126,7 @@ TEST(PartTunerTest, MeasuresEachBodysRateAndTheBodiesInFlightWithIt) {
   auto a = tuner.Track();
   auto b = tuner.Track();
   a.Received(1'000'000, t);
+  b.Received(0, t);  // the transport asking while b awaits its first byte: b has not started
   b.Received(500'000, t + 1s);  // b arrives during the second half of a
   b.Received(500'000, t + 2s);
   a.Finish(t + 2s);

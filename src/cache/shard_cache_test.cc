@@ -23,7 +23,9 @@
 #include "cache/shard_cache_fixture_testutil.h"
 #include "ferry/format/merge_index.h"
 #include "ferry/metrics/metrics.h"
+#include "ferry/storage/registry.h"
 #include "format/fixture_testutil.h"
+#include "storage/testing/stalling_server_testutil.h"
 
 namespace ferry {
 namespace {
@@ -180,6 +182,42 @@ TEST_F(ShardCacheTest, AStopRequestEndsADownloadAndPublishesNothing) {
   auto again = Open()->Acquire(0);
   ASSERT_TRUE(again.has_value()) << again.status().ToString();
   EXPECT_TRUE(testing::RawShardIsIntact(again->path(), index_.shards[0]));
+}
+
+// A connection that hangs (no bytes, no error) must not hold a reader that goes away until the
+// stall timeout: the transport asks the download's sink whether to go on even while nothing
+// arrives. Whole and in ranged parts.
+TEST_F(ShardCacheTest, AStopRequestEndsADownloadFromAStalledConnection) {
+  WriteRemote();
+  for (const bool parts : {false, true}) {
+    SCOPED_TRACE(parts ? "in parts" : "whole");
+    const testing::StallingServer server(testing::StallingServer::Stall::kMidBody);
+    auto remote = OpenUrl(server.Url("dataset"));
+    ASSERT_TRUE(remote.has_value()) << remote.status().ToString();
+    const fs::path cache_folder = Cache() / (parts ? "parts" : "whole");
+    auto cache = ShardCache::Open(remote->store, remote->key, index_,
+                                  {.local = cache_folder,
+                                   .parallel_part_threshold = parts ? 1u : 1u << 30,
+                                   .download_parts = 4});
+    ASSERT_TRUE(cache.has_value()) << cache.status().ToString();
+    std::stop_source stop;
+    std::chrono::steady_clock::time_point stopped_at;
+    std::jthread stopper([&] {
+      std::this_thread::sleep_for(milliseconds(300));
+      stopped_at = std::chrono::steady_clock::now();
+      stop.request_stop();
+    });
+    auto handle = (*cache)->Acquire(0, stop.get_token());
+    const auto returned_at = std::chrono::steady_clock::now();
+    stopper.join();
+    // libcurl wakes a stalled transfer about once a second; the stall timeout is 30 s.
+    EXPECT_LT(returned_at - stopped_at, std::chrono::seconds(10));
+    ASSERT_FALSE(handle.has_value());
+    EXPECT_EQ(handle.error().code(), StatusCode::kCancelled) << handle.error().ToString();
+    EXPECT_EQ(server.requests(), parts ? 4 : 1);
+    EXPECT_FALSE(fs::exists(RawPath(0, cache_folder)));
+    EXPECT_THAT(Temporaries(cache_folder), ::testing::IsEmpty());
+  }
 }
 
 TEST_F(ShardCacheTest, AStopRequestEndsTheWaitForAnotherProcesssDownload) {

@@ -97,6 +97,20 @@ size_t OnBody(char* data, size_t size, size_t count, void* user) {
   return n;
 }
 
+// libcurl calls this as bytes move, and about once a second while none do (its low-speed check
+// wakes the transfer). A sink that has been told to stop hears it here even from a stalled
+// connection, which would otherwise hold it until the low-speed timeout (30 s by default).
+int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  auto* t = static_cast<Transfer*>(user);
+  long status = 0;
+  curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+  if (status >= 300) return 0;  // an error body goes to the response, never to the sink
+  Status s = t->sink(std::string_view());
+  if (s.ok()) return 0;
+  t->callback_error = std::move(s);
+  return 1;  // aborts the transfer with CURLE_ABORTED_BY_CALLBACK
+}
+
 size_t OnUpload(char* buffer, size_t size, size_t count, void* user) {
   auto* t = static_cast<Transfer*>(user);
   const BodySource& body = *t->request.body;
@@ -202,6 +216,11 @@ class CurlTransport : public Transport {
     curl_easy_setopt(e, CURLOPT_HEADERDATA, &t);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, OnBody);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);
+    if (t.sink) {
+      curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+      curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, OnProgress);
+      curl_easy_setopt(e, CURLOPT_XFERINFODATA, &t);
+    }
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(r.timeouts.connect_ms));
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, static_cast<long>(r.timeouts.low_speed_bytes));
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, static_cast<long>(r.timeouts.low_speed_seconds));

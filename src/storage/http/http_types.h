@@ -91,7 +91,9 @@ struct Response {
 };
 
 /// Receives a successful response's body as it arrives. Returning an error aborts the transfer
-/// and becomes the request's result.
+/// and becomes the request's result. It is also called with an empty chunk while the response is
+/// awaited or stalls (at least about once a second), so that a sink told to stop can end a
+/// transfer that brings no bytes.
 using BodySink = std::function<Status(std::string_view chunk)>;
 
 /// The time of a broken-down UTC date; nullopt outside the years 1900-2200 (the clock counts

@@ -119,6 +119,7 @@ Result<ObjectInfo> ResumableGet(Transport& transport, const ResumableGetOptions&
 
     bool have_enough = false;  // the range is complete; the rest of the body is not wanted
     auto result = transport.Execute(std::move(request), [&](std::string_view chunk) -> Status {
+      if (chunk.empty()) return sink(chunk);  // the transport asking whether to go on
       if (ignored_range) {
         return DataLossError(fmt::format("{}: the server ignored a range request", options.url));
       }

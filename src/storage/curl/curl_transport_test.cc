@@ -1,0 +1,73 @@
+// The libcurl transport against a real socket whose connection stalls: a sink told to stop
+// must end the transfer without waiting for the stall timeout.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "storage/http/transport.h"
+#include "storage/testing/stalling_server_testutil.h"
+
+namespace ferry::http {
+namespace {
+
+using std::chrono::milliseconds;
+using ::testing::HasSubstr;
+using testing::StallingServer;
+using Clock = std::chrono::steady_clock;
+
+struct Outcome {
+  Result<Response> result = Status();
+  uint64_t bytes = 0;
+  double seconds_after_stop = 0;
+};
+
+// A GET from `server` whose sink counts the bytes and, from `delay` on, says stop.
+Outcome GetThenStop(const StallingServer& server, milliseconds delay) {
+  Request request;
+  request.url = server.Url("object");
+  request.timeouts.low_speed_seconds = 60;  // the stall timeout must not be what ends it
+  std::atomic<bool> stop{false};
+  Clock::time_point stopped_at;
+  std::jthread stopper([&] {
+    std::this_thread::sleep_for(delay);
+    stopped_at = Clock::now();
+    stop = true;
+  });
+  Outcome outcome;
+  outcome.result = DefaultTransport()->Execute(request, [&](std::string_view chunk) -> Status {
+    outcome.bytes += chunk.size();
+    return stop ? CancelledError("told to stop") : Status::Ok();
+  });
+  stopper.join();
+  outcome.seconds_after_stop = std::chrono::duration<double>(Clock::now() - stopped_at).count();
+  return outcome;
+}
+
+TEST(CurlTransportTest, ASinkToldToStopEndsATransferStalledMidBody) {
+  const StallingServer server(StallingServer::Stall::kMidBody);
+  const Outcome outcome = GetThenStop(server, milliseconds(300));
+  ASSERT_FALSE(outcome.result.has_value());
+  EXPECT_EQ(outcome.result.error().code(), StatusCode::kCancelled)
+      << outcome.result.error().ToString();
+  EXPECT_THAT(outcome.result.error().message(), HasSubstr("told to stop"));
+  EXPECT_EQ(outcome.bytes, StallingServer::kBytesBeforeStall);
+  // libcurl wakes a stalled transfer about once a second; the stall timeout is a minute.
+  EXPECT_LT(outcome.seconds_after_stop, 10);
+  EXPECT_EQ(server.requests(), 1);
+}
+
+TEST(CurlTransportTest, ASinkToldToStopEndsATransferStalledBeforeItsHeaders) {
+  const StallingServer server(StallingServer::Stall::kBeforeHeaders);
+  const Outcome outcome = GetThenStop(server, milliseconds(300));
+  ASSERT_FALSE(outcome.result.has_value());
+  EXPECT_EQ(outcome.result.error().code(), StatusCode::kCancelled)
+      << outcome.result.error().ToString();
+  EXPECT_EQ(outcome.bytes, 0u);
+  EXPECT_LT(outcome.seconds_after_stop, 10);
+}
+
+}  // namespace
+}  // namespace ferry::http
