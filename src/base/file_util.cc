@@ -151,33 +151,63 @@ std::filesystem::path TemporaryPathFor(const std::filesystem::path& path) {
   return tmp;
 }
 
-Result<TemporaryFile> CreateTemporaryFor(const std::filesystem::path& path, unsigned mode) {
+Result<AtomicFile> AtomicFile::Create(const std::filesystem::path& path, unsigned mode) {
   constexpr int kAttempts = 64;
   std::filesystem::path tmp;
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
     tmp = TemporaryPathFor(path);
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-    if (fd >= 0) return TemporaryFile{tmp, fd};
+    if (fd >= 0) return AtomicFile(path, tmp, fd);
     if (errno != EEXIST) break;
   }
   return ErrnoToStatus(errno, "create", tmp);
 }
 
+AtomicFile::AtomicFile(AtomicFile&& other) noexcept
+    : path_(std::move(other.path_)),
+      temporary_(std::move(other.temporary_)),
+      fd_(std::exchange(other.fd_, -1)) {}
+
+AtomicFile::~AtomicFile() { Discard(); }
+
+void AtomicFile::Discard() {
+  if (fd_ < 0) return;
+  ::close(std::exchange(fd_, -1));
+  ::unlink(temporary_.c_str());
+}
+
+Status AtomicFile::Write(std::string_view data) {
+  if (fd_ < 0)
+    return FailedPreconditionError(fmt::format("{}: already closed", temporary_.string()));
+  return WriteAll(fd_, data, temporary_);
+}
+
+Status AtomicFile::Commit() {
+  if (fd_ < 0)
+    return FailedPreconditionError(fmt::format("{}: already closed", temporary_.string()));
+  if (::fsync(fd_) != 0) {
+    const Status s = ErrnoToStatus(errno, "fsync", temporary_);
+    Discard();
+    return s;
+  }
+  if (::close(std::exchange(fd_, -1)) != 0) {
+    const Status s = ErrnoToStatus(errno, "close", temporary_);
+    ::unlink(temporary_.c_str());
+    return s;
+  }
+  if (::rename(temporary_.c_str(), path_.c_str()) != 0) {
+    const Status s = ErrnoToStatus(errno, "rename", path_);
+    ::unlink(temporary_.c_str());
+    return s;
+  }
+  return Status::Ok();
+}
+
 Status WriteFileAtomically(const std::filesystem::path& path, std::string_view contents,
                            unsigned mode) {
-  FERRY_ASSIGN_OR_RETURN(TemporaryFile file, CreateTemporaryFor(path, mode));
-  const std::filesystem::path& tmp = file.path;
-  FdCloser closer(file.fd);
-  Status status = WriteAll(file.fd, contents, tmp);
-  if (status.ok() && ::fsync(file.fd) != 0) status = ErrnoToStatus(errno, "fsync", tmp);
-  if (status.ok() && ::close(closer.release()) != 0) status = ErrnoToStatus(errno, "close", tmp);
-  if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
-    status = ErrnoToStatus(errno, "rename", path);
-  }
-  if (!status.ok()) {
-    ::unlink(tmp.c_str());
-    return status;
-  }
+  FERRY_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(path, mode));
+  FERRY_RETURN_IF_ERROR(file.Write(contents));
+  FERRY_RETURN_IF_ERROR(file.Commit());
   // Make the rename itself durable.
   const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : ".";
   const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "ferry/result.h"
 
@@ -23,8 +24,8 @@ Status ErrnoToStatus(int error_number, std::string_view what, const std::filesys
 /// The whole file. kNotFound names the path when it does not exist.
 Result<std::string> ReadFileToString(const std::filesystem::path& path);
 
-/// Writes `contents` to `path` through a unique temporary file in the same folder: write, fsync,
-/// rename over `path`, fsync the folder. On error the temporary is removed.
+/// Writes `contents` to `path` through an AtomicFile, then fsyncs the folder so that the rename
+/// itself is durable. On error the temporary is removed.
 Status WriteFileAtomically(const std::filesystem::path& path, std::string_view contents,
                            unsigned mode = 0644);
 
@@ -49,12 +50,33 @@ Result<FileExtent> StatFileExtent(const std::filesystem::path& path);
 /// restarted gets the same pid again) and a counter.
 std::filesystem::path TemporaryPathFor(const std::filesystem::path& path);
 
-/// A new, empty file under a temporary name beside `path`, open for writing. A name already
-/// taken (a leftover of a killed process) is never reused: the next one is tried.
-struct TemporaryFile {
-  std::filesystem::path path;
-  int fd = -1;
+/// A new file that appears under its final path whole or not at all. It is written under a
+/// unique temporary name beside that path (a name already taken - a killed process's leftover -
+/// is never reused); Commit flushes it, closes it and renames it into place. Dropped before
+/// Commit (an error on the way), it is closed and removed.
+class AtomicFile {
+ public:
+  static Result<AtomicFile> Create(const std::filesystem::path& path, unsigned mode = 0644);
+  AtomicFile(AtomicFile&& other) noexcept;
+  AtomicFile& operator=(AtomicFile&&) = delete;
+  AtomicFile(const AtomicFile&) = delete;
+  ~AtomicFile();
+
+  const std::filesystem::path& temporary() const { return temporary_; }
+  /// Appends all of `data`; an error names the temporary.
+  Status Write(std::string_view data);
+  /// fsync, close, rename over the final path (the folder is not fsynced). On error the
+  /// temporary is removed.
+  Status Commit();
+
+ private:
+  AtomicFile(std::filesystem::path path, std::filesystem::path temporary, int fd)
+      : path_(std::move(path)), temporary_(std::move(temporary)), fd_(fd) {}
+  void Discard();
+
+  std::filesystem::path path_;
+  std::filesystem::path temporary_;
+  int fd_ = -1;  // -1 once committed or discarded
 };
-Result<TemporaryFile> CreateTemporaryFor(const std::filesystem::path& path, unsigned mode);
 
 }  // namespace ferry

@@ -115,10 +115,32 @@ TEST_F(FileUtilTest, ALeftoverTemporaryIsNeverReusedNorInTheWay) {
   ASSERT_TRUE(WriteFileAtomically(path, "{}").ok());
   EXPECT_EQ(Slurp(path), "{}");
   for (const auto& name : leftovers) EXPECT_EQ(Slurp(dir_ / name), "leftover") << name;
-  auto created = CreateTemporaryFor(path, 0644);
+  auto created = AtomicFile::Create(path);
   ASSERT_TRUE(created.ok()) << created.status().ToString();
-  EXPECT_EQ(leftovers.count(created->path.filename().string()), 0u);
-  ::close(created->fd);
+  EXPECT_EQ(leftovers.count(created->temporary().filename().string()), 0u);
+}
+
+TEST_F(FileUtilTest, AnAtomicFileAppearsWholeOnCommitAndNotAtAllWithout) {
+  const fs::path path = dir_ / "data.bin";
+  {
+    auto dropped = AtomicFile::Create(path);
+    ASSERT_TRUE(dropped.ok()) << dropped.status().ToString();
+    ASSERT_TRUE(dropped->Write("half of it").ok());
+    EXPECT_TRUE(fs::exists(dropped->temporary()));
+  }  // an error on the way: dropped uncommitted
+  EXPECT_THAT(Listing(), IsEmpty());
+
+  auto file = AtomicFile::Create(path, 0600);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  ASSERT_TRUE(file->Write("all ").ok());
+  ASSERT_TRUE(file->Write("of it").ok());
+  EXPECT_FALSE(fs::exists(path));
+  ASSERT_TRUE(file->Commit().ok());
+  EXPECT_EQ(Slurp(path), "all of it");
+  EXPECT_EQ(fs::status(path).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_THAT(Listing(), ElementsAre("data.bin"));
+  EXPECT_EQ(file->Write("more").code(), StatusCode::kFailedPrecondition);
 }
 
 TEST_F(FileUtilTest, TemporaryNamesCarryMoreThanThePid) {

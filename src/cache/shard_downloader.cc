@@ -89,7 +89,7 @@ Status PwriteAll(int fd, std::string_view data, uint64_t offset, const fs::path&
   return Status::Ok();
 }
 
-// Writes a new file. Not flushed, as downloads are not: see IsComplete in shard_cache.cc.
+// Writes a new file. Not flushed, as downloads are not: see Examine in shard_cache.cc.
 Status WriteNewFile(const fs::path& path, std::string_view data) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, Modes().file);
   if (fd < 0) return ErrnoToStatus(errno, "create", path);
@@ -100,9 +100,9 @@ Status WriteNewFile(const fs::path& path, std::string_view data) {
 }
 
 // Neither the file nor the folder is fsynced: what a power cut can lose of a file written in
-// order is found short (or missing) by the cache's size check and fetched again. A file written
-// in ranged parts was allocated at full size first (DownloadParts), so a power cut can leave it
-// full-size with zeros: not caught (docs/streaming.md, "Publishing").
+// order is found short (or missing) by the cache's size check and fetched again; a file written
+// in ranged parts, allocated at full size first (DownloadParts), is found with holes instead
+// (Examine in shard_cache.cc, docs/streaming.md "Publishing").
 Status Publish(const fs::path& tmp, const fs::path& path) {
   if (::rename(tmp.c_str(), path.c_str()) != 0) return ErrnoToStatus(errno, "rename", path);
   return Status::Ok();

@@ -72,36 +72,10 @@ Result<std::string> ObjectStore::GetRange(std::string_view key, uint64_t offset,
 }
 
 Result<ObjectInfo> ObjectStore::GetToFile(std::string_view key, const std::filesystem::path& path) {
-  FERRY_ASSIGN_OR_RETURN(TemporaryFile created, CreateTemporaryFor(path, 0644));
-  const std::filesystem::path tmp = created.path;
-  const int fd = created.fd;
-  auto fail = [&](Status s) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return s;
-  };
-  auto info = Read(key, ByteRange{}, [&](std::string_view chunk) -> Status {
-    while (!chunk.empty()) {
-      const ssize_t n = ::write(fd, chunk.data(), chunk.size());
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return ErrnoToStatus(errno, "write", tmp);
-      }
-      chunk.remove_prefix(static_cast<size_t>(n));
-    }
-    return Status::Ok();
-  });
-  if (!info) return fail(info.status());
-  if (::fsync(fd) != 0) return fail(ErrnoToStatus(errno, "fsync", tmp));
-  if (::close(fd) != 0) {
-    ::unlink(tmp.c_str());
-    return ErrnoToStatus(errno, "close", tmp);
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    return ErrnoToStatus(err, "rename", path);
-  }
+  FERRY_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(path));
+  auto info = Read(key, ByteRange{}, [&](std::string_view chunk) { return file.Write(chunk); });
+  if (!info) return info.status();
+  FERRY_RETURN_IF_ERROR(file.Commit());
   info->key = std::string(key);
   return info;
 }

@@ -124,45 +124,21 @@ class FileStore : public ObjectStore {
     std::error_code ec;
     fs::create_directories(path.parent_path(), ec);
     if (ec) return ErrnoToStatus(ec.value(), "create folder", path.parent_path());
-    FERRY_ASSIGN_OR_RETURN(TemporaryFile created, CreateTemporaryFor(path, 0644));
-    const fs::path tmp = created.path;
-    const int fd = created.fd;
-    auto fail = [&](Status s) {
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return s;
-    };
+    FERRY_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(path));
     std::string buffer(static_cast<size_t>(std::min<uint64_t>(kChunk, source.size)), '\0');
     for (uint64_t offset = 0; offset < source.size;) {
       auto n =
           source.read(offset, buffer.data(),
                       static_cast<size_t>(std::min<uint64_t>(buffer.size(), source.size - offset)));
-      if (!n) return fail(n.status());
+      if (!n) return n.status();
       if (*n == 0) {
-        return fail(DataLossError(fmt::format("{}: the source ended at {} of {} bytes", ToUrl(key),
-                                              offset, source.size)));
+        return DataLossError(
+            fmt::format("{}: the source ended at {} of {} bytes", ToUrl(key), offset, source.size));
       }
-      for (size_t done = 0; done < *n;) {
-        const ssize_t w = ::write(fd, buffer.data() + done, *n - done);
-        if (w < 0) {
-          if (errno == EINTR) continue;
-          return fail(ErrnoToStatus(errno, "write", tmp));
-        }
-        done += static_cast<size_t>(w);
-      }
+      FERRY_RETURN_IF_ERROR(file.Write(std::string_view(buffer.data(), *n)));
       offset += *n;
     }
-    if (::fsync(fd) != 0) return fail(ErrnoToStatus(errno, "fsync", tmp));
-    if (::close(fd) != 0) {
-      ::unlink(tmp.c_str());
-      return ErrnoToStatus(errno, "close", tmp);
-    }
-    if (::rename(tmp.c_str(), path.c_str()) != 0) {
-      const int err = errno;
-      ::unlink(tmp.c_str());
-      return ErrnoToStatus(err, "rename", path);
-    }
-    return Status::Ok();
+    return file.Commit();
   }
 
   Result<ListResult> List(std::string_view prefix, bool recursive) override {
