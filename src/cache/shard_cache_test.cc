@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <numeric>
 #include <random>
 #include <thread>
@@ -78,42 +79,37 @@ TEST_F(ShardCacheTest, AcquireDownloadsOnceThenHits) {
   }
 }
 
-// What a power cut can leave of an unflushed download: the file under its name, but short.
-TEST_F(ShardCacheTest, AShortCachedShardIsFetchedAgain) {
-  WriteRemote();
-  auto cache = Open();
-  { ASSERT_TRUE(cache->Acquire(0).has_value()); }
-  std::filesystem::resize_file(RawPath(0, Cache()), ShardBytes(0) / 2);
-  EXPECT_FALSE(cache->IsLocal(0));
-
-  auto again = cache->Acquire(0);
-  ASSERT_TRUE(again.has_value()) << again.status().ToString();
-  EXPECT_FALSE(again->was_cached());
-  EXPECT_EQ(Reads("shard.00000.mds"), 2);
-  EXPECT_TRUE(testing::RawShardIsIntact(again->path(), index_.shards[0]));
-  EXPECT_EQ(std::filesystem::file_size(again->path()), ShardBytes(0));
-}
-
-// What a power cut can leave of a download in ranged parts, whose file was given its full size
-// first: the right size, with zeros where data was lost. Served, it would hand out those zeros.
-TEST_F(ShardCacheTest, ACachedShardWithAHoleIsFetchedAgain) {
+// What a power cut can leave of an unflushed download under its name: a file downloaded whole
+// comes back short; one downloaded in ranged parts, given its full size first, comes back at the
+// right size with a hole where data was lost (served, it would hand out zeros). Both are fetched
+// again.
+TEST_F(ShardCacheTest, WhatAPowerCutLeavesOfADownloadIsFetchedAgain) {
   WriteRemote({.samples = 40, .sample_bytes = 20'000, .size_limit = 200'000});
   ASSERT_GT(ShardBytes(0), uint64_t{16 << 10});
   auto cache = Open();
   { ASSERT_TRUE(cache->Acquire(0).has_value()); }
   const fs::path raw = RawPath(0, Cache());
-  auto contents = ReadFileToString(raw);
+  const auto contents = ReadFileToString(raw);
   ASSERT_TRUE(contents.has_value());
-  ASSERT_TRUE(testing::WriteWithHole(raw, *contents, 4096, 12288));
-  ASSERT_EQ(fs::file_size(raw), ShardBytes(0));
-  EXPECT_FALSE(cache->IsLocal(0));
-
-  auto again = cache->Acquire(0);
-  ASSERT_TRUE(again.has_value()) << again.status().ToString();
-  EXPECT_FALSE(again->was_cached());
-  EXPECT_EQ(Reads("shard.00000.mds"), 2);
-  EXPECT_TRUE(testing::RawShardIsIntact(again->path(), index_.shards[0]));
-  EXPECT_EQ(ReadFileToString(raw).value_or(""), *contents);
+  const std::vector<std::pair<std::string, std::function<bool()>>> damages = {
+      {"short",
+       [&] {
+         fs::resize_file(raw, ShardBytes(0) / 2);
+         return true;
+       }},
+      {"hole", [&] { return testing::WriteWithHole(raw, *contents, 4096, 12288); }}};
+  int reads = 1;
+  for (const auto& [name, damage] : damages) {
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(damage());
+    EXPECT_FALSE(cache->IsLocal(0));
+    auto again = cache->Acquire(0);
+    ASSERT_TRUE(again.has_value()) << again.status().ToString();
+    EXPECT_FALSE(again->was_cached());
+    EXPECT_EQ(Reads("shard.00000.mds"), ++reads);
+    EXPECT_TRUE(testing::RawShardIsIntact(again->path(), index_.shards[0]));
+    EXPECT_EQ(ReadFileToString(raw).value_or(""), *contents);
+  }
 }
 
 TEST_F(ShardCacheTest, ThreadsAskingForOneShardShareOneDownload) {

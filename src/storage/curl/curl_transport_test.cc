@@ -46,27 +46,22 @@ Outcome GetThenStop(const StallingServer& server, milliseconds delay) {
   return outcome;
 }
 
-TEST(CurlTransportTest, ASinkToldToStopEndsATransferStalledMidBody) {
-  const StallingServer server(StallingServer::Stall::kMidBody);
-  const Outcome outcome = GetThenStop(server, milliseconds(300));
-  ASSERT_FALSE(outcome.result.has_value());
-  EXPECT_EQ(outcome.result.error().code(), StatusCode::kCancelled)
-      << outcome.result.error().ToString();
-  EXPECT_THAT(outcome.result.error().message(), HasSubstr("told to stop"));
-  EXPECT_EQ(outcome.bytes, StallingServer::kBytesBeforeStall);
-  // libcurl wakes a stalled transfer about once a second; the stall timeout is a minute.
-  EXPECT_LT(outcome.seconds_after_stop, 10);
-  EXPECT_EQ(server.requests(), 1);
-}
-
-TEST(CurlTransportTest, ASinkToldToStopEndsATransferStalledBeforeItsHeaders) {
-  const StallingServer server(StallingServer::Stall::kBeforeHeaders);
-  const Outcome outcome = GetThenStop(server, milliseconds(300));
-  ASSERT_FALSE(outcome.result.has_value());
-  EXPECT_EQ(outcome.result.error().code(), StatusCode::kCancelled)
-      << outcome.result.error().ToString();
-  EXPECT_EQ(outcome.bytes, 0u);
-  EXPECT_LT(outcome.seconds_after_stop, 10);
+TEST(CurlTransportTest, ASinkToldToStopEndsAStalledTransfer) {
+  for (const auto stall :
+       {StallingServer::Stall::kMidBody, StallingServer::Stall::kBeforeHeaders}) {
+    const bool mid_body = stall == StallingServer::Stall::kMidBody;
+    SCOPED_TRACE(mid_body ? "mid-body" : "before the headers");
+    const StallingServer server(stall);
+    const Outcome outcome = GetThenStop(server, milliseconds(300));
+    ASSERT_FALSE(outcome.result.has_value());
+    EXPECT_EQ(outcome.result.error().code(), StatusCode::kCancelled)
+        << outcome.result.error().ToString();
+    EXPECT_THAT(outcome.result.error().message(), HasSubstr("told to stop"));
+    EXPECT_EQ(outcome.bytes, mid_body ? StallingServer::kBytesBeforeStall : 0u);
+    // libcurl wakes a stalled transfer about once a second; the stall timeout is a minute.
+    EXPECT_LT(outcome.seconds_after_stop, 10);
+    EXPECT_EQ(server.requests(), 1);
+  }
 }
 
 }  // namespace
