@@ -118,4 +118,10 @@ Status CreateCacheFolders(const std::filesystem::path& folder) {
 
 Status CacheLayout::CreateLocksDir() const { return CreateCacheFolders(LocksDir()); }
 
+std::filesystem::path CacheLayout::ReadersDir() const {
+  return root_ / std::string(kBookkeepingFolder) / "readers";
+}
+
+Status CacheLayout::CreateReadersDir() const { return CreateCacheFolders(ReadersDir()); }
+
 }  // namespace ferry::internal_cache

@@ -6,8 +6,10 @@
 //   <root>/.ferry/locks/<name>.use      shared by every pin of a shard; eviction takes it exclusive
 //   <root>/.ferry/locks/<name>.dl       the shard's download lock
 //   <root>/.ferry/locks/cache.lock      serializes eviction across processes
-//   <root>/.ferry/locks/reader.*        one per streaming iterator reading the folder, flock'ed
-//                                       while it reads (src/cache/reader_registry.h)
+//   <root>/.ferry/readers/reader.*      one per streaming iterator reading the folder, flock'ed
+//                                       while it reads (src/cache/reader_registry.h); a folder
+//                                       of their own, so that counting them does not list the
+//                                       two lock files of every shard
 //
 // A shard file has exactly one temporary name, and only the holder of the shard's download lock
 // writes it: whoever takes the lock next knows that a file under that name is the leftover of a
@@ -78,6 +80,11 @@ class CacheLayout {
 
   /// Creates .ferry/locks (and the root) if missing.
   Status CreateLocksDir() const;
+
+  /// The lock files of the folder's readers (reader_registry.h).
+  std::filesystem::path ReadersDir() const;
+  /// Creates .ferry/readers (and the root) if missing.
+  Status CreateReadersDir() const;
 
  private:
   std::filesystem::path root_;

@@ -39,9 +39,9 @@ void ReaderRegistration::Unregister() {
 }
 
 Result<ReaderRegistration> RegisterReader(const CacheLayout& layout) {
-  FERRY_RETURN_IF_ERROR(layout.CreateLocksDir());
+  FERRY_RETURN_IF_ERROR(layout.CreateReadersDir());
   // A name of its own (pid, a per-process number, a counter): nobody else ever locks it.
-  const std::filesystem::path path = TemporaryPathFor(layout.LocksDir() / "reader");
+  const std::filesystem::path path = TemporaryPathFor(layout.ReadersDir() / "reader");
   FERRY_ASSIGN_OR_RETURN(std::optional<FileLock> lock,
                          FileLock::TryLock(path, LockMode::kExclusive));
   if (!lock) return AbortedError(fmt::format("{}: locked by someone else", path.string()));
@@ -51,13 +51,13 @@ Result<ReaderRegistration> RegisterReader(const CacheLayout& layout) {
 Result<uint32_t> CountReaders(const CacheLayout& layout, std::chrono::seconds stale_after) {
   uint32_t readers = 0;
   std::error_code ec;
-  std::filesystem::directory_iterator it(layout.LocksDir(), ec);
+  std::filesystem::directory_iterator it(layout.ReadersDir(), ec);
   if (ec) {
     if (ec == std::errc::no_such_file_or_directory) return readers;
-    return ErrnoToStatus(ec.value(), "list", layout.LocksDir());
+    return ErrnoToStatus(ec.value(), "list", layout.ReadersDir());
   }
   for (; it != std::filesystem::directory_iterator(); it.increment(ec)) {
-    if (ec) return ErrnoToStatus(ec.value(), "list", layout.LocksDir());
+    if (ec) return ErrnoToStatus(ec.value(), "list", layout.ReadersDir());
     const std::filesystem::path& path = it->path();
     if (!path.filename().string().starts_with(kPrefix)) continue;
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

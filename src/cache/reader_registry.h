@@ -1,7 +1,7 @@
 // ReaderRegistry: how many iterators read a cache folder now, across processes - so that what
 // each pins ahead of itself can be its share of cache_limit rather than half of it each.
 //
-// Each reader holds an exclusive flock on a file of its own, .ferry/locks/reader.tmp.<pid>.<n>...
+// Each reader holds an exclusive flock on a file of its own, .ferry/readers/reader.tmp.<pid>.<n>...
 // (a unique name), for as long as it reads. Counting lists those files and tries each one's
 // lock: a held lock is a live reader; a free one belongs to a reader that died (flocks vanish with
 // their process) - or to one that has created its file and not yet locked it, so a free file is
@@ -42,7 +42,7 @@ class ReaderRegistration {
 };
 
 /// Counts the caller as a reader of the cache folder `layout` until the result is destroyed.
-/// Creates the locks folder if needed.
+/// Creates the readers folder if needed.
 Result<ReaderRegistration> RegisterReader(const CacheLayout& layout);
 
 /// Readers of the cache folder now, this process's included; removes the files of dead ones

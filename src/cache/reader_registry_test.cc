@@ -22,7 +22,7 @@ uint32_t Count(const CacheLayout& layout,
 
 size_t ReaderFiles(const CacheLayout& layout) {
   size_t n = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(layout.LocksDir())) {
+  for (const auto& entry : std::filesystem::directory_iterator(layout.ReadersDir())) {
     n += entry.path().filename().string().starts_with("reader.");
   }
   return n;
