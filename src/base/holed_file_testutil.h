@@ -8,7 +8,10 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string>
 #include <string_view>
+
+#include "base/file_util.h"
 
 namespace ferry::testing {
 
@@ -31,6 +34,19 @@ inline bool WriteWithHole(const std::filesystem::path& path, std::string_view co
   write_range(0, hole_begin);
   write_range(hole_end, contents.size());
   return ::close(fd) == 0 && ok;
+}
+
+/// Whether a hole at [hole_begin, hole_end) of a file of `size` bytes shows in StatFileExtent in
+/// `folder` (a probe file, removed): not where the filesystem reports no holes (ZFS, NFS), nor
+/// where it allocates in larger units than the hole (tmpfs with huge pages).
+inline bool HoleShows(const std::filesystem::path& folder, uint64_t size, uint64_t hole_begin,
+                      uint64_t hole_end) {
+  const std::filesystem::path probe = folder / "hole-probe";
+  const bool written = WriteWithHole(probe, std::string(size, 'p'), hole_begin, hole_end);
+  const auto extent = StatFileExtent(probe);
+  std::error_code ec;
+  std::filesystem::remove(probe, ec);
+  return written && extent && extent->first_hole == hole_begin;
 }
 
 }  // namespace ferry::testing

@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/boot_time.h"
 #include "base/file_util.h"
 #include "base/log.h"
 #include "cache/cache_layout.h"
@@ -135,26 +136,37 @@ struct CachedCopy {
   std::string damage;  // why a file that is there does not count; empty when none is there
 };
 
-// A cached shard counts only at the size the index gives and without holes. Downloads are not
-// fsynced (a cache can always fetch again, and the flush would halve epoch-1 throughput); what a
-// power cut takes of one comes back so that these checks catch it: a file downloaded whole comes
-// back shorter (ext4 and XFS write the size on disk with the data), and one downloaded in ranged
-// parts - given its full size before the parts arrived - comes back with holes where its data
-// was lost (docs/streaming.md, "Publishing"). Either is downloaded again.
+// A cached shard counts only at the size the index gives - and, when it was last changed before
+// this boot, without holes. Downloads are not fsynced (a cache can always fetch again, and the
+// flush would halve epoch-1 throughput); what a power cut takes of one comes back so that these
+// checks catch it: a file downloaded whole comes back shorter (ext4 and XFS write the size on
+// disk with the data), and one downloaded in ranged parts - given its full size before the parts
+// arrived - comes back with holes where its data was lost (docs/streaming.md, "Publishing").
+// Either is downloaded again. A file changed since boot is in the page cache or on disk,
+// whatever the disk held before, so its holes are not looked for: that keeps the check off the
+// hits of files downloaded this boot, and limits a hole the filesystem made of zeros (ZFS beneath
+// overlayfs) to one more download per boot.
 CachedCopy Examine(const fs::path& path, const FileInfo& file) {
-  auto extent = StatFileExtent(path);
-  if (!extent) {
-    if (extent.error().code() == StatusCode::kNotFound) return {};
-    return {.damage = extent.error().message()};
+  struct stat st;
+  // Anything but a regular file (or a failed stat) counts as absent, as it always did: the
+  // download's rename replaces it, or fails naming the path.
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (size != file.bytes) {
+    return {.damage = fmt::format("{} has {} bytes, index.json says {}", path.string(), size,
+                                  file.bytes)};
   }
-  if (extent->size != file.bytes) {
-    return {.damage = fmt::format("{} has {} bytes, index.json says {}", path.string(),
-                                  extent->size, file.bytes)};
-  }
-  if (extent->first_hole < extent->size) {
-    return {.damage = fmt::format(
-                "{} has no data from byte {} on (written but lost before it reached the disk)",
-                path.string(), extent->first_hole)};
+  const auto changed = std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::seconds(st.st_ctim.tv_sec) + std::chrono::nanoseconds(st.st_ctim.tv_nsec)));
+  if (changed < BootTime()) {
+    // An error here (EMFILE, say) leaves the size check's verdict.
+    if (auto extent = StatFileExtent(path); extent && extent->first_hole < extent->size) {
+      return {.damage = fmt::format(
+                  "{} has no data from byte {} on (written before the last boot, and lost before "
+                  "it reached the disk)",
+                  path.string(), extent->first_hole)};
+    }
   }
   return {.complete = true};
 }

@@ -146,7 +146,8 @@ Status DownloadParts(ObjectStore& store, std::string_view key, int fd, const fs:
                      uint64_t size, uint32_t max_parts, const std::string& url, PartTuner* tuner,
                      std::stop_token stop) {
   // Parts land out of order: reserving every block now also makes a full disk fail here, not
-  // halfway through. Filesystems without fallocate get a sparse file of the right size.
+  // halfway through. Where the filesystem has no fallocate, glibc writes zeros instead (and the
+  // ftruncate below is for C libraries that say EOPNOTSUPP).
   if (const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(size)); err != 0) {
     if (err != EOPNOTSUPP && err != EINVAL) return ErrnoToStatus(err, "allocate", tmp);
     if (::ftruncate(fd, static_cast<off_t>(size)) != 0) {

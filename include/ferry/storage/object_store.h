@@ -51,8 +51,9 @@ struct ByteRange {
 };
 
 /// Receives object bytes in order. Returning an error stops the read with that error. Remote
-/// stores also call it with an empty chunk while bytes are awaited or a connection stalls (about
-/// once a second at least), so that a sink told to stop can end a read that brings no bytes.
+/// stores also call it with an empty chunk at any time during the read (about once a second at
+/// least, also while a connection stalls), so that a sink told to stop can end a read that
+/// brings no bytes.
 using ByteSink = std::function<Status(std::string_view chunk)>;
 
 /// Random-access bytes to upload: read(offset, buffer, size) -> bytes written (0 at the end).

@@ -97,11 +97,14 @@ size_t OnBody(char* data, size_t size, size_t count, void* user) {
   return n;
 }
 
-// libcurl calls this as bytes move, and about once a second while none do (its low-speed check
-// wakes the transfer). A sink that has been told to stop hears it here even from a stalled
-// connection, which would otherwise hold it until the low-speed timeout (30 s by default).
+// libcurl calls this often while bytes move and, as documented, about once a second while none
+// do - before the headers, after the last byte, and on a stalled connection alike. A sink that
+// has been told to stop hears it here even from a connection that brings nothing, which would
+// otherwise hold it until the low-speed timeout (30 s by default).
 int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   auto* t = static_cast<Transfer*>(user);
+  // Already failing (libcurl calls once more as the transfer ends): the first error stands.
+  if (!t->callback_error.ok()) return 1;
   long status = 0;
   curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
   if (status >= 300) return 0;  // an error body goes to the response, never to the sink

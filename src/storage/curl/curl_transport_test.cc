@@ -64,5 +64,22 @@ TEST(CurlTransportTest, ASinkToldToStopEndsAStalledTransfer) {
   }
 }
 
+// The sink's first error is the transfer's result, whatever the sink says when libcurl asks it
+// once more as the transfer ends.
+TEST(CurlTransportTest, TheSinksFirstErrorStands) {
+  const StallingServer server(StallingServer::Stall::kMidBody);
+  Request request;
+  request.url = server.Url("object");
+  bool failed = false;
+  const auto result = DefaultTransport()->Execute(request, [&](std::string_view chunk) -> Status {
+    if (failed) return CancelledError("asked again after failing");
+    if (chunk.empty()) return Status::Ok();
+    failed = true;
+    return DataLossError("the first bytes are wrong");
+  });
+  ASSERT_FALSE(result.has_value());
+  EXPECT_EQ(result.error().code(), StatusCode::kDataLoss) << result.error().ToString();
+}
+
 }  // namespace
 }  // namespace ferry::http

@@ -91,8 +91,9 @@ struct Response {
 };
 
 /// Receives a successful response's body as it arrives. Returning an error aborts the transfer
-/// and becomes the request's result. It is also called with an empty chunk while the response is
-/// awaited or stalls (at least about once a second), so that a sink told to stop can end a
+/// and becomes the request's result. It is also called with an empty chunk at any time while the
+/// transfer runs (often while bytes move, about once a second while none do: before the
+/// headers, on a stalled connection, after the last byte), so that a sink told to stop can end a
 /// transfer that brings no bytes.
 using BodySink = std::function<Status(std::string_view chunk)>;
 

@@ -98,6 +98,7 @@ class StallingServer {
         if (n <= 0) break;
         request.append(buffer, static_cast<size_t>(n));
       }
+      if (request.find("\r\n\r\n") == std::string::npos) continue;  // closed, or stopping
       ++requests_;
       if (where_ == Stall::kMidBody) {
         const std::string response = Headers(request) + std::string(kBytesBeforeStall, 'x');
