@@ -12,6 +12,7 @@ CacheMetrics& CacheMetrics::Get() {
       .evictions = metrics::GetCounter("/ferry/cache/evictions"),
       .evicted_bytes = metrics::GetCounter("/ferry/cache/evicted_bytes"),
       .hash_failures = metrics::GetCounter("/ferry/cache/hash_failures"),
+      .damaged_copies = metrics::GetCounter("/ferry/cache/damaged_copies"),
   };
   return *instance;
 }

@@ -8,6 +8,8 @@
 //   evictions        shard files deleted to stay within cache_limit (raw and zip count once)
 //   evicted_bytes    bytes those evictions freed
 //   hash_failures    downloaded or local compressed files whose validate_hash digest mismatched
+//   damaged_copies   cached shard files found short or holed (what a power cut leaves) and
+//                    downloaded again
 //
 // Thread-safety: counters are relaxed atomics; the struct lives as long as the process.
 #pragma once
@@ -25,6 +27,7 @@ struct CacheMetrics {
   metrics::Counter& evictions;
   metrics::Counter& evicted_bytes;
   metrics::Counter& hash_failures;
+  metrics::Counter& damaged_copies;
 
   /// The process-wide instance (registered on first use).
   static CacheMetrics& Get();

@@ -237,6 +237,7 @@ class ShardCacheImpl final : public ShardCache {
           // Replaced by the rename that publishes the download; readers of it cannot exist (it
           // never passed these checks).
           Log().warn("cache: {}: downloading it again", copy.damage);
+          metrics.damaged_copies.Add();
         }
         FERRY_RETURN_IF_ERROR(downloader_.Fetch(
             shard, [&](uint64_t bytes) { return MakeRoomFor(k, bytes); }, stop));

@@ -75,7 +75,7 @@ TEST_F(ShardCacheTest, AcquireDownloadsOnceThenHits) {
   for (const char* name :
        {"/ferry/cache/hits", "/ferry/cache/misses", "/ferry/cache/evictions",
         "/ferry/cache/evicted_bytes", "/ferry/cache/downloaded_bytes", "/ferry/cache/wait_ns",
-        "/ferry/cache/hash_failures", "/ferry/cache/downloads"}) {
+        "/ferry/cache/hash_failures", "/ferry/cache/downloads", "/ferry/cache/damaged_copies"}) {
     EXPECT_TRUE(values.contains(name)) << name;
   }
 }
@@ -113,6 +113,7 @@ TEST_F(ShardCacheTest, WhatAPowerCutLeavesOfADownloadIsFetchedAgain) {
        }},
       {"hole", [&] { return testing::WriteWithHole(raw, *contents, 4096, 12288); }}};
   int reads = 1;
+  const uint64_t damaged_before = CounterValue("/ferry/cache/damaged_copies");
   {
     // A power cut means a reboot: the damage was done before it.
     const RebootedAfterThisTest rebooted;
@@ -128,6 +129,7 @@ TEST_F(ShardCacheTest, WhatAPowerCutLeavesOfADownloadIsFetchedAgain) {
       EXPECT_EQ(ReadFileToString(raw).value_or(""), *contents);
     }
   }
+  EXPECT_EQ(CounterValue("/ferry/cache/damaged_copies") - damaged_before, 2u);
   // A file changed since boot is in the page cache, whatever the disk holds: its holes are not
   // looked for (so a filesystem that stores zeros as holes costs no download on every hit).
   ASSERT_TRUE(testing::WriteWithHole(raw, *contents, 4096, 12288));
