@@ -41,6 +41,7 @@ struct Transfer {
   curl_slist* header_list = nullptr;
   uint64_t upload_offset = 0;
   Status callback_error;  // first error raised inside a callback (sink or body source)
+  std::chrono::steady_clock::time_point last_to_sink;  // when the sink was last called
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   char error_buffer[CURL_ERROR_SIZE] = {};
 
@@ -79,6 +80,15 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
   return n;
 }
 
+// Hands `chunk` to the sink; false when the sink says stop (its error is kept for the result).
+bool ToSink(Transfer& t, std::string_view chunk) {
+  t.last_to_sink = std::chrono::steady_clock::now();
+  Status s = t.sink(chunk);
+  if (s.ok()) return true;
+  t.callback_error = std::move(s);
+  return false;
+}
+
 size_t OnBody(char* data, size_t size, size_t count, void* user) {
   auto* t = static_cast<Transfer*>(user);
   const size_t n = size * count;
@@ -89,29 +99,25 @@ size_t OnBody(char* data, size_t size, size_t count, void* user) {
     t->response.body.append(data, n);
     return n;
   }
-  Status s = t->sink(std::string_view(data, n));
-  if (!s.ok()) {
-    t->callback_error = std::move(s);
-    return 0;  // aborts the transfer with CURLE_WRITE_ERROR
-  }
-  return n;
+  return ToSink(*t, std::string_view(data, n)) ? n : 0;  // 0 aborts with CURLE_WRITE_ERROR
 }
 
 // libcurl calls this often while bytes move and, as documented, about once a second while none
 // do - before the headers, after the last byte, and on a stalled connection alike. A sink that
-// has been told to stop hears it here even from a connection that brings nothing, which would
-// otherwise hold it until the low-speed timeout (30 s by default).
+// has been told to stop hears it here (an empty chunk) even from a connection that brings
+// nothing, which would otherwise hold it until the low-speed timeout (30 s by default). While
+// bytes reach the sink it hears them instead: the empty call is made only after a quiet spell,
+// not once more per chunk through every layer of sinks.
 int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  constexpr auto kQuiet = std::chrono::milliseconds(100);
   auto* t = static_cast<Transfer*>(user);
   // Already failing (libcurl calls once more as the transfer ends): the first error stands.
   if (!t->callback_error.ok()) return 1;
+  if (std::chrono::steady_clock::now() - t->last_to_sink < kQuiet) return 0;
   long status = 0;
   curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
   if (status >= 300) return 0;  // an error body goes to the response, never to the sink
-  Status s = t->sink(std::string_view());
-  if (s.ok()) return 0;
-  t->callback_error = std::move(s);
-  return 1;  // aborts the transfer with CURLE_ABORTED_BY_CALLBACK
+  return ToSink(*t, std::string_view()) ? 0 : 1;  // 1 aborts with CURLE_ABORTED_BY_CALLBACK
 }
 
 size_t OnUpload(char* buffer, size_t size, size_t count, void* user) {
