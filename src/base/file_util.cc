@@ -185,22 +185,16 @@ Status AtomicFile::Write(std::string_view data) {
 Status AtomicFile::Commit() {
   if (fd_ < 0)
     return FailedPreconditionError(fmt::format("{}: already closed", temporary_.string()));
-  if (::fsync(fd_) != 0) {
-    const Status s = ErrnoToStatus(errno, "fsync", temporary_);
-    Discard();
-    return s;
+  Status status;
+  if (::fsync(fd_) != 0) status = ErrnoToStatus(errno, "fsync", temporary_);
+  if (::close(std::exchange(fd_, -1)) != 0 && status.ok()) {
+    status = ErrnoToStatus(errno, "close", temporary_);
   }
-  if (::close(std::exchange(fd_, -1)) != 0) {
-    const Status s = ErrnoToStatus(errno, "close", temporary_);
-    ::unlink(temporary_.c_str());
-    return s;
+  if (status.ok() && ::rename(temporary_.c_str(), path_.c_str()) != 0) {
+    status = ErrnoToStatus(errno, "rename", path_);
   }
-  if (::rename(temporary_.c_str(), path_.c_str()) != 0) {
-    const Status s = ErrnoToStatus(errno, "rename", path_);
-    ::unlink(temporary_.c_str());
-    return s;
-  }
-  return Status::Ok();
+  if (!status.ok()) ::unlink(temporary_.c_str());
+  return status;
 }
 
 Status WriteFileAtomically(const std::filesystem::path& path, std::string_view contents,
