@@ -13,6 +13,9 @@ constexpr uint32_t kMaxAutoConcurrency = 16;
 // How far past the worker an auto look-ahead may reach while it looks for shards to fetch.
 constexpr uint64_t kMaxLookahead = uint64_t{1} << 20;
 constexpr uint64_t kSeekSlack = 4096;
+// The most samples the cold start looks at to count the shards it needs (1 KB samples come
+// 60,000 to a 64 MB shard; a few thousand show whether the order stays in one shard).
+constexpr uint64_t kMaxColdSpan = 4 * kSeekSlack;
 constexpr double kEwma = 0.3;  // weight of a new measurement
 // How often byte_budget is asked again: readers join and leave a cache folder at any time (a
 // DataLoader's workers start within a moment of each other); one count lists a folder.
@@ -81,12 +84,37 @@ void Prefetcher::Retune() {
   // local), so the bytes the fetches bring decide as well.
   const double by_bytes =
       mean_shard_bytes_ > 0 ? bandwidth_ * latency_s_ * 2 / mean_shard_bytes_ : 0;
-  auto_concurrency_ =
-      static_cast<uint32_t>(std::clamp(std::ceil(std::max(window / per_shard, by_bytes)), 4.0,
-                                       static_cast<double>(kMaxAutoConcurrency)));
+  double shards = std::max(window / per_shard, by_bytes);
+  if (latency_s_ == 0 && first_sample_read_) {
+    shards = std::max(shards, static_cast<double>(cold_shards_));
+  }
+  auto_concurrency_ = static_cast<uint32_t>(
+      std::clamp(std::ceil(shards), 4.0, static_cast<double>(kMaxAutoConcurrency)));
   metrics::GetGauge("/ferry/stream/predownload").Set(static_cast<int64_t>(WindowSamples()));
   metrics::GetGauge("/ferry/stream/concurrency").Set(Concurrency());
   metrics::GetGauge("/ferry/stream/bandwidth_bytes_per_s").Set(static_cast<int64_t>(bandwidth_));
+}
+
+uint64_t Prefetcher::ColdSpan() const {
+  // Only where the look-ahead may reach past its window (Plan's seek), until a fetch has been
+  // timed, and once: after the count the look-ahead goes back to its window.
+  if (options_.samples_per_shard <= 0 || options_.predownload || options_.concurrency ||
+      options_.cache_limited || latency_s_ > 0 || cold_shards_ != 0) {
+    return 0;
+  }
+  return std::min(kMaxColdSpan, static_cast<uint64_t>(std::ceil(4 * options_.samples_per_shard)));
+}
+
+void Prefetcher::CountColdShards(bool ended) {
+  const uint64_t span = ColdSpan();
+  if (span == 0 || (looked_ < taken_ + span && !ended)) return;
+  std::set<ShardKey> shards;
+  for (const Run& run : window_) {
+    if (run.begin >= taken_ + span) break;
+    shards.insert(run.key);
+  }
+  cold_shards_ = static_cast<uint32_t>(std::max<size_t>(1, shards.size()));
+  Retune();
 }
 
 void Prefetcher::Start(const ShardKey& key) {
@@ -134,7 +162,8 @@ void Prefetcher::Plan(std::stop_token stop) {
     // shard (a shuffled order), a window counted in samples would leave the link idle. Not under
     // a cache_limit: a shard stays pinned to its last use in the look-ahead, and a far one would
     // keep read shards pinned, the budget full and eviction short of room.
-    const uint64_t target = taken_ + WindowSamples();
+    // Until a fetch is timed, at least the span the cold start counts its shards over.
+    const uint64_t target = taken_ + std::max(WindowSamples(), ColdSpan());
     const bool seek = !options_.predownload && !options_.cache_limited;
     size_t to_fetch = seek ? ShardsToFetch() : 0;
     // Where everything ahead is local already (epoch 2), seeking would walk to kMaxLookahead
@@ -143,11 +172,15 @@ void Prefetcher::Plan(std::stop_token stop) {
     // wakes the planner.
     const uint64_t slack = std::max(
         {WindowSamples(), kSeekSlack, static_cast<uint64_t>(2 * std::max(1.0, shard_samples_))});
+    bool ended = false;  // the worker's sequence has no more samples
     while (looked_ < target ||
            (seek && to_fetch < Concurrency() && looked_ < taken_ + kMaxLookahead &&
             looked_ < std::max(found_at_, taken_) + slack)) {
       const auto sample = lookahead_.Next();
-      if (!sample) break;
+      if (!sample) {
+        ended = true;
+        break;
+      }
       const ShardKey key = resolve_(*sample);
       // One lookup per sample: whether the shard is new to the look-ahead, and its last use.
       auto [last, inserted] = last_use_.try_emplace(key, looked_);
@@ -166,6 +199,7 @@ void Prefetcher::Plan(std::stop_token stop) {
       }
       ++looked_;
     }
+    CountColdShards(ended);
     StartWithinLimits();
     if (upcoming_stale_) {
       // Eviction keeps the shards needed soonest.
@@ -298,6 +332,13 @@ void Prefetcher::Request(const ShardKey& key) {
 uint64_t Prefetcher::PlannerSteps() {
   std::lock_guard lock(mu_);
   return planner_steps_;
+}
+
+void Prefetcher::FirstSampleRead() {
+  std::lock_guard lock(mu_);
+  first_sample_read_ = true;
+  dirty_ = true;
+  changed_.notify_all();
 }
 
 bool Prefetcher::Warm() {

@@ -19,8 +19,13 @@
 // predownload auto (and no cache_limit, where pins to far uses would crowd the cache) the
 // look-ahead then reaches on, past the window, until it holds as many shards still to fetch as
 // the concurrency allows: in a shuffled order the worker waits for most of epoch 1, so R says
-// little about the link. The choice is reported in the gauges
-// /ferry/stream/predownload, /ferry/stream/concurrency and /ferry/stream/bandwidth_bytes_per_s.
+// little about the link. Before any fetch has been timed, the concurrency is the number of shards
+// that the worker's next four shards' worth of samples touch (samples_per_shard): four in shard
+// order, where the first shard should get the link to itself, and up to the maximum in a
+// shuffled order, where the worker needs all of them before it gets far - once the worker has its
+// first sample (read by two small ranged GETs that the bodies of sixteen shards would slow down).
+// The choice is reported in the gauges /ferry/stream/predownload, /ferry/stream/concurrency and
+// /ferry/stream/bandwidth_bytes_per_s.
 //
 // Thread-safety: Wait and Advance are called by the worker's thread; the rest is internal.
 #pragma once
@@ -65,6 +70,10 @@ struct PrefetchOptions {
   /// When set, asked every 250 ms or so (off the lock) for a tighter cap on the bytes fetched
   /// ahead: this reader's share of cache_limit among the readers of its cache folder.
   std::function<uint64_t()> byte_budget;
+  /// Samples per shard over the dataset (0: unknown). Before any fetch has been timed, auto
+  /// concurrency fetches at once the shards that four shards' worth of the worker's samples
+  /// touch: four in shard order, every shard of the span in a shuffled one.
+  double samples_per_shard = 0;
 };
 
 class Prefetcher {
@@ -98,6 +107,11 @@ class Prefetcher {
   /// Starts fetching `key` now if it is not already (without waiting for it).
   void Request(const ShardKey& key);
 
+  /// The worker has been given its first sample (or an error for it). Until then a cold start
+  /// does not widen to the shards its order touches: their bodies would crowd the small ranged
+  /// reads of that sample.
+  void FirstSampleRead();
+
   /// True once any fetch has completed: the cold start is over.
   bool Warm();
 
@@ -120,6 +134,8 @@ class Prefetcher {
   void Retune();                     // \pre mu_ held: auto sizing
   void Drop(uint64_t position);      // \pre mu_ held: unpin what is behind
   void StartWithinLimits();          // \pre mu_ held: fetch the window in order of first use
+  uint64_t ColdSpan() const;         // \pre mu_ held: samples cold_shards_ counts over, or 0
+  void CountColdShards(bool ended);  // \pre mu_ held: sets cold_shards_ once the span is seen
   // \pre mu_ held, for the two below.
   bool Local(const ShardKey& key) const;  // fetched (and pinned)
   size_t ShardsToFetch() const;           // in the look-ahead and not local
@@ -171,6 +187,10 @@ class Prefetcher {
   uint64_t auto_window_ = 0;     // samples
   uint64_t shard_changes_ = 0;   // times the look-ahead moved to another shard
   uint32_t auto_concurrency_ = 2;
+  // Distinct shards among the first four shards' worth of samples of the look-ahead (0: not yet
+  // counted): the concurrency until a fetch has been timed.
+  uint32_t cold_shards_ = 0;
+  bool first_sample_read_ = false;  // FirstSampleRead has been called
   std::chrono::steady_clock::time_point last_advance_ = std::chrono::steady_clock::now();
   uint64_t last_advance_taken_ = 0;
 

@@ -59,6 +59,10 @@ class CountingCache : public ShardCache {
     std::lock_guard lock(mu_);
     return stopped_;
   }
+  int holding() const {
+    std::lock_guard lock(mu_);
+    return holding_;
+  }
 
  private:
   Index index_;
@@ -70,9 +74,9 @@ class CountingCache : public ShardCache {
   std::map<size_t, int> acquired_;
 };
 
-std::shared_ptr<const EpochPlan> ShardOrderPlan(size_t shards, uint64_t samples_per_shard) {
-  return EpochPlan::Create(std::vector<uint64_t>(shards, samples_per_shard), OrderOptions{},
-                           WorldShape{}, 0)
+std::shared_ptr<const EpochPlan> OnePlan(size_t shards, uint64_t samples_per_shard, bool shuffle) {
+  return EpochPlan::Create(std::vector<uint64_t>(shards, samples_per_shard),
+                           OrderOptions{.shuffle = shuffle}, WorldShape{}, 0)
       .value();
 }
 
@@ -90,10 +94,10 @@ void ReadAll(Prefetcher& prefetcher, WorkerCursor& cursor, const EpochPlan& plan
 }
 
 // What each test starts a prefetcher over: `shards` shards of `samples_per_shard` samples in
-// shard order, the worker's cursor, and a counting cache.
-struct ShardOrder {
-  ShardOrder(size_t shards, uint64_t samples_per_shard)
-      : plan(ShardOrderPlan(shards, samples_per_shard)), cursor(plan->Worker({}).value()) {}
+// shard order (or shuffled), the worker's cursor, and a counting cache.
+struct OneWorker {
+  OneWorker(size_t shards, uint64_t samples_per_shard, bool shuffle = false)
+      : plan(OnePlan(shards, samples_per_shard, shuffle)), cursor(plan->Worker({}).value()) {}
 
   // A prefetcher of `cursor`, every shard `shard_bytes` big; counts the samples its look-ahead
   // resolves into `resolved`.
@@ -117,7 +121,7 @@ struct ShardOrder {
 TEST(PrefetcherTest, TheShardBeingReadStaysPinnedUntilTheWorkerMovesOn) {
   // One sample per shard: every sample is its shard's last use. Unpinned before the worker's
   // Wait, a fetched shard would be fetched again, behind the downloads in the queue.
-  ShardOrder t(200, 1);
+  OneWorker t(200, 1);
   auto prefetcher = t.Start({.predownload = 48, .concurrency = 4, .cache_limited = false});
   std::this_thread::sleep_for(100ms);  // the window fills
   ReadAll(*prefetcher, t.cursor, *t.plan);
@@ -131,7 +135,7 @@ TEST(PrefetcherTest, TheShardBeingReadStaysPinnedUntilTheWorkerMovesOn) {
 TEST(PrefetcherTest, AResumedWorkerSizesItsWindowFromWhereItStarted) {
   // 1,000 shards of 100 samples in shard order, resumed half-way: samples per shard are counted
   // from where the look-ahead began, not from 0 (which made the window ~4x the skip).
-  ShardOrder t(1000, 100);
+  OneWorker t(1000, 100);
   t.cursor.Skip(50'000);
   std::atomic<uint64_t> resolved{0};
   auto prefetcher = t.Start({.cache_limited = true}, 100, &resolved);
@@ -143,7 +147,7 @@ TEST(PrefetcherTest, AResumedWorkerSizesItsWindowFromWhereItStarted) {
 
 TEST(PrefetcherTest, AShardLargerThanTheByteBudgetIsStillFetchedAhead) {
   // Each shard is bigger than max_bytes_in_flight: one at a time, but ahead of the worker.
-  ShardOrder t(50, 1);
+  OneWorker t(50, 1);
   auto prefetcher = t.Start(
       {.predownload = 50, .concurrency = 4, .max_bytes_in_flight = 100, .cache_limited = false},
       150);
@@ -154,7 +158,7 @@ TEST(PrefetcherTest, AShardLargerThanTheByteBudgetIsStillFetchedAhead) {
 TEST(PrefetcherTest, GoingAwayStopsTheFetchesInFlight) {
   // Destroying the prefetcher (the iterator is closed mid-epoch) must not wait for its
   // downloads: over a slow link that was tens of seconds. Each fetch here lasts until stopped.
-  ShardOrder t(50, 10);
+  OneWorker t(50, 10);
   t.cache.HoldFetches();
   auto prefetcher = t.Start({.predownload = 100, .concurrency = 4, .cache_limited = false});
   t.cache.AwaitHolding(4);
@@ -168,7 +172,7 @@ TEST(PrefetcherTest, AShardAwaitedAheadOfItsPositionStaysPinnedUntilItIsRead) {
   // The worker waits for the shard of its next sample before it advances to it (Python's
   // Ctrl+C-friendly wait): pinned only to the previous position, the Advance would unpin it and
   // the Wait fetch it again.
-  ShardOrder t(200, 1);
+  OneWorker t(200, 1);
   auto prefetcher = t.Start({.predownload = 1, .concurrency = 1, .cache_limited = false});
   const ShardKey far{0, 150};  // outside the one-sample window
   ASSERT_TRUE(prefetcher->AwaitFetched(far, 150, 10s));
@@ -180,7 +184,7 @@ TEST(PrefetcherTest, AShardAwaitedAheadOfItsPositionStaysPinnedUntilItIsRead) {
 TEST(PrefetcherTest, ThePlannersWorkFollowsShardChangesNotSamples) {
   // 20 shards of 20,000 samples in shard order, all fetched quickly: a planner that walked the
   // window's samples on every wake-up made this take minutes; it walks runs of one shard.
-  ShardOrder t(20, 20'000);
+  OneWorker t(20, 20'000);
   std::atomic<uint64_t> resolved{0};
   auto prefetcher = t.Start({.cache_limited = false}, 100, &resolved);
   const auto start = std::chrono::steady_clock::now();
@@ -191,6 +195,32 @@ TEST(PrefetcherTest, ThePlannersWorkFollowsShardChangesNotSamples) {
   EXPECT_EQ(t.cache.acquired().size(), 20u);
   EXPECT_LT(prefetcher->PlannerSteps(), 20'000u);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 60s);  // a hang guard, not a speed target
+}
+
+TEST(PrefetcherTest, AColdStartFetchesTheShardsTheFirstSamplesNeedOnceTheFirstIsRead) {
+  // Before any fetch has been timed: four shards at once until the worker has its first sample,
+  // then as many as four shards' worth of its samples touch - all of them (up to the most auto
+  // allows) in a shuffled order, still four in shard order. Each fetch here lasts until stopped,
+  // so nothing is ever timed.
+  for (const bool shuffle : {true, false}) {
+    SCOPED_TRACE(shuffle ? "shuffled" : "shard order");
+    OneWorker t(40, 100, shuffle);
+    t.cache.HoldFetches();
+    auto prefetcher =
+        t.Start({.cache_limited = false, .samples_per_shard = 100}, /*shard_bytes=*/1000);
+    t.cache.AwaitHolding(4);
+    std::this_thread::sleep_for(200ms);
+    EXPECT_EQ(t.cache.holding(), 4) << "before the first sample";
+    prefetcher->FirstSampleRead();
+    if (shuffle) {
+      t.cache.AwaitHolding(16);
+      EXPECT_EQ(t.cache.holding(), 16);
+      EXPECT_EQ(metrics::GetGauge("/ferry/stream/concurrency").value(), 16);
+    } else {
+      std::this_thread::sleep_for(200ms);
+      EXPECT_EQ(t.cache.holding(), 4);
+    }
+  }
 }
 
 }  // namespace

@@ -270,6 +270,11 @@ class StreamingDatasetImpl : public StreamingDataset,
     return e.zip_data ? e.zip_data->bytes : e.raw_data.bytes;
   }
   size_t num_streams() const { return streams_.size(); }
+  double MeanSamplesPerShard() const {
+    size_t shards = 0;
+    for (const Index& index : indexes_) shards += index.shards.size();
+    return shards == 0 ? 0 : static_cast<double>(num_samples_) / static_cast<double>(shards);
+  }
 
  private:
   const StreamingOptions options_;
@@ -306,6 +311,7 @@ class StreamIterator : public SampleIterator {
     prefetch.concurrency = dataset_->options().download_concurrency;
     prefetch.max_bytes_in_flight = dataset_->options().max_bytes_in_flight;
     prefetch.cache_limited = dataset_->options().cache_limit.has_value();
+    prefetch.samples_per_shard = dataset_->MeanSamplesPerShard();
     if (const auto& limit = dataset_->options().cache_limit) {
       // What is fetched ahead is pinned: keep it to half the cache, so eviction has room - half
       // for all the readers of a folder (the node's workers) together, each taking its share.
@@ -328,6 +334,28 @@ class StreamIterator : public SampleIterator {
   }
 
   Result<std::optional<Sample>> Next() override {
+    const bool first = std::exchange(first_, false);
+    auto sample = NextSample(first);
+    // However the first sample came (by range, from a local shard) or failed: a cold start may
+    // now fetch at full width.
+    if (first) prefetcher_->FirstSampleRead();
+    return sample;
+  }
+
+  bool AwaitNext(std::chrono::milliseconds timeout) override {
+    // The first sample of a cold start is read by range: a round trip or two, not a shard.
+    if (first_) return true;
+    const auto v = cursor_.Peek(0);
+    if (!v) return true;
+    const ShardKey key = Resolve(*v).first;
+    if ((current_ && current_key_ == key) || dataset_->Cached(key)) return true;
+    return prefetcher_->AwaitFetched(key, cursor_.taken(), timeout);  // Next's position
+  }
+
+  uint64_t remaining() const override { return cursor_.remaining(); }
+
+ private:
+  Result<std::optional<Sample>> NextSample(bool first) {
     const auto v = cursor_.Next();
     if (!v) return std::optional<Sample>();
     prefetcher_->Advance(cursor_.taken() - 1);  // the position of the sample being read
@@ -338,7 +366,6 @@ class StreamIterator : public SampleIterator {
         current_key_ = key;
       }
     }
-    const bool first = std::exchange(first_, false);
     if (!current_ || current_key_ != key) {
       if (first && !prefetcher_->Warm() && !prefetcher_->Ready(key) &&
           !dataset_->cache(key.stream)->IsLocal(key.shard)) {
@@ -363,19 +390,6 @@ class StreamIterator : public SampleIterator {
     return std::optional<Sample>(std::move(sample));
   }
 
-  bool AwaitNext(std::chrono::milliseconds timeout) override {
-    // The first sample of a cold start is read by range: a round trip or two, not a shard.
-    if (first_) return true;
-    const auto v = cursor_.Peek(0);
-    if (!v) return true;
-    const ShardKey key = Resolve(*v).first;
-    if ((current_ && current_key_ == key) || dataset_->Cached(key)) return true;
-    return prefetcher_->AwaitFetched(key, cursor_.taken(), timeout);  // Next's position
-  }
-
-  uint64_t remaining() const override { return cursor_.remaining(); }
-
- private:
   // The shard and in-shard index of a plan sample.
   std::pair<ShardKey, uint64_t> Resolve(uint64_t sample) const {
     const auto [v, offset] = plan_->Locate(sample);
