@@ -217,6 +217,9 @@ class StreamingDataset(_NativeDataset):
         image_format: ``"pil"`` (jpeg/png/pil columns as PIL images, as the reference),
             ``"numpy"`` (uint8 arrays) or ``"bytes"`` (the stored JPEG/PNG files, undecoded).
         download_concurrency: shards fetched at once per worker (None: auto).
+        node_download_concurrency: shards fetched at once from each cache folder by all the
+            workers and processes of the node that read it with this value (None: no limit
+            beyond each worker's own).
         download_parts: ranged parts a shard of 32 MiB or more is fetched as, at once (None:
             auto, 1 to 8 from how the downloads' rates respond to their number; ``ferry doctor``
             measures it ahead of time).
@@ -258,6 +261,7 @@ class StreamingDataset(_NativeDataset):
         download_concurrency: Optional[int] = None,
         max_bytes_in_flight: Union[int, str, None] = None,
         download_parts: Optional[int] = None,
+        node_download_concurrency: Optional[int] = None,
     ) -> None:
         super().__init__()
         if streams:
@@ -296,6 +300,9 @@ class StreamingDataset(_NativeDataset):
             "predownload": _count(predownload, "predownload", 1),
             "download_concurrency": _count(download_concurrency, "download_concurrency", 1),
             "download_parts": _count(download_parts, "download_parts", 1),
+            "node_download_concurrency": _count(
+                node_download_concurrency, "node_download_concurrency", 1
+            ),
             "max_bytes_in_flight": _size(max_bytes_in_flight, "max_bytes_in_flight"),
             "cache_limit": _size(cache_limit, "cache_limit"),
             "keep_zip": bool(keep_zip or any(s.keep_zip for s in self.streams)),

@@ -124,4 +124,8 @@ std::filesystem::path CacheLayout::ReadersDir() const {
 
 Status CacheLayout::CreateReadersDir() const { return CreateCacheFolders(ReadersDir()); }
 
+std::filesystem::path CacheLayout::SlotsDir() const {
+  return root_ / std::string(kBookkeepingFolder) / "slots";
+}
+
 }  // namespace ferry::internal_cache

@@ -10,6 +10,8 @@
 //                                       while it reads (src/cache/reader_registry.h); a folder
 //                                       of their own, so that counting them does not list the
 //                                       two lock files of every shard
+//   <root>/.ferry/slots/<k>             download slots, 0..n-1: with node_download_concurrency n,
+//                                       a download runs while it holds one (download_slots.h)
 //
 // A shard file has exactly one temporary name, and only the holder of the shard's download lock
 // writes it: whoever takes the lock next knows that a file under that name is the leftover of a
@@ -85,6 +87,9 @@ class CacheLayout {
   std::filesystem::path ReadersDir() const;
   /// Creates .ferry/readers (and the root) if missing.
   Status CreateReadersDir() const;
+
+  /// The download slots' lock files (src/cache/download_slots.h).
+  std::filesystem::path SlotsDir() const;
 
  private:
   std::filesystem::path root_;

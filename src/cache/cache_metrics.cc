@@ -13,6 +13,7 @@ CacheMetrics& CacheMetrics::Get() {
       .evicted_bytes = metrics::GetCounter("/ferry/cache/evicted_bytes"),
       .hash_failures = metrics::GetCounter("/ferry/cache/hash_failures"),
       .damaged_copies = metrics::GetCounter("/ferry/cache/damaged_copies"),
+      .slot_wait_ns = metrics::GetCounter("/ferry/cache/slot_wait_ns"),
   };
   return *instance;
 }

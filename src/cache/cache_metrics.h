@@ -10,6 +10,8 @@
 //   hash_failures    downloaded or local compressed files whose validate_hash digest mismatched
 //   damaged_copies   cached shard files found short or holed (what a power cut leaves) and
 //                    downloaded again
+//   slot_wait_ns     time downloads waited for a slot of node_download_concurrency (part of
+//                    wait_ns)
 //
 // Thread-safety: counters are relaxed atomics; the struct lives as long as the process.
 #pragma once
@@ -28,6 +30,7 @@ struct CacheMetrics {
   metrics::Counter& evicted_bytes;
   metrics::Counter& hash_failures;
   metrics::Counter& damaged_copies;
+  metrics::Counter& slot_wait_ns;
 
   /// The process-wide instance (registered on first use).
   static CacheMetrics& Get();

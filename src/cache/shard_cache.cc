@@ -35,6 +35,7 @@
 #include "base/log.h"
 #include "cache/cache_layout.h"
 #include "cache/cache_metrics.h"
+#include "cache/download_slots.h"
 #include "cache/eviction.h"
 #include "cache/file_lock.h"
 #include "cache/part_tuner.h"
@@ -171,28 +172,31 @@ CachedCopy Examine(const fs::path& path, const FileInfo& file) {
   return {.complete = true};
 }
 
-// Adds the time since construction to wait_ns when it goes out of scope.
+// Adds the time since construction to a counter (wait_ns, slot_wait_ns) when it goes out of
+// scope.
 class WaitTimer {
  public:
-  WaitTimer() : start_(std::chrono::steady_clock::now()) {}
+  explicit WaitTimer(metrics::Counter& counter = CacheMetrics::Get().wait_ns)
+      : counter_(counter), start_(std::chrono::steady_clock::now()) {}
   ~WaitTimer() {
-    CacheMetrics::Get().wait_ns.Add(
-        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                  std::chrono::steady_clock::now() - start_)
-                                  .count()));
+    counter_.Add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                           std::chrono::steady_clock::now() - start_)
+                                           .count()));
   }
   WaitTimer(const WaitTimer&) = delete;
   WaitTimer& operator=(const WaitTimer&) = delete;
 
  private:
+  metrics::Counter& counter_;
   std::chrono::steady_clock::time_point start_;
 };
 
 class ShardCacheImpl final : public ShardCache {
  public:
   ShardCacheImpl(std::shared_ptr<ObjectStore> remote, std::string remote_prefix, Index index,
-                 ShardCacheOptions options)
+                 ShardCacheOptions options, std::unique_ptr<internal_cache::DownloadSlots> slots)
       : remote_(remote),
+        slots_(std::move(slots)),
         index_(std::move(index)),
         options_(std::move(options)),
         layout_(options_.local),
@@ -238,6 +242,11 @@ class ShardCacheImpl final : public ShardCache {
           // never passed these checks).
           Log().warn("cache: {}: downloading it again", copy.damage);
           metrics.damaged_copies.Add();
+        }
+        std::optional<FileLock> slot;
+        if (slots_) {
+          WaitTimer slot_wait(CacheMetrics::Get().slot_wait_ns);
+          FERRY_ASSIGN_OR_RETURN(slot, slots_->Take(stop));
         }
         FERRY_RETURN_IF_ERROR(downloader_.Fetch(
             shard, [&](uint64_t bytes) { return MakeRoomFor(k, bytes); }, stop));
@@ -341,6 +350,7 @@ class ShardCacheImpl final : public ShardCache {
   }
 
   const std::shared_ptr<ObjectStore> remote_;
+  const std::unique_ptr<internal_cache::DownloadSlots> slots_;  // node_download_concurrency
   const Index index_;
   const ShardCacheOptions options_;
   const CacheLayout layout_;
@@ -413,8 +423,15 @@ Result<std::unique_ptr<ShardCache>> ShardCache::Open(std::shared_ptr<ObjectStore
         fmt::format("{}: no such folder (a dataset without a remote is read in place)",
                     options.local.string()));
   }
+  std::unique_ptr<internal_cache::DownloadSlots> slots;
+  if (remote && options.node_download_concurrency) {
+    FERRY_ASSIGN_OR_RETURN(auto opened, internal_cache::DownloadSlots::Open(
+                                            layout.SlotsDir(), *options.node_download_concurrency));
+    slots = std::make_unique<internal_cache::DownloadSlots>(std::move(opened));
+  }
   return std::unique_ptr<ShardCache>(new ShardCacheImpl(std::move(remote), std::move(remote_prefix),
-                                                        std::move(index), std::move(options)));
+                                                        std::move(index), std::move(options),
+                                                        std::move(slots)));
 }
 
 Result<Index> LoadIndex(ObjectStore* remote, const std::string& remote_prefix,

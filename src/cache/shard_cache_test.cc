@@ -158,6 +158,66 @@ TEST_F(ShardCacheTest, ThreadsAskingForOneShardShareOneDownload) {
   EXPECT_EQ(Reads("shard.00001.mds"), 1);
 }
 
+// A TestStore that counts its reads in progress at once, and the most it has seen.
+class ConcurrencyCountingStore : public testing::TestStore {
+ public:
+  using TestStore::TestStore;
+  Result<ObjectInfo> Read(std::string_view key, ByteRange range, const ByteSink& sink) override {
+    const int now = ++in_flight_;
+    int seen = most_.load();
+    while (now > seen && !most_.compare_exchange_weak(seen, now)) {
+    }
+    auto result = TestStore::Read(key, range, sink);
+    --in_flight_;
+    return result;
+  }
+  int most() const { return most_.load(); }
+
+ private:
+  std::atomic<int> in_flight_{0};
+  std::atomic<int> most_{0};
+};
+
+TEST_F(ShardCacheTest, NodeDownloadConcurrencyBoundsTheDownloadsOfEveryReader) {
+  // Two caches on one folder - two readers, whose slot locks conflict as two processes' do -
+  // asked for every shard at once by a thread each. Without the limit the same run downloads
+  // more than two at once: the count below could fail.
+  WriteRemote();
+  ASSERT_GE(index_.shards.size(), 6u);
+  for (const std::optional<uint32_t> limit :
+       {std::optional<uint32_t>(2), std::optional<uint32_t>()}) {
+    SCOPED_TRACE(limit ? "limit 2" : "no limit");
+    fs::remove_all(Cache());
+    StoreAndKey remote = testing::LocalRemote(Remote());
+    prefix_ = remote.key;
+    auto store = std::make_shared<ConcurrencyCountingStore>(
+        remote.store,
+        testing::TestStoreOptions{.chunk_bytes = 1024, .chunk_delay = milliseconds(2)});
+    auto a = Open({.node_download_concurrency = limit}, store);
+    auto b = Open({.node_download_concurrency = limit}, store);
+    const uint64_t waited_before = CounterValue("/ferry/cache/slot_wait_ns");
+    std::atomic<size_t> ok{0};
+    {
+      std::vector<std::jthread> threads;
+      for (size_t k = 0; k < index_.shards.size(); ++k) {
+        threads.emplace_back([&, k] {
+          auto handle = (k % 2 == 0 ? a : b)->Acquire(k);
+          if (handle && testing::RawShardIsIntact(handle->path(), index_.shards[k])) ++ok;
+        });
+      }
+    }
+    EXPECT_EQ(ok, index_.shards.size());
+    if (limit) {
+      EXPECT_LE(store->most(), 2);
+      EXPECT_GT(CounterValue("/ferry/cache/slot_wait_ns"), waited_before);
+      EXPECT_TRUE(fs::exists(CacheLayout(Cache()).SlotsDir() / "1"));
+    } else {
+      EXPECT_GT(store->most(), 2);
+      EXPECT_FALSE(fs::exists(CacheLayout(Cache()).SlotsDir()));
+    }
+  }
+}
+
 TEST_F(ShardCacheTest, OpeningRemovesTheTemporariesOfKilledDownloadsOnly) {
   // A killed download leaves its preallocated temporary behind, which nothing counts against
   // cache_limit; one whose download lock is held is being written by a live download.

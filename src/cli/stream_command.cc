@@ -37,6 +37,7 @@ struct StreamCommandOptions {
   std::string predownload = "auto";
   std::string concurrency = "auto";
   std::string download_parts = "auto";
+  std::optional<uint32_t> node_concurrency;
   std::string cache_limit;
   std::string world = "1,1,1";
   uint32_t rank = 0;
@@ -98,6 +99,10 @@ Result<int> RunStream(const StreamCommandOptions& o) {
     }
     options.download_parts = static_cast<uint32_t>(*parts);
   }
+  if (o.node_concurrency == 0u) {
+    return InvalidArgumentError("--node-concurrency: 0 would never download; at least 1");
+  }
+  options.node_download_concurrency = o.node_concurrency;
   if (!o.cache_limit.empty()) {
     FERRY_ASSIGN_OR_RETURN(uint64_t limit, ParseHumanSize(o.cache_limit));
     options.cache_limit = limit;
@@ -241,6 +246,9 @@ Command AddStreamCommand(CLI::App& parent) {
                   "Ranged parts a shard of 32 MiB or more comes in, at once (1 to 64), or auto: "
                   "chosen from the downloads' rates (ferry doctor measures it ahead)")
       ->capture_default_str();
+  app->add_option("--node-concurrency", o->node_concurrency,
+                  "Shards downloaded at once into the cache folder by every process on the node "
+                  "that reads it with this value (default: no limit beyond --concurrency)");
   app->add_option("--cache-limit", o->cache_limit, "Bytes the cache may hold (e.g. 10gb)");
   app->add_option("--validate-hash", o->validate_hash, "Check downloads with this hash");
   app->add_option("--world", o->world, "NODES,RANKS_PER_NODE,WORKERS_PER_RANK")

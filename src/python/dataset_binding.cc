@@ -62,6 +62,7 @@ StreamingOptions ParseOptions(const py::dict& d) {
   o.download_concurrency = GetOptional<uint32_t>(d, "download_concurrency");
   o.max_bytes_in_flight = Get<uint64_t>(d, "max_bytes_in_flight", o.max_bytes_in_flight);
   o.download_parts = GetOptional<uint32_t>(d, "download_parts");
+  o.node_download_concurrency = GetOptional<uint32_t>(d, "node_download_concurrency");
   o.cache_limit = GetOptional<uint64_t>(d, "cache_limit");
   o.keep_zip = Get<bool>(d, "keep_zip", false);
   o.validate_hash = GetOptional<std::string>(d, "validate_hash");

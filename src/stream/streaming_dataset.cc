@@ -55,6 +55,9 @@ class StreamingDatasetImpl : public StreamingDataset,
     if (options_.download_concurrency == 0u) {
       return InvalidArgumentError("download_concurrency must be at least 1 (or unset: auto)");
     }
+    if (options_.node_download_concurrency == 0u) {
+      return InvalidArgumentError("node_download_concurrency must be at least 1 (or unset)");
+    }
     if (options_.predownload == 0u) {
       return InvalidArgumentError("predownload must be at least 1 (or unset: auto)");
     }
@@ -100,6 +103,7 @@ class StreamingDatasetImpl : public StreamingDataset,
       cache_options.keep_zip = options_.keep_zip;
       cache_options.validate_hash = options_.validate_hash;
       cache_options.download_parts = options_.download_parts;
+      cache_options.node_download_concurrency = options_.node_download_concurrency;
       uint64_t stream_bytes = 0;
       for (const ShardEntry& shard : index.shards) {
         stream_bytes += shard.raw_data.bytes;

@@ -162,6 +162,7 @@ def test_a_remote_dataset_streams_through_the_cache(tmp_path, s3rver):
     ({"cache_limit": "huge"}, ValueError, "huge"),
     ({"predownload": 0}, ValueError, "predownload"),
     ({"download_parts": 0}, ValueError, "download_parts"),
+    ({"node_download_concurrency": 0}, ValueError, "node_download_concurrency"),
     ({"batch_size": 0}, ValueError, "batch_size"),
     ({"image_format": "jpeg"}, ValueError, "image_format"),
     ({"sampling_method": "random"}, ValueError, "sampling_method"),
@@ -177,6 +178,17 @@ def test_bad_options_are_clear_errors(dataset_dir, kwargs, error, match):
 def test_download_parts_reaches_the_engine(dataset_dir):
     ds = ferry.StreamingDataset(local=str(dataset_dir), download_parts=2)
     assert [s["id"] for s in ds] == list(range(N))
+
+
+def test_node_download_concurrency_is_shared_by_the_workers(dataset_dir, tmp_path):
+    # One slot for the whole node: two DataLoader workers (two processes) download through it
+    # one shard at a time, and every sample still arrives.
+    cache = tmp_path / "cache"
+    ds = ferry.StreamingDataset(remote=str(dataset_dir), local=str(cache), shuffle=True,
+                                node_download_concurrency=1)
+    ids = [int(s["id"]) for s in torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2)]
+    assert sorted(ids) == list(range(N))
+    assert sorted(p.name for p in (cache / ".ferry" / "slots").iterdir()) == ["0"]
 
 
 def test_missing_data_is_not_found_naming_the_path(tmp_path):

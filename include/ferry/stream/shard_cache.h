@@ -68,6 +68,10 @@ struct ShardCacheOptions {
   /// kMaxAutoDownloadParts (src/cache/part_tuner.h).
   uint64_t parallel_part_threshold = uint64_t{32} << 20;
   std::optional<uint32_t> download_parts;
+  /// Downloads at once from this folder, across every thread and process on the node that
+  /// opens it with the same value (flock'ed slots, src/cache/download_slots.h); nullopt: no
+  /// limit beyond each reader's own.
+  std::optional<uint32_t> node_download_concurrency;
 };
 
 /// A pinned, complete, local raw shard. Movable; unpins when destroyed.

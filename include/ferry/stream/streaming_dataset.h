@@ -19,7 +19,8 @@
 // `download_concurrency` downloads at once and at most `max_bytes_in_flight` bytes being
 // fetched (under a cache_limit, at most its share of half the limit among the iterators reading
 // the cache folder, in all processes: src/cache/reader_registry.h), pinning each shard until the
-// iterator is past its last upcoming use. With
+// iterator is past its last upcoming use; node_download_concurrency bounds the downloads of
+// all of them together, across processes. With
 // predownload/concurrency "auto" (nullopt) it sizes the window from the bandwidth and round-trip
 // time it measures (bytes in flight ~ bandwidth x RTT x 2) and reports what it chose in metrics.
 // At the cold start, before any shard is local, an iterator's first sample (of a raw,
@@ -70,6 +71,10 @@ struct StreamingOptions {
   /// 1 to 8 from how the rates of the downloads so far respond to their number
   /// (src/cache/part_tuner.h); `ferry doctor` measures which, ahead of time.
   std::optional<uint32_t> download_parts;
+  /// Shard downloads at once from each cache folder, across every worker and process on the
+  /// node that reads it with the same value (src/cache/download_slots.h): the workers of all
+  /// ranks share one link. nullopt: each worker's download_concurrency is its only limit.
+  std::optional<uint32_t> node_download_concurrency;
   std::optional<uint64_t> cache_limit;  // bytes per stream cache folder
   bool keep_zip = false;
   std::optional<std::string> validate_hash;
