@@ -37,11 +37,14 @@ def _size(value: Union[int, str, None], name: str) -> Optional[int]:
     raise InvalidArgumentError(f"{name} must be bytes or a size such as '100gb', not {value!r}")
 
 
-def _count(value: Any, name: str, minimum: int = 0) -> Optional[int]:
+def _count(value: Any, name: str, minimum: int = 0,
+           maximum: Optional[int] = None) -> Optional[int]:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise InvalidArgumentError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise InvalidArgumentError(f"{name} must be at most {maximum}, got {value!r}")
     return value
 
 
@@ -301,7 +304,7 @@ class StreamingDataset(_NativeDataset):
             "download_concurrency": _count(download_concurrency, "download_concurrency", 1),
             "download_parts": _count(download_parts, "download_parts", 1),
             "node_download_concurrency": _count(
-                node_download_concurrency, "node_download_concurrency", 1
+                node_download_concurrency, "node_download_concurrency", 1, 1024
             ),
             "max_bytes_in_flight": _size(max_bytes_in_flight, "max_bytes_in_flight"),
             "cache_limit": _size(cache_limit, "cache_limit"),

@@ -1,40 +1,96 @@
 #include "cache/download_slots.h"
 
 #include <fmt/format.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <string>
+#include <vector>
 
+#include "base/file_util.h"
 #include "base/stoppable_sleep.h"
 #include "cache/cache_layout.h"
 
 namespace ferry::internal_cache {
 namespace {
 
-constexpr auto kFirstNap = std::chrono::milliseconds(2);
-constexpr auto kLongestNap = std::chrono::milliseconds(20);
+constexpr std::chrono::milliseconds kFirstNap(2);
+constexpr std::chrono::milliseconds kLongestNap(20);
+
+// The descriptors one poller opened, closed when it is done (except the one it hands on locked).
+class OpenSlots {
+ public:
+  explicit OpenSlots(size_t n) { fds_.reserve(n); }
+  ~OpenSlots() {
+    for (const int fd : fds_) {
+      if (fd >= 0) ::close(fd);
+    }
+  }
+  OpenSlots(const OpenSlots&) = delete;
+  OpenSlots& operator=(const OpenSlots&) = delete;
+  std::vector<int>& fds() { return fds_; }
+
+ private:
+  std::vector<int> fds_;
+};
 
 }  // namespace
 
-Result<DownloadSlots> DownloadSlots::Open(const std::filesystem::path& folder, uint32_t slots) {
-  if (slots == 0) {
-    return InvalidArgumentError(
-        fmt::format("{}: a node_download_concurrency of 0 would never download", folder.string()));
+Result<std::unique_ptr<DownloadSlots>> DownloadSlots::Open(const std::filesystem::path& folder,
+                                                           uint32_t slots) {
+  if (slots == 0 || slots > kMaxDownloadSlots) {
+    return InvalidArgumentError(fmt::format("{}: node_download_concurrency must be 1 to {}, not {}",
+                                            folder.string(), kMaxDownloadSlots, slots));
   }
   FERRY_RETURN_IF_ERROR(CreateCacheFolders(folder));
-  return DownloadSlots(folder, slots);
+  return std::unique_ptr<DownloadSlots>(new DownloadSlots(folder, slots));
 }
 
 Result<FileLock> DownloadSlots::Take(std::stop_token stop) {
+  {
+    std::unique_lock lock(mu_);
+    if (!poller_done_.wait(lock, stop, [&] { return pollers_ < slots_; })) {
+      return CancelledError(
+          fmt::format("{}: stopped while waiting for a download slot", folder_.string()));
+    }
+    ++pollers_;
+  }
+  auto slot = Poll(stop);
+  {
+    std::lock_guard lock(mu_);
+    --pollers_;
+  }
+  poller_done_.notify_one();
+  return slot;
+}
+
+Result<FileLock> DownloadSlots::Poll(std::stop_token stop) {
+  uint32_t first;
+  {
+    std::lock_guard lock(mu_);
+    first = next_;
+    next_ = (next_ + 1) % slots_;
+  }
+  OpenSlots open(slots_);
   std::chrono::milliseconds nap = kFirstNap;
   for (;;) {
-    const uint32_t first = next_.fetch_add(1, std::memory_order_relaxed);
     for (uint32_t i = 0; i < slots_; ++i) {
-      FERRY_ASSIGN_OR_RETURN(
-          auto slot,
-          FileLock::TryLock(folder_ / std::to_string((first + i) % slots_), LockMode::kExclusive));
-      if (slot) return std::move(*slot);
+      const uint32_t k = (first + i) % slots_;
+      const std::filesystem::path path = folder_ / std::to_string(k);
+      if (open.fds().size() <= i) {
+        FERRY_ASSIGN_OR_RETURN(const int fd, OpenLockFile(path));
+        open.fds().push_back(fd);
+      }
+      int& fd = open.fds()[i];
+      int rc;
+      do {
+        rc = ::flock(fd, LOCK_EX | LOCK_NB);
+      } while (rc != 0 && errno == EINTR);
+      if (rc == 0) return FileLock::Adopt(std::exchange(fd, -1));
+      if (errno != EWOULDBLOCK) return ErrnoToStatus(errno, "flock", path);
     }
     if (!SleepUnlessStopped(nap, stop)) {
       return CancelledError(

@@ -5,17 +5,21 @@
 //
 // The folder's .ferry/slots/ holds n lock files, "0" to "n-1"; a download runs while it holds
 // one of them exclusively. flock locks belong to the open file description, so threads of one
-// process conflict as processes do, and the slots of a killed process free themselves. Take
-// tries every slot once, starting where the last call of this object started plus one (so that
-// waiters do not all try slot 0 first), then naps - 2 ms at first, doubling up to 20 ms - and
-// tries again: flock cannot wait for any one of several files.
+// process conflict as processes do, and the slots of a killed process free themselves. flock
+// cannot wait for any one of several files, so a waiter polls: it opens the n files once, tries
+// each (from a place that moves on with every call, so that waiters do not all try slot 0
+// first), naps - 2 ms at first, doubling up to 20 ms - and tries again. At most n threads of one
+// DownloadSlots poll at once (more could not all get a slot); the others wait for one of them
+// to finish, without polling.
 //
 // Thread-safety: Take may be called from any thread.
 #pragma once
 
-#include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
+#include <mutex>
 #include <stop_token>
 
 #include "cache/file_lock.h"
@@ -23,14 +27,16 @@
 
 namespace ferry::internal_cache {
 
+/// The most slots a folder may have: far more downloads at once than any link needs, and few
+/// enough files to try in one poll.
+inline constexpr uint32_t kMaxDownloadSlots = 1024;
+
 class DownloadSlots {
  public:
-  /// Slots "0" to "slots-1" under `folder`, which Open creates if missing. \pre slots >= 1.
-  static Result<DownloadSlots> Open(const std::filesystem::path& folder, uint32_t slots);
-
-  DownloadSlots(DownloadSlots&& other) noexcept
-      : folder_(std::move(other.folder_)), slots_(other.slots_), next_(other.next_.load()) {}
-  DownloadSlots& operator=(DownloadSlots&&) = delete;
+  /// Slots "0" to "slots-1" under `folder`, which Open creates if missing. An error unless
+  /// 1 <= slots <= kMaxDownloadSlots.
+  static Result<std::unique_ptr<DownloadSlots>> Open(const std::filesystem::path& folder,
+                                                     uint32_t slots);
 
   /// A free slot, held until the returned lock is dropped. Waits while every slot is taken,
   /// until `stop` is requested (then kCancelled). An error names the slot file.
@@ -41,10 +47,14 @@ class DownloadSlots {
  private:
   DownloadSlots(std::filesystem::path folder, uint32_t slots)
       : folder_(std::move(folder)), slots_(slots) {}
+  Result<FileLock> Poll(std::stop_token stop);  // one poller's loop
 
-  std::filesystem::path folder_;
-  uint32_t slots_;
-  std::atomic<uint32_t> next_{0};
+  const std::filesystem::path folder_;
+  const uint32_t slots_;
+  std::mutex mu_;
+  std::condition_variable_any poller_done_;
+  uint32_t pollers_ = 0;  // guarded by mu_
+  uint32_t next_ = 0;     // guarded by mu_: the slot the next poller tries first
 };
 
 }  // namespace ferry::internal_cache

@@ -14,16 +14,16 @@
 #include "cache/cache_layout.h"
 
 namespace ferry::internal_cache {
-namespace {
-
-// Opens (creating) a lock file. Read-write when allowed, so that the use-lock's mtime can be
-// stamped; read-only otherwise (a cache folder shared between users, where flock still works).
 Result<int> OpenLockFile(const std::filesystem::path& path) {
+  // Read-write when allowed, so that the use-lock's mtime can be stamped; read-only otherwise
+  // (a cache folder shared between users, where flock still works).
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, Modes().file);
   if (fd < 0 && errno == EACCES) fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoToStatus(errno, "open lock file", path);
   return fd;
 }
+
+namespace {
 
 int FlockOperation(LockMode mode) { return mode == LockMode::kShared ? LOCK_SH : LOCK_EX; }
 

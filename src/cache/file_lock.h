@@ -35,6 +35,9 @@ class FileLock {
   /// Like Lock, but nullopt instead of waiting when a conflicting lock is held.
   static Result<std::optional<FileLock>> TryLock(const std::filesystem::path& path, LockMode mode);
 
+  /// Takes over `fd`, which the caller has locked with flock (from OpenLockFile).
+  static FileLock Adopt(int fd) { return FileLock(fd); }
+
   FileLock() = default;
   FileLock(FileLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
   FileLock& operator=(FileLock&& other) noexcept;
@@ -60,5 +63,9 @@ class FileLock {
 
 /// LOCK_UN, then close: releases a descriptor handed out by FileLock::Release. -1 is a no-op.
 void UnlockAndClose(int fd);
+
+/// Opens (creating) a lock file, unlocked: for a caller that tries one file many times
+/// (DownloadSlots). An error names the file.
+Result<int> OpenLockFile(const std::filesystem::path& path);
 
 }  // namespace ferry::internal_cache

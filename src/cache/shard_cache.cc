@@ -425,9 +425,8 @@ Result<std::unique_ptr<ShardCache>> ShardCache::Open(std::shared_ptr<ObjectStore
   }
   std::unique_ptr<internal_cache::DownloadSlots> slots;
   if (remote && options.node_download_concurrency) {
-    FERRY_ASSIGN_OR_RETURN(auto opened, internal_cache::DownloadSlots::Open(
-                                            layout.SlotsDir(), *options.node_download_concurrency));
-    slots = std::make_unique<internal_cache::DownloadSlots>(std::move(opened));
+    FERRY_ASSIGN_OR_RETURN(slots, internal_cache::DownloadSlots::Open(
+                                      layout.SlotsDir(), *options.node_download_concurrency));
   }
   return std::unique_ptr<ShardCache>(new ShardCacheImpl(std::move(remote), std::move(remote_prefix),
                                                         std::move(index), std::move(options),

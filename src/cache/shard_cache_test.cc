@@ -4,6 +4,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -158,64 +159,91 @@ TEST_F(ShardCacheTest, ThreadsAskingForOneShardShareOneDownload) {
   EXPECT_EQ(Reads("shard.00001.mds"), 1);
 }
 
-// A TestStore that counts its reads in progress at once, and the most it has seen.
-class ConcurrencyCountingStore : public testing::TestStore {
- public:
-  using TestStore::TestStore;
-  Result<ObjectInfo> Read(std::string_view key, ByteRange range, const ByteSink& sink) override {
-    const int now = ++in_flight_;
-    int seen = most_.load();
-    while (now > seen && !most_.compare_exchange_weak(seen, now)) {
-    }
-    auto result = TestStore::Read(key, range, sink);
-    --in_flight_;
-    return result;
-  }
-  int most() const { return most_.load(); }
-
- private:
-  std::atomic<int> in_flight_{0};
-  std::atomic<int> most_{0};
+// Reads in progress at once and the most seen, in memory that forked children share.
+struct ReadCounts {
+  std::atomic<int> in_flight{0};
+  std::atomic<int> most{0};
 };
 
-TEST_F(ShardCacheTest, NodeDownloadConcurrencyBoundsTheDownloadsOfEveryReader) {
-  // Two caches on one folder - two readers, whose slot locks conflict as two processes' do -
-  // asked for every shard at once by a thread each. Without the limit the same run downloads
-  // more than two at once: the count below could fail.
+// A TestStore that counts its reads in progress into `counts`.
+class ConcurrencyCountingStore : public testing::TestStore {
+ public:
+  ConcurrencyCountingStore(std::shared_ptr<ObjectStore> inner, testing::TestStoreOptions options,
+                           ReadCounts* counts)
+      : TestStore(std::move(inner), std::move(options)), counts_(counts) {}
+  Result<ObjectInfo> Read(std::string_view key, ByteRange range, const ByteSink& sink) override {
+    const int now = ++counts_->in_flight;
+    int seen = counts_->most.load();
+    while (now > seen && !counts_->most.compare_exchange_weak(seen, now)) {
+    }
+    auto result = TestStore::Read(key, range, sink);
+    --counts_->in_flight;
+    return result;
+  }
+
+ private:
+  ReadCounts* counts_;
+};
+
+TEST_F(ShardCacheTest, NodeDownloadConcurrencyBoundsTheDownloadsOfEveryProcess) {
+  // Three processes, two threads each, acquire every shard of one cache folder at once, their
+  // reads counted in shared memory. Without the limit the same run downloads more than two at
+  // once: the bound below could fail.
   WriteRemote();
   ASSERT_GE(index_.shards.size(), 6u);
+  void* shared = ::mmap(nullptr, sizeof(ReadCounts), PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(shared, MAP_FAILED);
   for (const std::optional<uint32_t> limit :
        {std::optional<uint32_t>(2), std::optional<uint32_t>()}) {
     SCOPED_TRACE(limit ? "limit 2" : "no limit");
     fs::remove_all(Cache());
+    auto* counts = new (shared) ReadCounts;
     StoreAndKey remote = testing::LocalRemote(Remote());
     prefix_ = remote.key;
     auto store = std::make_shared<ConcurrencyCountingStore>(
         remote.store,
-        testing::TestStoreOptions{.chunk_bytes = 1024, .chunk_delay = milliseconds(2)});
-    auto a = Open({.node_download_concurrency = limit}, store);
-    auto b = Open({.node_download_concurrency = limit}, store);
-    const uint64_t waited_before = CounterValue("/ferry/cache/slot_wait_ns");
-    std::atomic<size_t> ok{0};
-    {
-      std::vector<std::jthread> threads;
-      for (size_t k = 0; k < index_.shards.size(); ++k) {
-        threads.emplace_back([&, k] {
-          auto handle = (k % 2 == 0 ? a : b)->Acquire(k);
-          if (handle && testing::RawShardIsIntact(handle->path(), index_.shards[k])) ++ok;
-        });
-      }
+        testing::TestStoreOptions{.chunk_bytes = 1024, .chunk_delay = milliseconds(2)}, counts);
+    testing::Children children;
+    testing::Pipe start;
+    std::vector<pid_t> pids;
+    for (int c = 0; c < 3; ++c) {
+      pids.push_back(children.Spawn([&, c]() -> int {
+        if (!start.Receive()) return 2;
+        auto opened = ShardCache::Open(store, prefix_, index_,
+                                       {.local = Cache(), .node_download_concurrency = limit});
+        if (!opened) return 3;
+        std::atomic<int> failures{0};
+        auto acquire_all = [&](bool reverse) {
+          std::vector<size_t> order = Iota(index_.shards.size());
+          if (reverse) std::reverse(order.begin(), order.end());
+          for (const size_t k : order) {
+            auto handle = (*opened)->Acquire((k + c) % index_.shards.size());
+            if (!handle) ++failures;
+          }
+        };
+        {
+          std::jthread other(acquire_all, true);
+          acquire_all(false);
+        }
+        return failures == 0 ? 0 : 4;
+      }));
     }
-    EXPECT_EQ(ok, index_.shards.size());
+    for (size_t i = 0; i < pids.size(); ++i) start.Send();
+    for (const pid_t pid : pids) EXPECT_EQ(children.Wait(pid), 0);
+    for (size_t k = 0; k < index_.shards.size(); ++k) {
+      EXPECT_TRUE(testing::RawShardIsIntact(RawPath(k, Cache()), index_.shards[k]));
+    }
     if (limit) {
-      EXPECT_LE(store->most(), 2);
-      EXPECT_GT(CounterValue("/ferry/cache/slot_wait_ns"), waited_before);
+      EXPECT_LE(counts->most.load(), 2);
       EXPECT_TRUE(fs::exists(CacheLayout(Cache()).SlotsDir() / "1"));
     } else {
-      EXPECT_GT(store->most(), 2);
+      EXPECT_GT(counts->most.load(), 2);
       EXPECT_FALSE(fs::exists(CacheLayout(Cache()).SlotsDir()));
     }
+    counts->~ReadCounts();
   }
+  ::munmap(shared, sizeof(ReadCounts));
 }
 
 TEST_F(ShardCacheTest, OpeningRemovesTheTemporariesOfKilledDownloadsOnly) {

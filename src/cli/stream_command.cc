@@ -99,9 +99,6 @@ Result<int> RunStream(const StreamCommandOptions& o) {
     }
     options.download_parts = static_cast<uint32_t>(*parts);
   }
-  if (o.node_concurrency == 0u) {
-    return InvalidArgumentError("--node-concurrency: 0 would never download; at least 1");
-  }
   options.node_download_concurrency = o.node_concurrency;
   if (!o.cache_limit.empty()) {
     FERRY_ASSIGN_OR_RETURN(uint64_t limit, ParseHumanSize(o.cache_limit));

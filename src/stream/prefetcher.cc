@@ -85,21 +85,23 @@ void Prefetcher::Retune() {
   const double by_bytes =
       mean_shard_bytes_ > 0 ? bandwidth_ * latency_s_ * 2 / mean_shard_bytes_ : 0;
   double shards = std::max(window / per_shard, by_bytes);
-  if (latency_s_ == 0 && first_sample_read_) {
-    shards = std::max(shards, static_cast<double>(cold_shards_));
-  }
-  auto_concurrency_ = static_cast<uint32_t>(
-      std::clamp(std::ceil(shards), 4.0, static_cast<double>(kMaxAutoConcurrency)));
+  if (!warm_ && first_sample_read_) shards = std::max(shards, static_cast<double>(cold_shards_));
+  // More than the node's download slots would only wait for them (and count their waits as
+  // fetch time).
+  const double most = std::min(kMaxAutoConcurrency, options_.node_download_concurrency);
+  auto_concurrency_ =
+      static_cast<uint32_t>(std::clamp(std::ceil(shards), std::min(4.0, most), most));
   metrics::GetGauge("/ferry/stream/predownload").Set(static_cast<int64_t>(WindowSamples()));
   metrics::GetGauge("/ferry/stream/concurrency").Set(Concurrency());
   metrics::GetGauge("/ferry/stream/bandwidth_bytes_per_s").Set(static_cast<int64_t>(bandwidth_));
 }
 
 uint64_t Prefetcher::ColdSpan() const {
-  // Only where the look-ahead may reach past its window (Plan's seek), until a fetch has been
-  // timed, and once: after the count the look-ahead goes back to its window.
+  // Only where the look-ahead may reach past its window (Plan's seek), until a fetch has ended
+  // (whether downloaded, found local or failed), and once: after the count the look-ahead goes
+  // back to its window.
   if (options_.samples_per_shard <= 0 || options_.predownload || options_.concurrency ||
-      options_.cache_limited || latency_s_ > 0 || cold_shards_ != 0) {
+      options_.cache_limited || warm_ || cold_shards_ != 0) {
     return 0;
   }
   return std::min(kMaxColdSpan, static_cast<uint64_t>(std::ceil(4 * options_.samples_per_shard)));

@@ -19,7 +19,7 @@
 // predownload auto (and no cache_limit, where pins to far uses would crowd the cache) the
 // look-ahead then reaches on, past the window, until it holds as many shards still to fetch as
 // the concurrency allows: in a shuffled order the worker waits for most of epoch 1, so R says
-// little about the link. Before any fetch has been timed, the concurrency is the number of shards
+// little about the link. Until the first fetch has ended, the concurrency is the number of shards
 // that the worker's next four shards' worth of samples touch (samples_per_shard): four in shard
 // order, where the first shard should get the link to itself, and up to the maximum in a
 // shuffled order, where the worker needs all of them before it gets far - once the worker has its
@@ -70,10 +70,13 @@ struct PrefetchOptions {
   /// When set, asked every 250 ms or so (off the lock) for a tighter cap on the bytes fetched
   /// ahead: this reader's share of cache_limit among the readers of its cache folder.
   std::function<uint64_t()> byte_budget;
-  /// Samples per shard over the dataset (0: unknown). Before any fetch has been timed, auto
+  /// Samples per shard over the dataset (0: unknown). Until the first fetch has ended, auto
   /// concurrency fetches at once the shards that four shards' worth of the worker's samples
   /// touch: four in shard order, every shard of the span in a shuffled one.
   double samples_per_shard = 0;
+  /// The most downloads the node allows at once from the cache folder
+  /// (node_download_concurrency): auto concurrency stays at or below it.
+  uint32_t node_download_concurrency = UINT32_MAX;
 };
 
 class Prefetcher {
@@ -188,7 +191,7 @@ class Prefetcher {
   uint64_t shard_changes_ = 0;   // times the look-ahead moved to another shard
   uint32_t auto_concurrency_ = 2;
   // Distinct shards among the first four shards' worth of samples of the look-ahead (0: not yet
-  // counted): the concurrency until a fetch has been timed.
+  // counted): the concurrency until a fetch has ended.
   uint32_t cold_shards_ = 0;
   bool first_sample_read_ = false;  // FirstSampleRead has been called
   std::chrono::steady_clock::time_point last_advance_ = std::chrono::steady_clock::now();

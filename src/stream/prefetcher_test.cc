@@ -223,5 +223,19 @@ TEST(PrefetcherTest, AColdStartFetchesTheShardsTheFirstSamplesNeedOnceTheFirstIs
   }
 }
 
+TEST(PrefetcherTest, AutoConcurrencyStaysWithinTheNodesDownloadSlots) {
+  // More fetches than the node's slots would only wait for them: with three slots, a shuffled
+  // cold start fetches three shards at once, not sixteen.
+  OneWorker t(40, 100, /*shuffle=*/true);
+  t.cache.HoldFetches();
+  auto prefetcher = t.Start(
+      {.cache_limited = false, .samples_per_shard = 100, .node_download_concurrency = 3}, 1000);
+  prefetcher->FirstSampleRead();
+  t.cache.AwaitHolding(3);
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(t.cache.holding(), 3);
+  EXPECT_EQ(metrics::GetGauge("/ferry/stream/concurrency").value(), 3);
+}
+
 }  // namespace
 }  // namespace ferry::internal_stream

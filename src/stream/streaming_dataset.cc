@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "base/log.h"
+#include "cache/download_slots.h"
 #include "cache/reader_registry.h"
 #include "ferry/format/shard_reader.h"
 #include "ferry/metrics/metrics.h"
@@ -55,8 +56,12 @@ class StreamingDatasetImpl : public StreamingDataset,
     if (options_.download_concurrency == 0u) {
       return InvalidArgumentError("download_concurrency must be at least 1 (or unset: auto)");
     }
-    if (options_.node_download_concurrency == 0u) {
-      return InvalidArgumentError("node_download_concurrency must be at least 1 (or unset)");
+    if (options_.node_download_concurrency &&
+        (*options_.node_download_concurrency == 0 ||
+         *options_.node_download_concurrency > internal_cache::kMaxDownloadSlots)) {
+      return InvalidArgumentError(
+          fmt::format("node_download_concurrency must be 1 to {} (or unset), not {}",
+                      internal_cache::kMaxDownloadSlots, *options_.node_download_concurrency));
     }
     if (options_.predownload == 0u) {
       return InvalidArgumentError("predownload must be at least 1 (or unset: auto)");
@@ -316,6 +321,8 @@ class StreamIterator : public SampleIterator {
     prefetch.max_bytes_in_flight = dataset_->options().max_bytes_in_flight;
     prefetch.cache_limited = dataset_->options().cache_limit.has_value();
     prefetch.samples_per_shard = dataset_->MeanSamplesPerShard();
+    prefetch.node_download_concurrency =
+        dataset_->options().node_download_concurrency.value_or(UINT32_MAX);
     if (const auto& limit = dataset_->options().cache_limit) {
       // What is fetched ahead is pinned: keep it to half the cache, so eviction has room - half
       // for all the readers of a folder (the node's workers) together, each taking its share.
