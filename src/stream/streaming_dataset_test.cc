@@ -73,6 +73,7 @@ class SlowStore : public ObjectStore {
   Result<ObjectInfo> Head(std::string_view key) override { return inner_->Head(key); }
   Result<ObjectInfo> Read(std::string_view key, ByteRange range, const ByteSink& sink) override {
     if (range.offset == 0 && !range.length) {
+      ++started;
       const int now = ++downloading;
       for (int peak = most_at_once.load();
            now > peak && !most_at_once.compare_exchange_weak(peak, now);) {
@@ -82,6 +83,7 @@ class SlowStore : public ObjectStore {
     }
     return inner_->Read(key, range, sink);
   }
+  static inline std::atomic<int> started{0};
   static inline std::atomic<int> downloading{0};
   static inline std::atomic<int> most_at_once{0};
   Status Write(std::string_view key, const ByteSource& source) override {
@@ -191,6 +193,31 @@ TEST_F(StreamingDatasetTest, AShuffledOrderKeepsEveryDownloadSlotBusy) {
   auto it = ds->Iterate({.epoch = 0}).value();
   EXPECT_EQ(ReadAll(*it).size(), 1000u);
   EXPECT_EQ(SlowStore::most_at_once.load(), 16);
+}
+
+// With every setting at its default, a shuffled cold start fetches four shards while the first
+// sample is read by range, then every shard the next four shards' worth of samples touch (at
+// most 16) - long before a download has ended (300 ms each here) and taught it anything. Also
+// for a resumed worker.
+TEST_F(StreamingDatasetTest, AShuffledColdStartWidensOnceTheFirstSampleIsRead) {
+  for (const uint64_t skip : {uint64_t{0}, uint64_t{400}}) {
+    SCOPED_TRACE(skip);
+    StreamingOptions o = Remote();
+    o.streams[0].remote = "slowfile://" + (tmp_ / "remote").string();
+    o.streams[0].local = (tmp_ / ("cache" + std::to_string(skip))).string();
+    o.order.shuffle = true;
+    auto ds = StreamingDataset::Open(o).value();
+    ASSERT_GT(ds->indexes()[0].shards.size(), 16u);
+    SlowStore::started = 0;
+    auto it = ds->Iterate({.epoch = 0, .skip = skip}).value();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_EQ(SlowStore::started.load(), 4) << "before the first sample";
+    auto first = it->Next();
+    ASSERT_TRUE(first.has_value() && *first) << first.status().ToString();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_GE(SlowStore::started.load(), 16) << "after it";
+    EXPECT_EQ(ReadAll(*it).size(), 999u - skip);
+  }
 }
 
 // AwaitNext lets a caller wait for the next sample's download in slices (Python checks for
