@@ -18,19 +18,9 @@ if [ ! -f "$ds/index.json" ]; then
   echo "no $ds: run bench/stream_bench.sh --sizes 64mb first" >&2
   exit 1
 fi
-wan_pid=""
-cleanup() {
-  [ -n "$wan_pid" ] && kill "$wan_pid" 2>/dev/null || true
-  scripts/test-servers.sh stop >/dev/null 2>&1 || true
-}
-trap cleanup EXIT
-eval "$(scripts/test-servers.sh start --quiet 2>/dev/null)"
-export AWS_ACCESS_KEY_ID=$FERRY_TEST_S3RVER_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$FERRY_TEST_S3RVER_SECRET_KEY
-export AWS_REGION=us-east-1
-bucket=$FERRY_TEST_S3RVER_BUCKET
-s3_port=${FERRY_TEST_S3RVER_ENDPOINT##*:}
-AWS_ENDPOINT_URL=$FERRY_TEST_S3RVER_ENDPOINT "$bin/src/cli/ferry" cp -r -q --jobs 8 "$ds" \
-  "s3://$bucket/64mb" > /dev/null
+# shellcheck source=bench/s3rver_env.sh
+. bench/s3rver_env.sh
+"$bin/src/cli/ferry" cp -r -q --jobs 8 "$ds" "s3://$bucket/64mb" > /dev/null
 cache=$work/node-cache
 printf '| setting | wall s | most connections open | proxy connections | proxy requests |\n'
 printf '|---|---|---|---|---|\n'

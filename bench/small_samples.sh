@@ -18,12 +18,8 @@ with ferry.MDSWriter(out=sys.argv[1], columns={'x': 'bytes'}, size_limit='64mb')
     w.write_many({'x': payload} for _ in range(600000))
 " "$ds"
 fi
-cleanup() { scripts/test-servers.sh stop >/dev/null 2>&1 || true; }
-trap cleanup EXIT
-eval "$(scripts/test-servers.sh start --quiet 2>/dev/null)"
-export AWS_ACCESS_KEY_ID=$FERRY_TEST_S3RVER_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$FERRY_TEST_S3RVER_SECRET_KEY
-export AWS_REGION=us-east-1 AWS_ENDPOINT_URL=$FERRY_TEST_S3RVER_ENDPOINT
-bucket=$FERRY_TEST_S3RVER_BUCKET
+# shellcheck source=bench/s3rver_env.sh
+. bench/s3rver_env.sh
 "$bin/src/cli/ferry" cp -r -q --jobs 8 "$ds" "s3://$bucket/small" > /dev/null
 
 printf '| source | order | epoch 1 s | epoch 1 samples/s | epoch 2 s | epoch 2 samples/s |\n'

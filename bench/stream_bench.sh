@@ -39,17 +39,8 @@ if [ ! -f "$src.complete" ]; then
   touch "$src.complete"
 fi
 
-wan_pid=""
-cleanup() {
-  [ -n "$wan_pid" ] && kill "$wan_pid" 2>/dev/null || true
-  scripts/test-servers.sh stop >/dev/null 2>&1 || true
-}
-trap cleanup EXIT
-eval "$(scripts/test-servers.sh start --quiet 2>/dev/null)"
-export AWS_ACCESS_KEY_ID=$FERRY_TEST_S3RVER_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$FERRY_TEST_S3RVER_SECRET_KEY
-export AWS_REGION=us-east-1 AWS_ENDPOINT_URL=$FERRY_TEST_S3RVER_ENDPOINT
-bucket=$FERRY_TEST_S3RVER_BUCKET
-s3_port=${FERRY_TEST_S3RVER_ENDPOINT##*:}
+# shellcheck source=bench/s3rver_env.sh
+. bench/s3rver_env.sh
 
 for size in $sizes; do
   ds=$work/mds-$size

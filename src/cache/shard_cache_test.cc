@@ -159,6 +159,49 @@ TEST_F(ShardCacheTest, ThreadsAskingForOneShardShareOneDownload) {
   EXPECT_EQ(Reads("shard.00001.mds"), 1);
 }
 
+// 4 processes x 2 threads acquire every shard through one cache folder (options.local) at the
+// same time; each gets every shard intact. With `spread`, each process starts a quarter of the
+// shards further on, so that more downloads run at once.
+void AcquireEveryShardInFourProcesses(const Index& index, const std::shared_ptr<ObjectStore>& store,
+                                      const std::string& prefix, const ShardCacheOptions& options,
+                                      bool spread = false) {
+  testing::Children children;
+  testing::Pipe start;
+  std::vector<pid_t> pids;
+  for (int c = 0; c < 4; ++c) {
+    pids.push_back(children.Spawn([&, c]() -> int {
+      if (!start.Receive()) return 2;
+      auto opened = ShardCache::Open(store, prefix, index, options);
+      if (!opened) return 3;
+      std::atomic<int> failures{0};
+      auto acquire_all = [&](bool reverse) {
+        std::vector<size_t> order = Iota(index.shards.size());
+        if (reverse) std::reverse(order.begin(), order.end());
+        if (spread) {
+          std::rotate(order.begin(), order.begin() + static_cast<ptrdiff_t>(c * order.size() / 4),
+                      order.end());
+        }
+        std::vector<ShardHandle> held;  // pinned until the end
+        for (const size_t k : order) {
+          auto handle = (*opened)->Acquire(k);
+          if (!handle || !testing::RawShardIsIntact(handle->path(), index.shards[k])) {
+            ++failures;
+          } else {
+            held.push_back(std::move(*handle));
+          }
+        }
+      };
+      {
+        std::jthread other(acquire_all, c % 2 == 1);
+        acquire_all(c >= 2);
+      }
+      return failures == 0 ? 0 : 4;
+    }));
+  }
+  for (size_t i = 0; i < pids.size(); ++i) start.Send();
+  for (const pid_t pid : pids) EXPECT_EQ(children.Wait(pid), 0);
+}
+
 // Reads in progress at once and the most seen, in memory that forked children share.
 struct ReadCounts {
   std::atomic<int> in_flight{0};
@@ -186,7 +229,7 @@ class ConcurrencyCountingStore : public testing::TestStore {
 };
 
 TEST_F(ShardCacheTest, NodeDownloadConcurrencyBoundsTheDownloadsOfEveryProcess) {
-  // Three processes, two threads each, acquire every shard of one cache folder at once, their
+  // Four processes, two threads each, acquire every shard of one cache folder at once, their
   // reads counted in shared memory. Without the limit the same run downloads more than two at
   // once: the bound below could fail.
   WriteRemote();
@@ -204,36 +247,9 @@ TEST_F(ShardCacheTest, NodeDownloadConcurrencyBoundsTheDownloadsOfEveryProcess) 
     auto store = std::make_shared<ConcurrencyCountingStore>(
         remote.store,
         testing::TestStoreOptions{.chunk_bytes = 1024, .chunk_delay = milliseconds(2)}, counts);
-    testing::Children children;
-    testing::Pipe start;
-    std::vector<pid_t> pids;
-    for (int c = 0; c < 3; ++c) {
-      pids.push_back(children.Spawn([&, c]() -> int {
-        if (!start.Receive()) return 2;
-        auto opened = ShardCache::Open(store, prefix_, index_,
-                                       {.local = Cache(), .node_download_concurrency = limit});
-        if (!opened) return 3;
-        std::atomic<int> failures{0};
-        auto acquire_all = [&](bool reverse) {
-          std::vector<size_t> order = Iota(index_.shards.size());
-          if (reverse) std::reverse(order.begin(), order.end());
-          for (const size_t k : order) {
-            auto handle = (*opened)->Acquire((k + c) % index_.shards.size());
-            if (!handle) ++failures;
-          }
-        };
-        {
-          std::jthread other(acquire_all, true);
-          acquire_all(false);
-        }
-        return failures == 0 ? 0 : 4;
-      }));
-    }
-    for (size_t i = 0; i < pids.size(); ++i) start.Send();
-    for (const pid_t pid : pids) EXPECT_EQ(children.Wait(pid), 0);
-    for (size_t k = 0; k < index_.shards.size(); ++k) {
-      EXPECT_TRUE(testing::RawShardIsIntact(RawPath(k, Cache()), index_.shards[k]));
-    }
+    AcquireEveryShardInFourProcesses(index_, store, prefix_,
+                                     {.local = Cache(), .node_download_concurrency = limit},
+                                     /*spread=*/true);
     if (limit) {
       EXPECT_LE(counts->most.load(), 2);
       EXPECT_TRUE(fs::exists(CacheLayout(Cache()).SlotsDir() / "1"));
@@ -367,47 +383,10 @@ TEST_F(ShardCacheTest, ShardPastTheIndexIsOutOfRange) {
   EXPECT_EQ(handle.error().code(), StatusCode::kOutOfRange);
 }
 
-// 4 processes x 2 threads acquire every shard through one cache folder at the same time.
-void ExpectOneDownloadPerShardAcrossProcesses(const Index& index,
-                                              const std::shared_ptr<ObjectStore>& store,
-                                              const std::string& prefix, const fs::path& cache) {
-  testing::Children children;
-  testing::Pipe start;
-  std::vector<pid_t> pids;
-  for (int c = 0; c < 4; ++c) {
-    pids.push_back(children.Spawn([&, c]() -> int {
-      if (!start.Receive()) return 2;
-      auto opened = ShardCache::Open(store, prefix, index, {.local = cache});
-      if (!opened) return 3;
-      std::atomic<int> failures{0};
-      auto acquire_all = [&](bool reverse) {
-        std::vector<size_t> order = Iota(index.shards.size());
-        if (reverse) std::reverse(order.begin(), order.end());
-        std::vector<ShardHandle> held;  // pinned until the end
-        for (const size_t k : order) {
-          auto handle = (*opened)->Acquire(k);
-          if (!handle || !testing::RawShardIsIntact(handle->path(), index.shards[k])) {
-            ++failures;
-          } else {
-            held.push_back(std::move(*handle));
-          }
-        }
-      };
-      {
-        std::jthread other(acquire_all, c % 2 == 1);
-        acquire_all(c >= 2);
-      }
-      return failures == 0 ? 0 : 4;
-    }));
-  }
-  for (size_t i = 0; i < pids.size(); ++i) start.Send();
-  for (const pid_t pid : pids) EXPECT_EQ(children.Wait(pid), 0);
-}
-
 TEST_F(ShardCacheTest, ProcessesDownloadEachShardExactlyOnce) {
   WriteRemote();
   auto store = Store({.chunk_bytes = 2048, .chunk_delay = std::chrono::microseconds(1000)});
-  ExpectOneDownloadPerShardAcrossProcesses(index_, store, prefix_, Cache());
+  AcquireEveryShardInFourProcesses(index_, store, prefix_, {.local = Cache()});
   for (size_t k = 0; k < index_.shards.size(); ++k) {
     EXPECT_EQ(Reads(Fetched(k).basename), 1) << Fetched(k).basename;
     EXPECT_TRUE(testing::RawShardIsIntact(RawPath(k, Cache()), index_.shards[k]));
@@ -418,7 +397,7 @@ TEST_F(ShardCacheTest, ProcessesDownloadEachShardExactlyOnce) {
 TEST_F(ShardCacheTest, ProcessesDownloadEachCompressedShardExactlyOnce) {
   WriteRemote({.compression = "zstd"});
   auto store = Store({.chunk_bytes = 2048, .chunk_delay = std::chrono::microseconds(1000)});
-  ExpectOneDownloadPerShardAcrossProcesses(index_, store, prefix_, Cache());
+  AcquireEveryShardInFourProcesses(index_, store, prefix_, {.local = Cache()});
   for (size_t k = 0; k < index_.shards.size(); ++k) {
     EXPECT_EQ(Reads(Fetched(k).basename), 1) << Fetched(k).basename;
     EXPECT_TRUE(testing::RawShardIsIntact(RawPath(k, Cache()), index_.shards[k]));
