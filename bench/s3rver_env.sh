@@ -11,5 +11,7 @@ trap stop_bench_servers EXIT
 eval "$(scripts/test-servers.sh start --quiet 2>/dev/null)"
 export AWS_ACCESS_KEY_ID=$FERRY_TEST_S3RVER_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$FERRY_TEST_S3RVER_SECRET_KEY
 export AWS_REGION=us-east-1 AWS_ENDPOINT_URL=$FERRY_TEST_S3RVER_ENDPOINT
+# shellcheck disable=SC2034  # used by the scripts that source this
 bucket=$FERRY_TEST_S3RVER_BUCKET
+# shellcheck disable=SC2034
 s3_port=${FERRY_TEST_S3RVER_ENDPOINT##*:}
