@@ -229,6 +229,11 @@ class ShardCacheImpl final : public ShardCache {
       metrics.hits.Add();
       return MakeHandle(k, raw, pin.Release(), /*was_cached=*/true);
     }
+    // A caller that has already been told to stop wants the shard only if it is local.
+    if (stop.stop_requested()) {
+      return CancelledError(
+          fmt::format("{}: not local, and stopped before its download", raw.string()));
+    }
     metrics.misses.Add();
     {
       WaitTimer timer;

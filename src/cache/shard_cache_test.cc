@@ -312,6 +312,23 @@ TEST_F(ShardCacheTest, AStopRequestEndsADownloadAndPublishesNothing) {
   EXPECT_TRUE(testing::RawShardIsIntact(again->path(), index_.shards[0]));
 }
 
+TEST_F(ShardCacheTest, AStopAlreadyRequestedReadsOnlyWhatIsLocal) {
+  // Random access from Python asks this way first, so that a local shard costs no thread.
+  WriteRemote();
+  auto cache = Open();
+  std::stop_source stopped;
+  stopped.request_stop();
+  auto missing = cache->Acquire(1, stopped.get_token());
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_EQ(missing.error().code(), StatusCode::kCancelled);
+  EXPECT_THAT(missing.error().message(), HasSubstr(index_.shards[1].raw_data.basename));
+  EXPECT_EQ(Reads(index_.shards[1].raw_data.basename), 0) << "no download was started";
+  ASSERT_TRUE(cache->Acquire(1).has_value());
+  auto local = cache->Acquire(1, stopped.get_token());
+  ASSERT_TRUE(local.has_value()) << local.status().ToString();
+  EXPECT_TRUE(testing::RawShardIsIntact(local->path(), index_.shards[1]));
+}
+
 // A connection that hangs (no bytes, no error) must not hold a reader that goes away until the
 // stall timeout: the transport asks the download's sink whether to go on even while nothing
 // arrives. Whole and in ranged parts.

@@ -87,7 +87,8 @@ class FileStreamView final : public StreamingDataset {
   const std::vector<Index>& indexes() const override { return indexes_; }
   const StreamingOptions& options() const override { return options_; }
 
-  Result<Sample> Get(uint64_t id) override {
+  // Files come whole and small: the stop is not heard.
+  Result<Sample> Get(uint64_t id, std::stop_token) override {
     FERRY_ASSIGN_OR_RETURN(FileSample file, files_->Get(id));
     return ToSample(std::move(file), config_);
   }

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <pybind11/stl.h>
 
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -212,13 +213,33 @@ void RegisterDataset(py::module_& m) {
           "get",
           [](PyDataset& self, uint64_t id) {
             StreamingDataset& ds = self.get();
+            auto get = [&ds, id](std::stop_token stop) -> Result<DecodedSample> {
+              FERRY_ASSIGN_OR_RETURN(Sample sample, ds.Get(id, stop));
+              return Decode(std::move(sample));
+            };
             Result<DecodedSample> got = InternalError("no sample");
             {
               py::gil_scoped_release release;
-              got = [&]() -> Result<DecodedSample> {
-                FERRY_ASSIGN_OR_RETURN(Sample sample, ds.Get(id));
-                return Decode(std::move(sample));
-              }();
+              // A sample of a local shard is read here and now: a stop already requested starts
+              // no download.
+              std::stop_source local_only;
+              local_only.request_stop();
+              got = get(local_only.get_token());
+              if (!got.ok() && got.status().code() == StatusCode::kCancelled) {
+                // The download runs on another thread, while this one lets Ctrl+C in.
+                std::stop_source stop;
+                auto fetched = std::async(std::launch::async, get, stop.get_token());
+                try {
+                  AwaitLettingSignalsIn([&](auto timeout) {
+                    return fetched.wait_for(timeout) == std::future_status::ready;
+                  });
+                } catch (...) {
+                  stop.request_stop();
+                  fetched.wait();
+                  throw;
+                }
+                got = fetched.get();
+              }
             }
             return ToPython(Unwrap(std::move(got)));
           },

@@ -241,7 +241,7 @@ class StreamingDatasetImpl : public StreamingDataset,
     return std::optional<Sample>(std::move(sample));
   }
 
-  Result<Sample> Get(uint64_t id) override {
+  Result<Sample> Get(uint64_t id, std::stop_token stop) override {
     if (id >= num_samples_) {
       return OutOfRangeError(
           fmt::format("sample {} is past the end ({} samples)", id, num_samples_));
@@ -254,7 +254,7 @@ class StreamingDatasetImpl : public StreamingDataset,
     size_t k = static_cast<size_t>(it - st.shard_starts.begin()) - 1;
     while (st.shard_samples[k] == 0) --k;
     const ShardKey key{static_cast<uint32_t>(s), static_cast<uint32_t>(k)};
-    FERRY_ASSIGN_OR_RETURN(ShardHandle handle, st.cache->Acquire(k));
+    FERRY_ASSIGN_OR_RETURN(ShardHandle handle, st.cache->Acquire(k, stop));
     FERRY_ASSIGN_OR_RETURN(auto shard, Open(key, std::move(handle)));
     return Read(shard, key, in_stream - st.shard_starts[k]);
   }

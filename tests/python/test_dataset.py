@@ -213,10 +213,8 @@ def test_streams_mix_by_choose(dataset_dir):
     assert len(ids) == 100 + N // 2
 
 
-def test_ctrl_c_interrupts_a_wait_for_a_download(tmp_path, s3rver, slow_link,
-                                                 seconds_to_interrupt):
-    # Two shards of 4 MB at 1 MB/s: after the first sample (read by range) the next waits about
-    # four seconds for its shard. Ctrl+C must not wait for it.
+def _two_shards_of_4mb(tmp_path, s3rver):
+    """Uploads 120 samples of 64 KB in two shards of 4 MB: the URL."""
     url = f"s3://{s3rver['bucket']}/python/{tmp_path.name}"
     with ferry.MDSWriter(out=str(tmp_path / "ds"), columns={"id": "int", "blob": "bytes"},
                          size_limit="4mb") as writer:
@@ -225,7 +223,15 @@ def test_ctrl_c_interrupts_a_wait_for_a_download(tmp_path, s3rver, slow_link,
     subprocess.run([str(ROOT / os.environ.get("FERRY_PYTHON_BUILD", "build/release") / "src" /
                          "cli" / "ferry"), "cp", "-r", "-q", str(tmp_path / "ds"), url],
                    check=True, env={**os.environ, "AWS_ENDPOINT_URL": s3rver["endpoint"]})
-    ds = ferry.StreamingDataset(remote=url, local=str(tmp_path / "cache"), shuffle=True)
+    return url
+
+
+def test_ctrl_c_interrupts_a_wait_for_a_download(tmp_path, s3rver, slow_link,
+                                                 seconds_to_interrupt):
+    # Two shards of 4 MB at 1 MB/s: after the first sample (read by range) the next waits about
+    # four seconds for its shard. Ctrl+C must not wait for it.
+    ds = ferry.StreamingDataset(remote=_two_shards_of_4mb(tmp_path, s3rver),
+                                local=str(tmp_path / "cache"), shuffle=True)
     read = []
 
     def iterate():
@@ -236,3 +242,14 @@ def test_ctrl_c_interrupts_a_wait_for_a_download(tmp_path, s3rver, slow_link,
     interrupted_after = seconds_to_interrupt(iterate, 1.0)
     assert 1.0 <= interrupted_after < 2.5, interrupted_after
     assert len(read) < 60, "the interrupt came while a shard was still on its way"
+
+
+def test_ctrl_c_interrupts_random_access_waiting_for_a_download(tmp_path, s3rver, slow_link,
+                                                                seconds_to_interrupt):
+    # ds[i] fetches the whole 4 MB shard at 1 MB/s; Ctrl+C ends the wait, and nothing is
+    # published as the shard.
+    ds = ferry.StreamingDataset(remote=_two_shards_of_4mb(tmp_path, s3rver),
+                                local=str(tmp_path / "cache"))
+    interrupted_after = seconds_to_interrupt(lambda: ds[3], 1.0)
+    assert 1.0 <= interrupted_after < 2.5, interrupted_after
+    assert not (tmp_path / "cache" / "shard.00000.mds").exists()

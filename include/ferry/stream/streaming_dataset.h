@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -134,7 +135,9 @@ class StreamingDataset {
   virtual const StreamingOptions& options() const = 0;
 
   /// Random access: sample `id` (over the concatenated streams), fetching its shard if needed.
-  virtual Result<Sample> Get(uint64_t id) = 0;
+  /// A stop request ends the wait for that download with kCancelled, and one already requested
+  /// never starts it (a shard already local is still read).
+  virtual Result<Sample> Get(uint64_t id, std::stop_token stop = {}) = 0;
 
   /// The plan of one epoch for `world` (the same for every worker).
   virtual Result<std::shared_ptr<const EpochPlan>> Plan(const WorldShape& world, uint64_t epoch,
