@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/in_flight_counter_testutil.h"
 #include "base/temp_dir_testutil.h"
 #include "cache/cache_testutil.h"
 
@@ -95,25 +96,23 @@ TEST(DownloadSlotsTest, ManyWaitersShareFewSlotsAndAllGetOne) {
   testing::TempDir tmp;
   auto opened = DownloadSlots::Open(tmp / "slots", 2);
   ASSERT_TRUE(opened.has_value());
-  std::atomic<int> holding{0}, most{0}, done{0};
+  testing::InFlightCounter holding;
+  std::atomic<int> done{0};
   {
     std::vector<std::jthread> threads;
     for (int i = 0; i < 16; ++i) {
       threads.emplace_back([&] {
         auto slot = (*opened)->Take();
         if (!slot) return;
-        const int now = ++holding;
-        int seen = most.load();
-        while (now > seen && !most.compare_exchange_weak(seen, now)) {
-        }
+        holding.Enter();
         std::this_thread::sleep_for(5ms);
-        --holding;
+        holding.Leave();
         ++done;
       });
     }
   }
   EXPECT_EQ(done, 16);
-  EXPECT_EQ(most, 2);
+  EXPECT_EQ(holding.most, 2);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "base/boot_time.h"
 #include "base/file_util.h"
 #include "base/holed_file_testutil.h"
+#include "base/in_flight_counter_testutil.h"
 #include "base/temp_dir_testutil.h"
 #include "cache/cache_layout.h"
 #include "cache/cache_testutil.h"
@@ -202,30 +203,22 @@ void AcquireEveryShardInFourProcesses(const Index& index, const std::shared_ptr<
   for (const pid_t pid : pids) EXPECT_EQ(children.Wait(pid), 0);
 }
 
-// Reads in progress at once and the most seen, in memory that forked children share.
-struct ReadCounts {
-  std::atomic<int> in_flight{0};
-  std::atomic<int> most{0};
-};
-
-// A TestStore that counts its reads in progress into `counts`.
+// A TestStore that counts its reads in progress into `reads` (in memory that forked children
+// share).
 class ConcurrencyCountingStore : public testing::TestStore {
  public:
   ConcurrencyCountingStore(std::shared_ptr<ObjectStore> inner, testing::TestStoreOptions options,
-                           ReadCounts* counts)
-      : TestStore(std::move(inner), std::move(options)), counts_(counts) {}
+                           testing::InFlightCounter* reads)
+      : TestStore(std::move(inner), std::move(options)), reads_(reads) {}
   Result<ObjectInfo> Read(std::string_view key, ByteRange range, const ByteSink& sink) override {
-    const int now = ++counts_->in_flight;
-    int seen = counts_->most.load();
-    while (now > seen && !counts_->most.compare_exchange_weak(seen, now)) {
-    }
+    reads_->Enter();
     auto result = TestStore::Read(key, range, sink);
-    --counts_->in_flight;
+    reads_->Leave();
     return result;
   }
 
  private:
-  ReadCounts* counts_;
+  testing::InFlightCounter* reads_;
 };
 
 TEST_F(ShardCacheTest, NodeDownloadConcurrencyBoundsTheDownloadsOfEveryProcess) {
@@ -234,14 +227,14 @@ TEST_F(ShardCacheTest, NodeDownloadConcurrencyBoundsTheDownloadsOfEveryProcess) 
   // once: the bound below could fail.
   WriteRemote();
   ASSERT_GE(index_.shards.size(), 6u);
-  void* shared = ::mmap(nullptr, sizeof(ReadCounts), PROT_READ | PROT_WRITE,
+  void* shared = ::mmap(nullptr, sizeof(testing::InFlightCounter), PROT_READ | PROT_WRITE,
                         MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(shared, MAP_FAILED);
   for (const std::optional<uint32_t> limit :
        {std::optional<uint32_t>(2), std::optional<uint32_t>()}) {
     SCOPED_TRACE(limit ? "limit 2" : "no limit");
     fs::remove_all(Cache());
-    auto* counts = new (shared) ReadCounts;
+    auto* counts = new (shared) testing::InFlightCounter;
     StoreAndKey remote = testing::LocalRemote(Remote());
     prefix_ = remote.key;
     auto store = std::make_shared<ConcurrencyCountingStore>(
@@ -257,9 +250,9 @@ TEST_F(ShardCacheTest, NodeDownloadConcurrencyBoundsTheDownloadsOfEveryProcess) 
       EXPECT_GT(counts->most.load(), 2);
       EXPECT_FALSE(fs::exists(CacheLayout(Cache()).SlotsDir()));
     }
-    counts->~ReadCounts();
+    counts->~InFlightCounter();
   }
-  ::munmap(shared, sizeof(ReadCounts));
+  ::munmap(shared, sizeof(testing::InFlightCounter));
 }
 
 TEST_F(ShardCacheTest, OpeningRemovesTheTemporariesOfKilledDownloadsOnly) {

@@ -8,6 +8,8 @@
 #include <numeric>
 #include <thread>
 
+#include "base/in_flight_counter_testutil.h"
+
 namespace ferry::internal_files {
 namespace {
 
@@ -26,19 +28,16 @@ TEST(AutoConcurrency, IsLittlesLawWithinBounds) {
 }
 
 TEST(FetchAhead, HandsOverInOrderWhileFetchingManyAtOnce) {
-  std::atomic<int> running{0}, peak{0};
+  testing::InFlightCounter fetching;
   std::vector<uint64_t> files;
   for (uint64_t i = 0; i < 200; ++i) files.push_back(199 - i);
   FetchAhead fetch(
       files,
       [&](uint64_t f, std::stop_token) -> Result<std::string> {
-        const int now = ++running;
-        int p = peak.load();
-        while (now > p && !peak.compare_exchange_weak(p, now)) {
-        }
+        fetching.Enter();
         // Later files finish sooner: the order must come from the sequence, not completion.
         std::this_thread::sleep_for(std::chrono::microseconds(2000 - 5 * (f % 300)));
-        --running;
+        fetching.Leave();
         return std::to_string(f);
       },
       [](uint64_t) { return 10; }, {.concurrency = 16});
@@ -50,8 +49,8 @@ TEST(FetchAhead, HandsOverInOrderWhileFetchingManyAtOnce) {
   }
   EXPECT_FALSE(fetch.Next().has_value());
   EXPECT_EQ(fetch.remaining(), 0u);
-  EXPECT_GT(peak.load(), 4) << "fetches overlap";
-  EXPECT_LE(peak.load(), 16) << "never more than the concurrency";
+  EXPECT_GT(fetching.most.load(), 4) << "fetches overlap";
+  EXPECT_LE(fetching.most.load(), 16) << "never more than the concurrency";
 }
 
 TEST(FetchAhead, AwaitNextWaitsForTheNextFileInSlices) {

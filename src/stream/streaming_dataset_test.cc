@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "base/in_flight_counter_testutil.h"
 #include "base/temp_dir_testutil.h"
 #include "ferry/format/local_dataset.h"
 #include "ferry/format/mds_writer.h"
@@ -74,18 +75,14 @@ class SlowStore : public ObjectStore {
   Result<ObjectInfo> Read(std::string_view key, ByteRange range, const ByteSink& sink) override {
     if (range.offset == 0 && !range.length) {
       ++started;
-      const int now = ++downloading;
-      for (int peak = most_at_once.load();
-           now > peak && !most_at_once.compare_exchange_weak(peak, now);) {
-      }
+      downloads.Enter();
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
-      --downloading;
+      downloads.Leave();
     }
     return inner_->Read(key, range, sink);
   }
   static inline std::atomic<int> started{0};
-  static inline std::atomic<int> downloading{0};
-  static inline std::atomic<int> most_at_once{0};
+  static inline testing::InFlightCounter downloads;
   Status Write(std::string_view key, const ByteSource& source) override {
     return inner_->Write(key, source);
   }
@@ -189,10 +186,10 @@ TEST_F(StreamingDatasetTest, AShuffledOrderKeepsEveryDownloadSlotBusy) {
   o.download_concurrency = 16;
   auto ds = StreamingDataset::Open(o).value();
   ASSERT_GT(ds->indexes()[0].shards.size(), 16u);
-  SlowStore::most_at_once = 0;
+  SlowStore::downloads.most = 0;
   auto it = ds->Iterate({.epoch = 0}).value();
   EXPECT_EQ(ReadAll(*it).size(), 1000u);
-  EXPECT_EQ(SlowStore::most_at_once.load(), 16);
+  EXPECT_EQ(SlowStore::downloads.most.load(), 16);
 }
 
 // With every setting at its default, a shuffled cold start fetches four shards while the first
@@ -261,11 +258,11 @@ TEST_F(StreamingDatasetTest, TheByteBudgetBoundsTheDownloadsInFlight) {
   }
   o.max_bytes_in_flight = 3 * largest;
   auto ds = StreamingDataset::Open(o).value();
-  SlowStore::most_at_once = 0;
+  SlowStore::downloads.most = 0;
   auto it = ds->Iterate({.epoch = 0}).value();
   EXPECT_EQ(ReadAll(*it).size(), 1000u);
-  EXPECT_GE(SlowStore::most_at_once.load(), 3);
-  EXPECT_LE(SlowStore::most_at_once.load(), 4);
+  EXPECT_GE(SlowStore::downloads.most.load(), 3);
+  EXPECT_LE(SlowStore::downloads.most.load(), 4);
 }
 
 // A cache_limit that holds the whole dataset evicts nothing, so a reader keeps every shard it
