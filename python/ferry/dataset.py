@@ -303,8 +303,9 @@ class StreamingDataset(_NativeDataset):
             "predownload": _count(predownload, "predownload", 1),
             "download_concurrency": _count(download_concurrency, "download_concurrency", 1),
             "download_parts": _count(download_parts, "download_parts", 1),
+            # The engine checks the range; here only that it fits the engine's uint32.
             "node_download_concurrency": _count(
-                node_download_concurrency, "node_download_concurrency", 1, 1024
+                node_download_concurrency, "node_download_concurrency", 1, 2**32 - 1
             ),
             "max_bytes_in_flight": _size(max_bytes_in_flight, "max_bytes_in_flight"),
             "cache_limit": _size(cache_limit, "cache_limit"),

@@ -1,16 +1,13 @@
 #include "cache/download_slots.h"
 
 #include <fmt/format.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <string>
 #include <vector>
 
-#include "base/file_util.h"
 #include "base/stoppable_sleep.h"
 #include "cache/cache_layout.h"
 
@@ -39,11 +36,16 @@ class OpenSlots {
 
 }  // namespace
 
+Status CheckDownloadSlotCount(uint32_t slots) {
+  if (slots >= 1 && slots <= kMaxDownloadSlots) return Status::Ok();
+  return InvalidArgumentError(fmt::format(
+      "node_download_concurrency must be 1 to {} (or unset), not {}", kMaxDownloadSlots, slots));
+}
+
 Result<std::unique_ptr<DownloadSlots>> DownloadSlots::Open(const std::filesystem::path& folder,
                                                            uint32_t slots) {
-  if (slots == 0 || slots > kMaxDownloadSlots) {
-    return InvalidArgumentError(fmt::format("{}: node_download_concurrency must be 1 to {}, not {}",
-                                            folder.string(), kMaxDownloadSlots, slots));
+  if (Status s = CheckDownloadSlotCount(slots); !s.ok()) {
+    return InvalidArgumentError(fmt::format("{}: {}", folder.string(), s.message()));
   }
   FERRY_RETURN_IF_ERROR(CreateCacheFolders(folder));
   return std::unique_ptr<DownloadSlots>(new DownloadSlots(folder, slots));
@@ -84,13 +86,9 @@ Result<FileLock> DownloadSlots::Poll(std::stop_token stop) {
         FERRY_ASSIGN_OR_RETURN(const int fd, OpenLockFile(path));
         open.fds().push_back(fd);
       }
-      int& fd = open.fds()[i];
-      int rc;
-      do {
-        rc = ::flock(fd, LOCK_EX | LOCK_NB);
-      } while (rc != 0 && errno == EINTR);
-      if (rc == 0) return FileLock::Adopt(std::exchange(fd, -1));
-      if (errno != EWOULDBLOCK) return ErrnoToStatus(errno, "flock", path);
+      FERRY_ASSIGN_OR_RETURN(auto slot,
+                             FileLock::TryLockOpened(open.fds()[i], LockMode::kExclusive, path));
+      if (slot) return std::move(*slot);
     }
     if (!SleepUnlessStopped(nap, stop)) {
       return CancelledError(

@@ -31,10 +31,14 @@ namespace ferry::internal_cache {
 /// enough files to try in one poll.
 inline constexpr uint32_t kMaxDownloadSlots = 1024;
 
+/// OK when 1 <= slots <= kMaxDownloadSlots; else kInvalidArgument naming
+/// node_download_concurrency (the option that sets it).
+Status CheckDownloadSlotCount(uint32_t slots);
+
 class DownloadSlots {
  public:
-  /// Slots "0" to "slots-1" under `folder`, which Open creates if missing. An error unless
-  /// 1 <= slots <= kMaxDownloadSlots.
+  /// Slots "0" to "slots-1" under `folder`, which Open creates if missing. An error (naming the
+  /// folder) where CheckDownloadSlotCount finds one.
   static Result<std::unique_ptr<DownloadSlots>> Open(const std::filesystem::path& folder,
                                                      uint32_t slots);
 

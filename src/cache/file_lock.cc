@@ -58,15 +58,20 @@ Result<FileLock> FileLock::Lock(const std::filesystem::path& path, LockMode mode
 
 Result<std::optional<FileLock>> FileLock::TryLock(const std::filesystem::path& path,
                                                   LockMode mode) {
-  FERRY_ASSIGN_OR_RETURN(const int fd, OpenLockFile(path));
+  FERRY_ASSIGN_OR_RETURN(int fd, OpenLockFile(path));
+  auto lock = TryLockOpened(fd, mode, path);
+  if (fd >= 0) ::close(fd);  // not taken over: a conflict or an error
+  return lock;
+}
+
+Result<std::optional<FileLock>> FileLock::TryLockOpened(int& fd, LockMode mode,
+                                                        const std::filesystem::path& path) {
   while (::flock(fd, FlockOperation(mode) | LOCK_NB) != 0) {
     if (errno == EINTR) continue;
-    const int err = errno;
-    ::close(fd);
-    if (err == EWOULDBLOCK) return std::optional<FileLock>();
-    return ErrnoToStatus(err, "flock", path);
+    if (errno == EWOULDBLOCK) return std::optional<FileLock>();
+    return ErrnoToStatus(errno, "flock", path);
   }
-  return std::optional<FileLock>(FileLock(fd));
+  return std::optional<FileLock>(FileLock(std::exchange(fd, -1)));
 }
 
 FileLock& FileLock::operator=(FileLock&& other) noexcept {

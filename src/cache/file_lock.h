@@ -35,8 +35,11 @@ class FileLock {
   /// Like Lock, but nullopt instead of waiting when a conflicting lock is held.
   static Result<std::optional<FileLock>> TryLock(const std::filesystem::path& path, LockMode mode);
 
-  /// Takes over `fd`, which the caller has locked with flock (from OpenLockFile).
-  static FileLock Adopt(int fd) { return FileLock(fd); }
+  /// Like TryLock, on `fd`, which the caller opened with OpenLockFile (to try one file many
+  /// times): the lock, which then owns `fd` (set to -1), or nullopt, `fd` staying the caller's.
+  /// An error names `path`.
+  static Result<std::optional<FileLock>> TryLockOpened(int& fd, LockMode mode,
+                                                       const std::filesystem::path& path);
 
   FileLock() = default;
   FileLock(FileLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}

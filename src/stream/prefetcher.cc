@@ -59,6 +59,8 @@ uint64_t Prefetcher::WindowSamples() const {
   return options_.predownload ? *options_.predownload : auto_window_;
 }
 
+bool Prefetcher::Seeks() const { return !options_.predownload && !options_.cache_limited; }
+
 uint32_t Prefetcher::Concurrency() const {
   return options_.concurrency ? *options_.concurrency : auto_concurrency_;
 }
@@ -100,8 +102,8 @@ uint64_t Prefetcher::ColdSpan() const {
   // Only where the look-ahead may reach past its window (Plan's seek), until a fetch has ended
   // (whether downloaded, found local or failed), and once: after the count the look-ahead goes
   // back to its window.
-  if (options_.samples_per_shard <= 0 || options_.predownload || options_.concurrency ||
-      options_.cache_limited || warm_ || cold_shards_ != 0) {
+  if (options_.samples_per_shard <= 0 || !Seeks() || options_.concurrency || warm_ ||
+      cold_shards_ != 0) {
     return 0;
   }
   return std::min(kMaxColdSpan, static_cast<uint64_t>(std::ceil(4 * options_.samples_per_shard)));
@@ -166,7 +168,7 @@ void Prefetcher::Plan(std::stop_token stop) {
     // keep read shards pinned, the budget full and eviction short of room.
     // Until a fetch is timed, at least the span the cold start counts its shards over.
     const uint64_t target = taken_ + std::max(WindowSamples(), ColdSpan());
-    const bool seek = !options_.predownload && !options_.cache_limited;
+    const bool seek = Seeks();
     size_t to_fetch = seek ? ShardsToFetch() : 0;
     // Where everything ahead is local already (epoch 2), seeking would walk to kMaxLookahead
     // and find nothing: it gives up a window (or two shards, or kSeekSlack samples) past the

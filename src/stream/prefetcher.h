@@ -134,10 +134,11 @@ class Prefetcher {
   void Start(const ShardKey& key);   // \pre mu_ held
   uint64_t WindowSamples() const;    // \pre mu_ held
   uint32_t Concurrency() const;      // \pre mu_ held
-  void Retune();                     // \pre mu_ held: auto sizing
-  void Drop(uint64_t position);      // \pre mu_ held: unpin what is behind
-  void StartWithinLimits();          // \pre mu_ held: fetch the window in order of first use
-  uint64_t ColdSpan() const;         // \pre mu_ held: samples cold_shards_ counts over, or 0
+  bool Seeks() const;            // the look-ahead may reach past its window (auto, no cache_limit)
+  void Retune();                 // \pre mu_ held: auto sizing
+  void Drop(uint64_t position);  // \pre mu_ held: unpin what is behind
+  void StartWithinLimits();      // \pre mu_ held: fetch the window in order of first use
+  uint64_t ColdSpan() const;     // \pre mu_ held: samples cold_shards_ counts over, or 0
   void CountColdShards(bool ended);  // \pre mu_ held: sets cold_shards_ once the span is seen
   // \pre mu_ held, for the two below.
   bool Local(const ShardKey& key) const;  // fetched (and pinned)

@@ -56,12 +56,9 @@ class StreamingDatasetImpl : public StreamingDataset,
     if (options_.download_concurrency == 0u) {
       return InvalidArgumentError("download_concurrency must be at least 1 (or unset: auto)");
     }
-    if (options_.node_download_concurrency &&
-        (*options_.node_download_concurrency == 0 ||
-         *options_.node_download_concurrency > internal_cache::kMaxDownloadSlots)) {
-      return InvalidArgumentError(
-          fmt::format("node_download_concurrency must be 1 to {} (or unset), not {}",
-                      internal_cache::kMaxDownloadSlots, *options_.node_download_concurrency));
+    if (options_.node_download_concurrency) {
+      FERRY_RETURN_IF_ERROR(
+          internal_cache::CheckDownloadSlotCount(*options_.node_download_concurrency));
     }
     if (options_.predownload == 0u) {
       return InvalidArgumentError("predownload must be at least 1 (or unset: auto)");
