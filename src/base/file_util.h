@@ -5,7 +5,9 @@
 // never a partial one under the final name.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <ctime>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -28,6 +30,13 @@ Result<std::string> ReadFileToString(const std::filesystem::path& path);
 /// itself is durable. On error the temporary is removed.
 Status WriteFileAtomically(const std::filesystem::path& path, std::string_view contents,
                            unsigned mode = 0644);
+
+/// A file time from stat (st_mtim, st_ctim) as a wall-clock time point.
+inline std::chrono::system_clock::time_point FileTime(const std::timespec& ts) {
+  return std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec)));
+}
 
 /// The size of a regular file and where its first hole starts: a range the filesystem holds no
 /// data for, which reads as zeros.

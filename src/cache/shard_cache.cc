@@ -157,10 +157,7 @@ CachedCopy Examine(const fs::path& path, const FileInfo& file) {
     return {.damage = fmt::format("{} has {} bytes, index.json says {}", path.string(), size,
                                   file.bytes)};
   }
-  const auto changed = std::chrono::system_clock::time_point(
-      std::chrono::duration_cast<std::chrono::system_clock::duration>(
-          std::chrono::seconds(st.st_ctim.tv_sec) + std::chrono::nanoseconds(st.st_ctim.tv_nsec)));
-  if (changed < BootTime()) {
+  if (FileTime(st.st_ctim) < BootTime()) {
     // An error here (EMFILE, say) leaves the size check's verdict.
     if (auto extent = StatFileExtent(path); extent && extent->first_hole < extent->size) {
       return {.damage = fmt::format(

@@ -53,9 +53,7 @@ ObjectInfo InfoFromStat(std::string key, const struct stat& st) {
   ObjectInfo info;
   info.key = std::move(key);
   info.size = static_cast<uint64_t>(st.st_size);
-  info.mtime = std::chrono::system_clock::time_point(
-      std::chrono::duration_cast<std::chrono::system_clock::duration>(
-          std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
+  info.mtime = FileTime(st.st_mtim);
   return info;
 }
 
