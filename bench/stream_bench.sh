@@ -6,17 +6,20 @@
 # just before and just after each run; the run is held against their mean), the same with every byte written to a file as it arrives ("kept": what a cache must do), and
 # `cat` of the cached shards from the page cache.
 #   bench/stream_bench.sh [--rtts "0 50 100"] [--sizes "64mb 256mb"] [--parts "auto 1 8"]
-#                         [--conn-mbps 25] [--stream-args "--cache-limit 2gb"]
+#                         [--conn-mbps 25] [--total-mbps 250] [--stream-args "--cache-limit 2gb"]
 # --parts lists the --download-parts values to run side by side at each point (ranged parts per
 # shard; auto is the default: the engine chooses from the downloads' rates, and the table shows
 # what it chose by the end of epoch 1). --conn-mbps caps each connection through the proxy, as
-# a cross-cloud TCP stream is (0: pure delay). --stream-args adds options to every `ferry stream`.
+# a cross-cloud TCP stream is (0: pure delay); --total-mbps caps the whole link, so that it, and
+# not the two cores that the server, the proxy and ferry share, limits the rate (0: no cap).
+# --stream-args adds options to every `ferry stream`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rtts="0 50 100"
 sizes="64mb 256mb"
 parts="auto"
 conn_mbps=0
+total_mbps=0
 stream_args=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -24,9 +27,10 @@ while [ $# -gt 0 ]; do
     --sizes) sizes=$2; shift 2 ;;
     --parts) parts=$2; shift 2 ;;
     --conn-mbps) conn_mbps=$2; shift 2 ;;
+    --total-mbps) total_mbps=$2; shift 2 ;;
     --stream-args) stream_args=$2; shift 2 ;;
     *) echo "usage: $0 [--rtts LIST] [--sizes LIST] [--parts LIST] [--conn-mbps N]" \
-      "[--stream-args ARGS]" >&2; exit 2 ;;
+      "[--total-mbps N] [--stream-args ARGS]" >&2; exit 2 ;;
   esac
 done
 
@@ -55,7 +59,8 @@ for rtt in $rtts; do
   half=$(awk -v r="$rtt" 'BEGIN { print r / 2 }')
   rm -f "$work/wan.port"
   "$bin/bench/ferry-wan" --target "127.0.0.1:$s3_port" --delay-ms "$half" \
-    --conn-mbps "$conn_mbps" --port-file "$work/wan.port" > "$work/wan.log" 2>&1 &
+    --conn-mbps "$conn_mbps" --total-mbps "$total_mbps" --port-file "$work/wan.port" \
+    > "$work/wan.log" 2>&1 &
   wan_pid=$!
   for _ in $(seq 100); do [ -s "$work/wan.port" ] && break; sleep 0.05; done
   export AWS_ENDPOINT_URL=http://127.0.0.1:$(cat "$work/wan.port")
