@@ -37,14 +37,13 @@ def _size(value: Union[int, str, None], name: str) -> Optional[int]:
     raise InvalidArgumentError(f"{name} must be bytes or a size such as '100gb', not {value!r}")
 
 
-def _count(value: Any, name: str, minimum: int = 0,
-           maximum: Optional[int] = None) -> Optional[int]:
+def _count(value: Any, name: str, minimum: int = 0) -> Optional[int]:
+    # The upper bound is the engine's type (uint32, uint64): the native module names the option
+    # when a value does not fit.
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise InvalidArgumentError(f"{name} must be a whole number >= {minimum}, got {value!r}")
-    if maximum is not None and value > maximum:
-        raise InvalidArgumentError(f"{name} must be at most {maximum}, got {value!r}")
     return value
 
 
@@ -303,9 +302,8 @@ class StreamingDataset(_NativeDataset):
             "predownload": _count(predownload, "predownload", 1),
             "download_concurrency": _count(download_concurrency, "download_concurrency", 1),
             "download_parts": _count(download_parts, "download_parts", 1),
-            # The engine checks the range; here only that it fits the engine's uint32.
             "node_download_concurrency": _count(
-                node_download_concurrency, "node_download_concurrency", 1, 2**32 - 1
+                node_download_concurrency, "node_download_concurrency", 1
             ),
             "max_bytes_in_flight": _size(max_bytes_in_flight, "max_bytes_in_flight"),
             "cache_limit": _size(cache_limit, "cache_limit"),

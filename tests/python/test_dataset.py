@@ -164,6 +164,7 @@ def test_a_remote_dataset_streams_through_the_cache(tmp_path, s3rver):
     ({"download_parts": 0}, ValueError, "download_parts"),
     ({"node_download_concurrency": 0}, ValueError, "node_download_concurrency"),
     ({"node_download_concurrency": 2**32}, ValueError, "node_download_concurrency"),
+    ({"download_parts": 2**32}, ValueError, "download_parts"),
     ({"batch_size": 0}, ValueError, "batch_size"),
     ({"image_format": "jpeg"}, ValueError, "image_format"),
     ({"sampling_method": "random"}, ValueError, "sampling_method"),
