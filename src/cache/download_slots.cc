@@ -44,9 +44,7 @@ Status CheckDownloadSlotCount(uint32_t slots) {
 
 Result<std::unique_ptr<DownloadSlots>> DownloadSlots::Open(const std::filesystem::path& folder,
                                                            uint32_t slots) {
-  if (Status s = CheckDownloadSlotCount(slots); !s.ok()) {
-    return InvalidArgumentError(fmt::format("{}: {}", folder.string(), s.message()));
-  }
+  FERRY_RETURN_IF_ERROR(CheckDownloadSlotCount(slots).WithContext(folder.string()));
   FERRY_RETURN_IF_ERROR(CreateCacheFolders(folder));
   return std::unique_ptr<DownloadSlots>(new DownloadSlots(folder, slots));
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/in_flight_counter_testutil.h"
+#include "base/stoppable_sleep.h"
 #include "base/temp_dir_testutil.h"
 #include "cache/cache_testutil.h"
 
@@ -24,10 +25,7 @@ using namespace std::chrono_literals;
 Result<FileLock> TakeWithin(DownloadSlots& slots, std::chrono::milliseconds after) {
   std::stop_source stop;
   std::jthread timer([&](std::stop_token done) {
-    std::mutex mu;
-    std::condition_variable_any cv;
-    std::unique_lock lock(mu);
-    if (!cv.wait_for(lock, done, after, [] { return false; })) stop.request_stop();
+    if (SleepUnlessStopped(after, done)) stop.request_stop();
   });
   auto slot = slots.Take(stop.get_token());
   timer.request_stop();
