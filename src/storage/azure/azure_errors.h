@@ -13,8 +13,8 @@
 //     AuthorizationSourceIPMismatch, ..., 403                   kPermissionDenied (what you may)
 //   AuthorizationFailure with "Server failed to authenticate"   kUnauthenticated (how Azurite
 //     as its message                                            says "bad signature"; a HEAD
-//                                                               has no message and stays
-//                                                               kPermissionDenied)
+//                                                               has no message: the store
+//                                                               asks again with a GET)
 //   ServerBusy, OperationTimedOut, InternalError, 408, 429, 5xx kUnavailable (retried)
 //   ConditionNotMet, 412                                        kFailedPrecondition
 //   InvalidRange, 416                                           kOutOfRange

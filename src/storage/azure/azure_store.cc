@@ -2,7 +2,9 @@
 // as REST through http::Transport. Request signing is in azure_auth, URLs and credentials in
 // azure_config, error mapping in azure_errors, header and XML parsing in azure_metadata.
 //
-//   Head    HEAD <blob>                          Content-Length, ETag, Last-Modified
+//   Head    HEAD <blob>                          Content-Length, ETag, Last-Modified; when
+//                                                refused (400, 403), GET <blob> with Range:
+//                                                bytes=0-0 for the error's message
 //   Read    GET <blob> with Range                through http::ResumableGet (resume on a break,
 //                                                pinned to the first response's ETag)
 //   Write   size <= single_put_limit: PUT <blob> with x-ms-blob-type: BlockBlob (Put Blob).
@@ -22,8 +24,8 @@
 //
 // Every request carries x-ms-version and is authorized (Shared Key or SAS) just before it is
 // sent, so a retry is signed afresh. Every request is idempotent and retried under the store's
-// RetryPolicy. Error messages name the blob URL without any SAS token, and pass through
-// AzureConfig::Redact on the way out.
+// RetryPolicy. Error messages name the blob by its ferry URL (az://container/key, as the user
+// wrote it; not the endpoint URL) and pass through AzureConfig::Redact on the way out.
 //
 // Thread-safety: all methods may run concurrently; the store holds only immutable state.
 #include "storage/azure/azure_store.h"
@@ -81,12 +83,14 @@ class AzureBlobStore final : public ObjectStore {
   Result<ObjectInfo> Head(std::string_view key) override {
     FERRY_RETURN_IF_ERROR(CheckKey(key));
     const std::string url = config_.BlobUrl(key);
+    const std::string name = ToUrl(key);
     auto transport = GetTransport();
-    return Scrub(Retry(options_.retry, [&]() -> Result<ObjectInfo> {
+    auto info = Retry(options_.retry, [&]() -> Result<ObjectInfo> {
       FERRY_ASSIGN_OR_RETURN(http::Response response, Send(*transport, NewRequest("HEAD", url)));
-      if (response.status >= 300) return AzureErrorToStatus(response, url);
-      return ObjectInfoFromHeaders(response.headers, key, url);
-    }));
+      if (response.status >= 300) return HeadError(*transport, response, url, name);
+      return ObjectInfoFromHeaders(response.headers, key, name);
+    });
+    return Scrub(std::move(info), name);
   }
 
   Result<ObjectInfo> Read(std::string_view key, ByteRange range, const ByteSink& sink) override {
@@ -94,7 +98,7 @@ class AzureBlobStore final : public ObjectStore {
     const std::string url = config_.BlobUrl(key);
     auto transport = GetTransport();
     http::ResumableGetOptions get;
-    get.url = url;
+    get.url = ToUrl(key);
     get.retry = options_.retry;
     // ResumableGet puts Range (and If-Match on a resumed attempt) in `headers`; the service
     // accepts the standard Range header, and it is signed in its own slot.
@@ -105,21 +109,22 @@ class AzureBlobStore final : public ObjectStore {
       return request;
     };
     get.map_error = [&](const http::Response& response) {
-      return AzureErrorToStatus(response, url);
+      return AzureErrorToStatus(response, get.url);
     };
     auto info = http::ResumableGet(*transport, get, range, sink);
-    if (!info) return Scrub(info.status());
+    if (!info) return Scrub(info.status(), get.url);
     info->key = std::string(key);
     return info;
   }
 
   Status Write(std::string_view key, const ByteSource& source) override {
     FERRY_RETURN_IF_ERROR(CheckKey(key));
-    if (source.size <= options_.single_put_limit) return Scrub(PutBlob(key, source));
-    return Scrub(PutBlocks(key, source));
+    if (source.size <= options_.single_put_limit) return Scrub(PutBlob(key, source), ToUrl(key));
+    return Scrub(PutBlocks(key, source), ToUrl(key));
   }
 
   Result<ListResult> List(std::string_view prefix, bool recursive) override {
+    const std::string name = ToUrl(prefix);
     auto transport = GetTransport();
     ListResult result;
     std::string marker;
@@ -133,15 +138,15 @@ class AzureBlobStore final : public ObjectStore {
       }
       auto page = Retry(options_.retry, [&]() -> Result<ListBlobsPage> {
         FERRY_ASSIGN_OR_RETURN(http::Response response, Send(*transport, NewRequest("GET", url)));
-        if (response.status >= 300) return AzureErrorToStatus(response, url);
-        return ParseListBlobs(response.body, url);
+        if (response.status >= 300) return AzureErrorToStatus(response, name);
+        return ParseListBlobs(response.body, name);
       });
-      if (!page) return Scrub(page.status());
+      if (!page) return Scrub(page.status(), name);
       for (ObjectInfo& object : page->objects) result.objects.push_back(std::move(object));
       for (std::string& p : page->prefixes) result.prefixes.push_back(std::move(p));
       if (page->next_marker.empty()) break;
       if (page->next_marker == marker) {
-        return DataLossError(fmt::format("{}: the listing repeats marker {}", url, marker));
+        return DataLossError(fmt::format("{}: the listing repeats marker {}", name, marker));
       }
       marker = std::move(page->next_marker);
     }
@@ -155,8 +160,9 @@ class AzureBlobStore final : public ObjectStore {
   Status Remove(std::string_view key) override {
     FERRY_RETURN_IF_ERROR(CheckKey(key));
     const std::string url = config_.BlobUrl(key);
+    const std::string name = ToUrl(key);
     auto transport = GetTransport();
-    return Scrub(Retry(options_.retry, [&]() -> Status {
+    Status status = Retry(options_.retry, [&]() -> Status {
       http::Request request = NewRequest("DELETE", url);
       request.headers.Set("x-ms-delete-snapshots", "include");
       FERRY_ASSIGN_OR_RETURN(http::Response response, Send(*transport, std::move(request)));
@@ -165,9 +171,10 @@ class AzureBlobStore final : public ObjectStore {
       if (response.status == 404 && AzureErrorCodeOf(response) != "ContainerNotFound") {
         return Status::Ok();
       }
-      if (response.status >= 300) return AzureErrorToStatus(response, url);
+      if (response.status >= 300) return AzureErrorToStatus(response, name);
       return Status::Ok();
-    }));
+    });
+    return Scrub(status, name);
   }
 
  private:
@@ -202,26 +209,47 @@ class AzureBlobStore final : public ObjectStore {
     return transport.Execute(std::move(request));
   }
 
-  // Whatever the service or transport said, no secret of ours leaves the store.
-  Status Scrub(const Status& status) const {
+  // Whatever the service or transport said, no secret of ours leaves the store, and the error
+  // names the blob as the user wrote it (`name`, az://container/key), not the endpoint URL the
+  // request went to; a transport failure, which names only the latter, gets `name` in front.
+  Status Scrub(const Status& status, std::string_view name) const {
     if (status.ok()) return status;
-    return Status(status.code(), config_.Redact(status.message()));
+    Status named =
+        status.message().find(name) == std::string::npos ? status.WithContext(name) : status;
+    return Status(named.code(), config_.Redact(named.message()));
   }
   template <typename T>
-  Result<T> Scrub(Result<T> result) const {
+  Result<T> Scrub(Result<T> result, std::string_view name) const {
     if (result) return result;
-    return Scrub(result.status());
+    return Scrub(result.status(), name);
+  }
+
+  // A HEAD reply has no body: the error code is in x-ms-error-code, but not the message that
+  // tells, on Azurite, a wrong key from a missing permission. The same request as a GET fetches
+  // the error document.
+  Status HeadError(http::Transport& transport, const http::Response& head, const std::string& url,
+                   std::string_view name) const {
+    if ((head.status == 400 || head.status == 403) && head.body.empty()) {
+      http::Request get = NewRequest("GET", url);
+      get.headers.Set("Range", "bytes=0-0");
+      Prepare(get);
+      if (auto reply = http::FetchErrorDocument(transport, std::move(get), head.status)) {
+        return AzureErrorToStatus(*reply, name);
+      }
+    }
+    return AzureErrorToStatus(head, name);
   }
 
   Status PutBlob(std::string_view key, const ByteSource& source) {
     const std::string url = config_.BlobUrl(key);
+    const std::string name = ToUrl(key);
     auto transport = GetTransport();
     return Retry(options_.retry, [&]() -> Status {
       http::Request request = NewRequest("PUT", url);
       request.headers.Set("x-ms-blob-type", "BlockBlob");
       request.body = source;
       FERRY_ASSIGN_OR_RETURN(http::Response response, Send(*transport, std::move(request)));
-      if (response.status >= 300) return AzureErrorToStatus(response, url);
+      if (response.status >= 300) return AzureErrorToStatus(response, name);
       return Status::Ok();
     });
   }
@@ -236,6 +264,7 @@ class AzureBlobStore final : public ObjectStore {
 
   Status PutBlocks(std::string_view key, const ByteSource& source) {
     const std::string url = config_.BlobUrl(key);
+    const std::string name = ToUrl(key);
     auto transport = GetTransport();
     const uint64_t block_size =
         std::max<uint64_t>({options_.block_size, (source.size + kMaxBlocks - 1) / kMaxBlocks, 1});
@@ -318,7 +347,7 @@ class AzureBlobStore final : public ObjectStore {
       // 3. Account for them: stored, to retry after a backoff, or the upload's failure.
       for (auto& [index, result] : done) {
         Status status = result.status();
-        if (status.ok() && result->status >= 300) status = AzureErrorToStatus(*result, url);
+        if (status.ok() && result->status >= 300) status = AzureErrorToStatus(*result, name);
         if (status.ok()) {
           ++stored;
           continue;
@@ -343,7 +372,7 @@ class AzureBlobStore final : public ObjectStore {
       request.headers.Set("Content-Type", "application/xml");
       request.body = ByteSource::FromView(body);
       FERRY_ASSIGN_OR_RETURN(http::Response response, Send(*transport, std::move(request)));
-      if (response.status >= 300) return AzureErrorToStatus(response, url);
+      if (response.status >= 300) return AzureErrorToStatus(response, name);
       return Status::Ok();
     });
   }

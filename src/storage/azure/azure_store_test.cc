@@ -160,7 +160,7 @@ TEST(AzureStore, HeadOfMissingBlobIsNotFound) {
   auto info = store->Head(key);
   ASSERT_FALSE(info.ok());
   EXPECT_EQ(info.status().code(), StatusCode::kNotFound);
-  EXPECT_THAT(info.status().message(), HasSubstr(std::string(kBlobBase) + "missing"));
+  EXPECT_EQ(info.status().message(), "az://data/missing: BlobNotFound (HTTP 404)");
   EXPECT_EQ(transport->requests().size(), 1u);  // not retried
 }
 
@@ -623,6 +623,62 @@ TEST(AzureStore, WrongKeyIsUnauthenticatedAndLeaksNothing) {
     EXPECT_THAT(s.message(), HasSubstr("AuthenticationFailed"));
     EXPECT_THAT(s.message(), Not(HasSubstr(std::string(kKey))));
   }
+}
+
+// Errors name the blob as the user wrote it, never the endpoint the request went to.
+TEST(AzureStore, ErrorsNameTheAzUrlNotTheEndpoint) {
+  auto transport = std::make_shared<http::RecordingTransport>(
+      [](const http::RecordedRequest& r) -> Result<http::Response> {
+        if (r.method == "DELETE") {
+          return UnavailableError(fmt::format("DELETE {}: connection refused", r.url));
+        }
+        return AzureError(404, "ContainerNotFound", "The specified container does not exist.");
+      });
+  AzureStoreOptions options = SmallBlocks();
+  options.retry.max_attempts = 1;
+  auto [store, key] = Open("az://data/dir/k", transport, options);
+  const std::vector<std::pair<Status, std::string>> errors = {
+      {store->Head(key).status(), "az://data/dir/k: "},
+      {store->Get(key).status(), "az://data/dir/k: "},
+      {store->Put(key, "x"), "az://data/dir/k: "},
+      {store->Put(key, "abcdefghijk"), "az://data/dir/k: "},
+      {store->List("dir/", true).status(), "az://data/dir/: "},
+      {store->Remove(key), "az://data/dir/k: "}};
+  for (const auto& [s, start] : errors) {
+    SCOPED_TRACE(s.ToString());
+    EXPECT_FALSE(s.ok());
+    EXPECT_THAT(s.message(), HasSubstr(start));
+    EXPECT_EQ(s.message().find("az://data/"), s.message().rfind("az://data/")) << "named once";
+    if (s.code() == StatusCode::kNotFound) {
+      EXPECT_THAT(s.message(), Not(HasSubstr("blob.core.windows.net")));
+    }
+  }
+  // A transport failure names the endpoint it could not reach, after the blob.
+  EXPECT_THAT(errors.back().first.message(), StartsWith("az://data/dir/k: "));
+  EXPECT_THAT(errors.back().first.message(),
+              HasSubstr("DELETE https://myaccount.blob.core.windows.net/data/dir/k"));
+}
+
+// A HEAD reply has no body, only x-ms-error-code: a refused HEAD learns the message (which tells
+// Azurite's bad signature from a missing permission) from the same request as a GET.
+TEST(AzureStore, ARefusedHeadNamesTheReasonAGetReplyGives) {
+  auto transport = std::make_shared<http::RecordingTransport>(
+      [](const http::RecordedRequest& r) -> Result<http::Response> {
+        http::Response refused =
+            AzureError(403, "AuthorizationFailure", "Server failed to authenticate the request.");
+        if (r.method == "HEAD") refused.body.clear();
+        return refused;
+      });
+  auto [store, key] = Open("az://data/k", transport);
+  const Status s = store->Head(key).status();
+  EXPECT_EQ(s.code(), StatusCode::kUnauthenticated) << s.ToString();
+  EXPECT_EQ(s.message(),
+            "az://data/k: AuthorizationFailure: Server failed to authenticate the request.");
+  const auto requests = transport->requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[1].method, "GET");
+  EXPECT_EQ(requests[1].headers.Get("Range").value_or(""), "bytes=0-0");
+  ExpectSigned(requests[1]);
 }
 
 TEST(AzureStore, EmptyKeyIsInvalid) {

@@ -32,6 +32,16 @@ Result<Response> Transport::Execute(Request request, BodySink sink) {
   return future.get();
 }
 
+std::optional<Response> FetchErrorDocument(Transport& transport, Request get, int status) {
+  // Error bodies never reach a sink: this one sees only a success's body, which is not wanted.
+  auto refuse_body = [](std::string_view chunk) {
+    return chunk.empty() ? Status::Ok() : CancelledError("not an error reply");
+  };
+  auto reply = transport.Execute(std::move(get), refuse_body);
+  if (!reply || reply->status != status || reply->body.empty()) return std::nullopt;
+  return *std::move(reply);
+}
+
 std::shared_ptr<Transport> DefaultTransport() {
   DefaultState& s = State();
   std::lock_guard lock(s.mu);

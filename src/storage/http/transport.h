@@ -12,6 +12,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "ferry/result.h"
 #include "storage/http/http_types.h"
@@ -31,6 +32,12 @@ class Transport {
   /// Submit and wait.
   Result<Response> Execute(Request request, BodySink sink = {});
 };
+
+/// A HEAD's reply has no body, so a refused HEAD names no reason (which S3 and Azure give only
+/// in an error document). Executes `get`, the same request as a signed GET of one byte (Range:
+/// bytes=0-0), and returns its reply when it is refused with the same `status` and carries a
+/// body; otherwise nullopt, and a body that comes instead stops the transfer at its first bytes.
+std::optional<Response> FetchErrorDocument(Transport& transport, Request get, int status);
 
 /// The process-wide libcurl transport, created on first use (and again in a forked child).
 std::shared_ptr<Transport> DefaultTransport();

@@ -1,7 +1,8 @@
 // S3Store: an ObjectStore over one bucket of S3 or an S3-compatible service, speaking the REST
 // API through http::Transport and signing with SigV4 (s3_signer.h).
 //
-//   Head    HEAD /key                      size, etag, Last-Modified
+//   Head    HEAD /key                      size, etag, Last-Modified; when refused (400, 403),
+//                                          GET /key with Range: bytes=0-0 for the error's code
 //   Read    GET /key with Range            through http::ResumableGet (resumes a broken body
 //                                          from where it stopped, pinned with If-Match)
 //   Write   PUT /key                       below multipart_threshold
@@ -97,7 +98,8 @@ class S3Store final : public ObjectStore {
     const std::string name = ToUrl(key);
     auto info = Retry(config_.retry, [&]() -> Result<ObjectInfo> {
       FERRY_ASSIGN_OR_RETURN(http::Response r,
-                             SendOk("HEAD", url, {}, std::nullopt, kEmptyPayloadSha256, name));
+                             Send("HEAD", url, {}, std::nullopt, kEmptyPayloadSha256));
+      if (r.status >= 300) return HeadError(r, url, name);
       return ObjectInfoFromHeaders(r.headers, key, name);
     });
     if (!info) return Named(info.status(), name);
@@ -238,6 +240,23 @@ class S3Store final : public ObjectStore {
                                           config_.credentials.ToString()));
     }
     return s;
+  }
+
+  // A refused HEAD says only "HTTP 403" where a GET would name the reason
+  // (SignatureDoesNotMatch, InvalidAccessKeyId, AccessDenied, ...): the same request as a GET
+  // fetches the error document.
+  Status HeadError(const http::Response& head, const std::string& url,
+                   std::string_view name) const {
+    if ((head.status == 400 || head.status == 403) && head.body.empty()) {
+      http::Headers headers;
+      headers.Set("Range", "bytes=0-0");
+      auto get = MakeRequest("GET", url, std::move(headers), std::nullopt, kEmptyPayloadSha256);
+      if (get) {
+        auto reply = http::FetchErrorDocument(*GetTransport(), *std::move(get), head.status);
+        if (reply && ParseS3ErrorBody(reply->body)) return MapError(*reply, name);
+      }
+    }
+    return MapError(head, name);
   }
 
   // One attempt. Transport failures are errors; HTTP errors are responses.

@@ -146,6 +146,48 @@ TEST_F(S3StoreTest, HeadOfAMissingKeyIsNotFound) {
   EXPECT_EQ(transport_->requests().size(), 1u);  // not retried
 }
 
+// A HEAD reply has no body: a refused HEAD learns its reason from the same request as a GET.
+TEST_F(S3StoreTest, ARefusedHeadNamesTheReasonAGetReplyGives) {
+  auto store = Make(Config(), [](const RecordedRequest& r) -> Result<Response> {
+    if (r.method == "HEAD") return Reply(403);
+    return Reply(403,
+                 "<Error><Code>SignatureDoesNotMatch</Code><Message>The request signature we "
+                 "calculated does not match the signature you provided.</Message>"
+                 "<StringToSign>AWS4-HMAC-SHA256</StringToSign></Error>");
+  });
+  const Status s = store->Head("a/b").status();
+  EXPECT_EQ(s.code(), StatusCode::kUnauthenticated) << s.ToString();
+  EXPECT_EQ(s.message(),
+            "s3://bucket/a/b: SignatureDoesNotMatch: The request signature we calculated does not "
+            "match the signature you provided.");
+  ExpectNoSecrets(s, transport_->requests());
+  const auto requests = transport_->requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[1].method, "GET");
+  EXPECT_EQ(requests[1].url, requests[0].url);
+  EXPECT_EQ(requests[1].headers.Get("Range").value_or(""), "bytes=0-0");
+  EXPECT_FALSE(Signature(requests[1]).empty());
+}
+
+// Only a GET refused alike explains a HEAD: a GET that reads (or fails otherwise) leaves the
+// HEAD's own status, and a missing key needs no explaining.
+TEST_F(S3StoreTest, ARefusedHeadKeepsItsStatusWhenTheGetIsNotRefusedAlike) {
+  for (int get_status : {206, 416, 404}) {
+    SCOPED_TRACE(get_status);
+    auto store = Make(Config(), [&](const RecordedRequest& r) -> Result<Response> {
+      if (r.method == "HEAD") return Reply(403);
+      return Reply(get_status, get_status == 206 ? "x" : "<Error><Code>X</Code></Error>");
+    });
+    const Status s = store->Head("k").status();
+    EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
+    EXPECT_EQ(s.message(), "s3://bucket/k: HTTP 403 Forbidden");
+  }
+  auto store =
+      Make(Config(), [](const RecordedRequest&) -> Result<Response> { return Reply(404); });
+  EXPECT_EQ(store->Head("k").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(transport_->requests().size(), 1u);
+}
+
 TEST_F(S3StoreTest, TransientErrorsAreRetriedAndResigned) {
   int calls = 0;
   auto store = Make(Config(), [&](const RecordedRequest&) -> Result<Response> {
