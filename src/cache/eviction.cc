@@ -178,8 +178,17 @@ Result<RoomResult> MakeRoom(const CacheLayout& layout, const Index& index,
     OrderVictims(candidates, upcoming_position);
     CacheMetrics& metrics = CacheMetrics::Get();
     const uint64_t target = request.limit - std::min(request.limit, request.headroom);
+    // A shard wanted sooner than the one being fetched stays: evicting it would fetch it again
+    // first. One not in the list is wanted now (random access, or the reader is waiting).
+    const auto position = [&](size_t shard) {
+      return shard < upcoming_position.size() ? upcoming_position[shard] : kNotUpcoming;
+    };
+    const size_t wanted_at =
+        position(request.for_shard) == kNotUpcoming ? 0 : position(request.for_shard);
     for (const EvictionCandidate& candidate : candidates) {
       if (used + request.needed <= target) break;
+      const size_t at = position(candidate.shard);
+      if (at != kNotUpcoming && at <= wanted_at) break;  // the victims left are all wanted sooner
       const ShardEntry& shard = index.shards[candidate.shard];
       FERRY_ASSIGN_OR_RETURN(
           std::optional<FileLock> exclusive,

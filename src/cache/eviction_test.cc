@@ -97,5 +97,36 @@ TEST(MakeRoom, HeadroomEvictsMoreOnceEvictionRuns) {
       MakeRoom(layout, index, {}, {.limit = 1000, .needed = 100, .headroom = 300}).value().scanned);
 }
 
+TEST(MakeRoom, NeverEvictsAShardNeededSoonerThanTheOneFetched) {
+  ferry::testing::TempDir tmp;
+  const CacheLayout layout(tmp.path());
+  Index index = TenFiles(layout);
+  // f0..f9 are local and upcoming in that order; f10 (not local) is fetched, needed after f4.
+  index.shards.push_back(
+      {.config = index.shards[0].config, .raw_data = {.basename = "f10", .bytes = 100}});
+  const auto positions =
+      UpcomingPositions(std::vector<size_t>{0, 1, 2, 3, 4, 10, 5, 6, 7, 8, 9}, 11);
+  // 300 bytes must go: f9, f8 and f7, needed after f10 (furthest first).
+  auto room =
+      MakeRoom(layout, index, positions, {.limit = 1000, .needed = 300, .for_shard = 10}).value();
+  EXPECT_EQ(room.evicted_shards, 3u);
+  EXPECT_TRUE(room.fits);
+  EXPECT_FALSE(std::filesystem::exists(layout.FilePath("f7")));
+  EXPECT_TRUE(std::filesystem::exists(layout.FilePath("f6")));
+  // Then 300 more: f6 and f5 may go, f0..f4 are needed before f10 and stay - it does not fit.
+  room = MakeRoom(layout, index, positions, {.limit = 700, .needed = 500, .for_shard = 10}).value();
+  EXPECT_EQ(room.evicted_shards, 2u);
+  EXPECT_FALSE(room.fits);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_TRUE(std::filesystem::exists(layout.FilePath("f" + std::to_string(i)))) << i;
+  }
+  // A shard fetched for a reader waiting on it (not in the list) may evict any of them.
+  room = MakeRoom(layout, index, UpcomingPositions(std::vector<size_t>{0, 1, 2, 3, 4}, 11),
+                  {.limit = 500, .needed = 100, .for_shard = 10})
+             .value();
+  EXPECT_EQ(room.evicted_shards, 1u);
+  EXPECT_FALSE(std::filesystem::exists(layout.FilePath("f4"))) << "the one needed last";
+}
+
 }  // namespace
 }  // namespace ferry::internal_cache

@@ -25,6 +25,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <system_error>
 #include <utility>
@@ -263,11 +264,21 @@ class ShardCacheImpl final : public ShardCache {
                .complete;
   }
 
-  void SetUpcoming(std::vector<size_t> shards) override {
-    auto positions = std::make_shared<const std::vector<size_t>>(
-        internal_cache::UpcomingPositions(shards, index_.shards.size()));
+  void SetUpcoming(const void* reader, std::vector<size_t> shards) override {
     std::lock_guard lock(mu_);
-    upcoming_position_ = std::move(positions);
+    if (shards.empty()) {
+      upcoming_.erase(reader);
+    } else {
+      upcoming_[reader] = std::move(shards);
+    }
+    // Each shard at its soonest position in any reader's list: the readers advance together.
+    std::vector<size_t> merged(index_.shards.size(), internal_cache::kNotUpcoming);
+    for (const auto& [who, list] : upcoming_) {
+      for (size_t i = 0; i < list.size(); ++i) {
+        if (list[i] < merged.size()) merged[list[i]] = std::min(merged[list[i]], i);
+      }
+    }
+    upcoming_position_ = std::make_shared<const std::vector<size_t>>(std::move(merged));
   }
 
   uint64_t DiskUsage() const override { return internal_cache::MeasureDiskUsage(layout_, index_); }
@@ -361,6 +372,7 @@ class ShardCacheImpl final : public ShardCache {
   std::atomic<bool> warned_over_limit_{false};
 
   std::mutex mu_;
+  std::map<const void*, std::vector<size_t>> upcoming_;           // guarded by mu_
   std::shared_ptr<const std::vector<size_t>> upcoming_position_;  // guarded by mu_
 };
 

@@ -53,6 +53,7 @@ Prefetcher::~Prefetcher() {
   changed_.notify_all();
   planner_.join();
   pool_.clear();  // joins; an Acquire in progress hears the stop and returns kCancelled soon
+  for (ShardCache* cache : caches_) cache->SetUpcoming(this, {});  // this reader is done
 }
 
 uint64_t Prefetcher::WindowSamples() const {
@@ -206,7 +207,7 @@ void Prefetcher::Plan(std::stop_token stop) {
     CountColdShards(ended);
     StartWithinLimits();
     if (upcoming_stale_) {
-      // Eviction keeps the shards needed soonest.
+      // Eviction keeps the shards needed soonest, whichever reader of the cache needs them.
       upcoming_stale_ = false;
       std::vector<std::vector<size_t>> upcoming(caches_.size());
       std::set<ShardKey> seen;
@@ -214,7 +215,9 @@ void Prefetcher::Plan(std::stop_token stop) {
         ++planner_steps_;
         if (seen.insert(run.key).second) upcoming[run.key.stream].push_back(run.key.shard);
       }
-      for (size_t s = 0; s < caches_.size(); ++s) caches_[s]->SetUpcoming(std::move(upcoming[s]));
+      for (size_t s = 0; s < caches_.size(); ++s) {
+        caches_[s]->SetUpcoming(this, std::move(upcoming[s]));
+      }
     }
     changed_.wait(lock, stop, [&] { return dirty_; });
     dirty_ = false;

@@ -41,7 +41,7 @@ class CountingCache : public ShardCache {
     return MakeHandle(k, "/dev/null", -1, false);
   }
   bool IsLocal(size_t) const override { return false; }
-  void SetUpcoming(std::vector<size_t>) override {}
+  void SetUpcoming(const void*, std::vector<size_t>) override {}
   uint64_t DiskUsage() const override { return 0; }
 
   std::map<size_t, int> acquired() const {

@@ -9,13 +9,16 @@
 #include <mutex>
 #include <utility>
 
+#include "base/human_size.h"
 #include "base/log.h"
+#include "cache/cache_budget.h"
 #include "cache/download_slots.h"
 #include "cache/reader_registry.h"
 #include "ferry/format/shard_reader.h"
 #include "ferry/metrics/metrics.h"
 #include "ferry/storage/registry.h"
 #include "ferry/stream/shard_cache.h"
+#include "order/working_set.h"
 #include "storage/instrumented_store.h"
 #include "stream/prefetcher.h"
 #include "stream/remote_sample_reader.h"
@@ -118,6 +121,7 @@ class StreamingDatasetImpl : public StreamingDataset,
       streams_.push_back(std::move(st));
     }
     num_samples_ = first_id;
+    budget_ = internal_cache::CacheBudget(options_.cache_limit, cache_fits_);
     FERRY_ASSIGN_OR_RETURN(auto mix, Mix(0));
     epoch_samples_ = mix->total;
     return Status::Ok();
@@ -146,7 +150,90 @@ class StreamingDatasetImpl : public StreamingDataset,
   Result<std::shared_ptr<const EpochPlan>> Plan(const WorldShape& world, uint64_t epoch,
                                                 uint64_t resume_from) override {
     FERRY_ASSIGN_OR_RETURN(auto mix, Mix(epoch));
-    return EpochPlan::Create(mix->Counts(), options_.order, world, epoch, resume_from);
+    FERRY_ASSIGN_OR_RETURN(const internal_order::WorkingSetFit fit, FitOrder(*mix, world));
+    return EpochPlan::Create(mix->Counts(), fit.order, world, epoch, resume_from);
+  }
+
+  // Bytes a shard takes in its cache folder once fetched.
+  uint64_t DiskBytes(uint32_t stream, uint32_t shard) const {
+    const ShardEntry& e = indexes_[stream].shards[shard];
+    return e.raw_data.bytes + (options_.keep_zip && e.zip_data ? e.zip_data->bytes : 0);
+  }
+
+  // The order to read for `world`: the one asked for, or - under a cache_limit that cannot hold
+  // its working set - the widest that fits (src/order/working_set.h), said once; with
+  // strict_cache_limit an error instead.
+  Result<internal_order::WorkingSetFit> FitOrder(const EpochMix& mix, const WorldShape& world) {
+    internal_order::WorkingSetFit fit;
+    fit.order = options_.order;
+    if (!budget_.limited()) return fit;
+    std::vector<internal_order::StreamFootprint> footprints(streams_.size());
+    for (const internal_stream::VirtualShard& vs : mix.shards) {
+      internal_order::StreamFootprint& f = footprints[vs.stream];
+      const uint64_t bytes = DiskBytes(vs.stream, vs.shard);
+      f.samples += vs.count;
+      f.bytes += bytes;
+      f.max_shard_bytes = std::max(f.max_shard_bytes, bytes);
+    }
+    fit = internal_order::NarrowToFit(footprints, options_.order, world, budget_.WorkingSetRoom());
+    if (!fit.narrowed && fit.fits) return fit;
+    const std::string message = DescribeFit(fit, footprints, world);
+    if (options_.strict_cache_limit) return FailedPreconditionError(message);
+    if (!warned_fit_.exchange(true)) {
+      Log().warn("{}", message);
+    } else {
+      Log().debug("{}", message);
+    }
+    return fit;
+  }
+
+  std::string DescribeFit(const internal_order::WorkingSetFit& fit,
+                          const std::vector<internal_order::StreamFootprint>& footprints,
+                          const WorldShape& world) const {
+    const OrderOptions& asked = options_.order;
+    // The smallest limit that holds the order as asked: its working set in the limit's room, or
+    // the largest stream whole (then nothing is ever evicted).
+    uint64_t largest_stream = 0;
+    for (const auto& f : footprints) largest_stream = std::max(largest_stream, f.bytes);
+    const auto limit_for = [&](const internal_order::WorkingSet& ws) {
+      return std::min(budget_.LimitToHold(ws.Largest()), largest_stream);
+    };
+    OrderOptions py1s = asked;
+    py1s.algo = ShuffleAlgo::kPy1s;
+    const uint64_t py1s_limit =
+        limit_for(internal_order::EstimateWorkingSet(footprints, py1s, world));
+    std::string text = fmt::format(
+        "cache_limit {} is too small for the order asked for: shuffle_algo {}{} keeps up to {} "
+        "of shards in use at once on this node, and a cache_limit of {} would hold it",
+        FormatBytes(*budget_.limit()), ShuffleAlgoName(asked.algo),
+        asked.algo == ShuffleAlgo::kPy1s
+            ? std::string()
+            : fmt::format(" with shuffle_block_size {}", asked.shuffle_block_size),
+        FormatBytes(fit.asked.Largest()), FormatBytes(limit_for(fit.asked)));
+    if (asked.algo != ShuffleAlgo::kPy1s) {
+      text += fmt::format(" (shuffle_algo py1s needs {})", FormatBytes(py1s_limit));
+    }
+    const std::string narrowed =
+        fit.order.algo == ShuffleAlgo::kPy1s
+            ? std::string("shuffle_algo py1s")
+            : fmt::format("shuffle_algo {} with shuffle_block_size {}",
+                          ShuffleAlgoName(fit.order.algo), fit.order.shuffle_block_size);
+    if (options_.strict_cache_limit) {
+      return text + fmt::format(
+                        "; with strict_cache_limit this is an error: raise cache_limit, or choose "
+                        "{} (what fits), or a smaller shuffle_block_size",
+                        fit.fits ? narrowed : std::string("a larger cache_limit"));
+    }
+    if (!fit.fits) {
+      return text + fmt::format(
+                        "; even the narrowest order does not fit: reading with {}, which fetches "
+                        "some shards more than once per epoch - raise cache_limit to at least {}",
+                        narrowed, FormatBytes(py1s_limit));
+    }
+    return text + fmt::format(
+                      "; reading with {} instead, which fits (the same on every rank and on "
+                      "resumption; strict_cache_limit refuses instead of narrowing)",
+                      narrowed);
   }
 
   // The shard mapped and pinned; shared with any other reader of it.
@@ -185,10 +272,7 @@ class StreamingDatasetImpl : public StreamingDataset,
       // tests/integration/stream_test.cc). Not when every stream fits its cache whole: nothing
       // is ever evicted then, and a shuffled order would re-open a shard for nearly every
       // sample (epoch 2 at 0.3 of `cat`).
-      const uint64_t byte_cap =
-          options_.cache_limit && !cache_fits_
-              ? *options_.cache_limit / 4 / std::max<uint32_t>(1, readers_.load())
-              : UINT64_MAX;
+      const uint64_t byte_cap = budget_.OpenBytesPerReader(readers_.load());
       while (recent_.size() > kRecentShards || (recent_.size() > 1 && recent_bytes_ > byte_cap)) {
         const ShardKey& old = recent_.back().first;
         recent_bytes_ -= indexes_[old.stream].shards[old.shard].raw_data.bytes;
@@ -263,9 +347,10 @@ class StreamingDatasetImpl : public StreamingDataset,
   // streams, when some stream does not fit its cache whole.
   // The readers of the limited cache folders now (the most of any), as iterators last counted.
   void SetReaders(uint32_t readers) { readers_.store(readers); }
+  const internal_cache::CacheBudget& budget() const { return budget_; }
   std::vector<std::filesystem::path> LimitedCacheFolders() const {
     std::vector<std::filesystem::path> folders;
-    if (!options_.cache_limit || cache_fits_) return folders;
+    if (!budget_.limited()) return folders;
     for (const StreamState& st : streams_) {
       if (st.remote) folders.push_back(st.local);
     }
@@ -287,6 +372,8 @@ class StreamingDatasetImpl : public StreamingDataset,
   std::vector<StreamState> streams_;
   std::vector<Index> indexes_;
   bool cache_fits_ = true;  // every stream fits its cache_limit whole (or there is none)
+  internal_cache::CacheBudget budget_;
+  std::atomic<bool> warned_fit_{false};
   uint64_t num_samples_ = 0;
   uint64_t epoch_samples_ = 0;
   std::mutex mu_;
@@ -305,7 +392,7 @@ class StreamIterator : public SampleIterator {
  public:
   StreamIterator(std::shared_ptr<StreamingDatasetImpl> dataset,
                  std::shared_ptr<const EpochPlan> plan, std::shared_ptr<const EpochMix> mix,
-                 WorkerCursor cursor)
+                 WorkerCursor cursor, const internal_order::WorkingSet& working_set)
       : dataset_(std::move(dataset)),
         plan_(std::move(plan)),
         mix_(std::move(mix)),
@@ -320,20 +407,27 @@ class StreamIterator : public SampleIterator {
     prefetch.samples_per_shard = dataset_->MeanSamplesPerShard();
     prefetch.node_download_concurrency =
         dataset_->options().node_download_concurrency.value_or(UINT32_MAX);
-    if (const auto& limit = dataset_->options().cache_limit) {
-      // What is fetched ahead is pinned: keep it to half the cache, so eviction has room - half
-      // for all the readers of a folder (the node's workers) together, each taking its share.
-      prefetch.max_bytes_in_flight = std::min(prefetch.max_bytes_in_flight, *limit / 2);
+    const internal_cache::CacheBudget& budget = dataset_->budget();
+    if (budget.limited()) {
+      // What is fetched ahead is pinned: it gets what the cache budget leaves beside the order's
+      // working set and the open shards, shared by all the readers of a folder (the node's
+      // workers).
+      const uint64_t live = working_set.Largest();
+      prefetch.max_bytes_in_flight =
+          std::min(prefetch.max_bytes_in_flight, budget.AheadBytesPerReader(1, live));
       // Registered while the prefetcher (which owns the budget) lives.
       auto readers =
           std::make_shared<internal_cache::FolderReaders>(dataset_->LimitedCacheFolders());
       if (!readers->empty()) {
-        prefetch.byte_budget = [readers, half = *limit / 2, dataset = dataset_.get()] {
+        prefetch.byte_budget = [readers, budget, live, dataset = dataset_.get()] {
           const uint32_t most = readers->Most();
           dataset->SetReaders(most);
-          return half / most;
+          return budget.AheadBytesPerReader(most, live);
         };
       }
+    } else if (const auto& limit = dataset_->options().cache_limit) {
+      // Every stream fits whole: nothing is evicted, but half the limit is plenty ahead.
+      prefetch.max_bytes_in_flight = std::min(prefetch.max_bytes_in_flight, *limit / 2);
     }
     prefetcher_ = std::make_unique<Prefetcher>(
         cursor, [this](uint64_t sample) { return Resolve(sample).first; },
@@ -417,12 +511,13 @@ class StreamIterator : public SampleIterator {
 
 Result<std::unique_ptr<SampleIterator>> StreamingDatasetImpl::Iterate(const IterateOptions& o) {
   FERRY_ASSIGN_OR_RETURN(auto mix, Mix(o.epoch));
+  FERRY_ASSIGN_OR_RETURN(const internal_order::WorkingSetFit fit, FitOrder(*mix, o.world));
   FERRY_ASSIGN_OR_RETURN(
-      auto plan, EpochPlan::Create(mix->Counts(), options_.order, o.world, o.epoch, o.resume_from));
+      auto plan, EpochPlan::Create(mix->Counts(), fit.order, o.world, o.epoch, o.resume_from));
   FERRY_ASSIGN_OR_RETURN(WorkerCursor cursor, plan->Worker(o.worker));
   cursor.Skip(o.skip);
   return std::unique_ptr<SampleIterator>(
-      new StreamIterator(shared_from_this(), std::move(plan), std::move(mix), cursor));
+      new StreamIterator(shared_from_this(), std::move(plan), std::move(mix), cursor, fit.used));
 }
 
 }  // namespace

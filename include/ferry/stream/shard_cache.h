@@ -119,8 +119,12 @@ class ShardCache {
   /// True when shard `k`'s raw file is in the cache now (no download needed).
   virtual bool IsLocal(size_t k) const = 0;
 
-  /// The shards this process will read next, soonest first: eviction keeps them longest.
-  virtual void SetUpcoming(std::vector<size_t> shards) = 0;
+  /// The shards `reader` (any identity: an iterator of this process) will read next, soonest
+  /// first, replacing what it said before; an empty list forgets it. Eviction keeps the shards
+  /// that any reader needs soonest longest, and never evicts one needed sooner than the shard
+  /// it is making room for.
+  virtual void SetUpcoming(const void* reader, std::vector<size_t> shards) = 0;
+  void SetUpcoming(std::vector<size_t> shards) { SetUpcoming(nullptr, std::move(shards)); }
 
   /// Bytes of shard files in the cache folder now.
   virtual uint64_t DiskUsage() const = 0;

@@ -17,10 +17,10 @@
 // Iteration: a worker's iterator walks its EpochPlan cursor; a prefetch scheduler (one thread
 // per iterator) looks `predownload` samples ahead and makes their shards local with
 // `download_concurrency` downloads at once and at most `max_bytes_in_flight` bytes being
-// fetched (under a cache_limit, at most its share of half the limit among the iterators reading
-// the cache folder, in all processes: src/cache/reader_registry.h), pinning each shard until the
-// iterator is past its last upcoming use; node_download_concurrency bounds the downloads of
-// all of them together, across processes. With
+// fetched (under a cache_limit, at most its share of what the cache budget leaves for it among
+// the iterators reading the cache folder, in all processes: src/cache/cache_budget.h), pinning
+// each shard until the iterator is past its last upcoming use; node_download_concurrency bounds
+// the downloads of all of them together, across processes. With
 // predownload/concurrency "auto" (nullopt) it sizes the window from the bandwidth and round-trip
 // time it measures (bytes in flight ~ bandwidth x RTT x 2) and reports what it chose in metrics.
 // At the cold start, before any shard is local, an iterator's first sample (of a raw,
@@ -77,6 +77,13 @@ struct StreamingOptions {
   /// ranks share one link. nullopt: each worker's download_concurrency is its only limit.
   std::optional<uint32_t> node_download_concurrency;
   std::optional<uint64_t> cache_limit;  // bytes per stream cache folder
+  /// A cache_limit must hold the working set of the order - the shards its readers on a node use
+  /// between their first and last use, at once (src/order/working_set.h) - in half of it, or
+  /// shards would be fetched again and again. By default Plan and Iterate then read the widest
+  /// shuffle that fits (a smaller shuffle_block_size, or py1s), saying so once with the
+  /// cache_limit that would hold the order asked for; with strict_cache_limit they fail
+  /// (kFailedPrecondition) with that message instead.
+  bool strict_cache_limit = false;
   bool keep_zip = false;
   std::optional<std::string> validate_hash;
   bool allow_unsafe_types = false;
