@@ -154,6 +154,71 @@ TEST(Credentials, AWrongSecretIsAnAuthenticationErrorThatNamesNoSecret) {
   UseAzurite();
 }
 
+// S3 sends no body with a HEAD reply: the store learns the reason of a refused HEAD from a GET,
+// so that it names SignatureDoesNotMatch as a GET's error does, not a bare "HTTP 403".
+TEST(Credentials, AHeadWithAWrongSecretNamesTheReason) {
+  const std::string wrong = "wRoNgSeCrEt0123456789abcdefGHIJKLmnopqrs";
+  UseS3Server("MOTO_AUTH");
+  const std::string bucket = ServerEnv("MOTO_AUTH_BUCKET");
+  const std::string key = "creds/head-" + RunId();
+  {
+    auto opened = OpenUrl(fmt::format("s3://{}/{}", bucket, key));
+    ASSERT_TRUE(opened.has_value());
+    ASSERT_TRUE(opened->store->Put(opened->key, "signed right").ok());
+  }
+  UseS3Server("MOTO_AUTH", wrong);
+  auto opened = OpenUrl(fmt::format("s3://{}/{}", bucket, key));
+  ASSERT_TRUE(opened.has_value());
+  auto head = opened->store->Head(opened->key);
+  UseS3Server("MOTO_AUTH");
+  ASSERT_FALSE(head.has_value());
+  EXPECT_EQ(head.error().code(), StatusCode::kUnauthenticated) << head.error().ToString();
+  EXPECT_THAT(head.error().message(),
+              ::testing::StartsWith(fmt::format("s3://{}/{}: SignatureDoesNotMatch", bucket, key)));
+  EXPECT_THAT(head.error().message(), Not(HasSubstr(wrong)));
+  EXPECT_THAT(head.error().message(), Not(HasSubstr(ServerEnv("MOTO_AUTH_SECRET_KEY"))));
+
+  // Azurite's HEAD reply carries only the code; the message says it is the key.
+  const std::string container = ServerEnv("AZURITE_CONTAINER");
+  const std::string url = fmt::format("az://{}/creds/{}", container, RunId());
+  UseAzurite(
+      "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA==");
+  auto az = OpenUrl(url);
+  UseAzurite();
+  ASSERT_TRUE(az.has_value());
+  auto az_head = az->store->Head(az->key);
+  ASSERT_FALSE(az_head.has_value());
+  EXPECT_EQ(az_head.error().code(), StatusCode::kUnauthenticated) << az_head.error().ToString();
+  EXPECT_THAT(az_head.error().message(),
+              ::testing::StartsWith(url + ": AuthorizationFailure: Server failed to authenticate"));
+}
+
+// Errors name the blob by the az:// URL the user gave, not the endpoint URL it was sent to.
+TEST(Messages, AzureErrorsNameTheAzUrl) {
+  UseAzurite();
+  const std::string url =
+      fmt::format("az://{}/missing/{}", ServerEnv("AZURITE_CONTAINER"), RunId());
+  auto right = OpenUrl(url);
+  ASSERT_TRUE(right.has_value());
+  for (const Status& s :
+       {right->store->Head(right->key).status(), right->store->Get(right->key).status()}) {
+    SCOPED_TRACE(s.ToString());
+    EXPECT_EQ(s.code(), StatusCode::kNotFound);
+    EXPECT_THAT(s.message(), ::testing::StartsWith(url + ": BlobNotFound"));
+    EXPECT_THAT(s.message(), Not(HasSubstr(ServerEnv("AZURITE_ENDPOINT"))));
+  }
+  const std::string container = fmt::format("az://no-such-{}/", RunId());
+  auto missing = OpenUrl(container + "a");
+  ASSERT_TRUE(missing.has_value());
+  for (const Status& s : {missing->store->List("", true).status(), missing->store->Put("a", "x")}) {
+    SCOPED_TRACE(s.ToString());
+    EXPECT_EQ(s.code(), StatusCode::kNotFound);
+    EXPECT_THAT(s.message(), HasSubstr(container));
+    EXPECT_THAT(s.message(), HasSubstr("ContainerNotFound"));
+    EXPECT_THAT(s.message(), Not(HasSubstr(ServerEnv("AZURITE_ENDPOINT"))));
+  }
+}
+
 // The server goes away in the middle of a 64 MiB download and comes back a second later.
 TEST(Faults, ADownloadSurvivesAServerRestart) {
   UseS3Server("S3RVER");
