@@ -12,6 +12,8 @@
 #include "ferry/format/local_dataset.h"
 #include "ferry/format/verify.h"
 #include "format/fixture_testutil.h"
+#include "image/jpeg_codec.h"
+#include "image/png_codec.h"
 
 namespace ferry {
 namespace {
@@ -259,6 +261,15 @@ class RandomSamples {
     return s;
   }
 
+  // A small image file of random pixels: verify decodes jpeg and png payloads.
+  std::string RandomImageFile(bool png) {
+    PilImage image{static_cast<uint32_t>(Below(4) + 1), static_cast<uint32_t>(Below(4) + 1), "RGB",
+                   ""};
+    image.pixels = std::string(3 * image.width * image.height, '\0');
+    for (char& c : image.pixels) c = static_cast<char>(Below(256));
+    return png ? EncodePng(image).value() : EncodeJpeg(image).value();
+  }
+
   // A value of `encoding` in the form DecodeValue returns, so a round trip compares equal.
   Value ValueFor(const ColumnEncoding& e) {
     std::uniform_int_distribution<int64_t> any_i64;
@@ -266,9 +277,10 @@ class RandomSamples {
     switch (e.kind()) {
       case EncodingKind::kBytes:
       case EncodingKind::kPkl:
+        return Value(Bytes{RandomBytes(64)});
       case EncodingKind::kJpeg:
       case EncodingKind::kPng:
-        return Value(Bytes{RandomBytes(64)});
+        return Value(Bytes{RandomImageFile(e.kind() == EncodingKind::kPng)});
       case EncodingKind::kStr:
         return Value(RandomText(20));
       case EncodingKind::kInt:
@@ -339,7 +351,7 @@ class RandomSamples {
       case EncodingKind::kJpegArray: {
         ValueList items;
         for (size_t i = Below(3) + (e.kind() == EncodingKind::kJpegArray); i > 0; --i) {
-          items.emplace_back(Bytes{RandomBytes(40)});
+          items.emplace_back(Bytes{RandomImageFile(e.kind() == EncodingKind::kListPng)});
         }
         return Value(std::move(items));
       }

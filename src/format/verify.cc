@@ -13,6 +13,8 @@
 #include "ferry/format/shard_reader.h"
 #include "format/compression.h"
 #include "format/hash.h"
+#include "image/jpeg_codec.h"
+#include "image/png_codec.h"
 
 namespace ferry {
 namespace {
@@ -33,6 +35,37 @@ std::string CheckFile(std::string_view data, const FileInfo& info) {
   }
   if (wrong.empty()) return "";
   return fmt::format("hash mismatch: {}", fmt::join(wrong, "; "));
+}
+
+// JPEG at an eighth of its size: libjpeg still reads and Huffman-decodes every entropy-coded
+// byte (a truncated or garbled scan is found), only the inverse DCT and the pixels are smaller.
+Status DecodeImage(EncodingKind kind, std::string_view file) {
+  if (kind == EncodingKind::kPng) return DecodePng(file).status();
+  return DecodeJpeg(file, /*scale_denominator=*/8).status();
+}
+
+// jpeg and png payloads (alone or in lists) are whole image files, stored as they are: decoding
+// the image is the only way to know that the payload decodes.
+Status DecodeImages(const ColumnEncoding& encoding, const Value& value) {
+  switch (encoding.kind()) {
+    case EncodingKind::kJpeg:
+    case EncodingKind::kPng:
+      return DecodeImage(encoding.kind(), std::get<Bytes>(value).data);
+    case EncodingKind::kListJpeg:
+    case EncodingKind::kJpegArray:
+    case EncodingKind::kListPng: {
+      const auto& items = std::get<ValueList>(value);
+      const EncodingKind kind =
+          encoding.kind() == EncodingKind::kListPng ? EncodingKind::kPng : EncodingKind::kJpeg;
+      for (size_t i = 0; i < items.size(); ++i) {
+        Status s = DecodeImage(kind, std::get<Bytes>(items[i]).data);
+        if (!s.ok()) return s.WithContext(fmt::format("element {}", i));
+      }
+      return Status::Ok();
+    }
+    default:
+      return Status::Ok();  // pil images are checked by DecodeValue itself
+  }
 }
 
 class ShardVerifier {
@@ -109,10 +142,12 @@ class ShardVerifier {
       }
       if (!options_.decode_samples) continue;
       for (size_t c = 0; c < fields.size(); ++c) {
-        if (auto v = DecodeValue(config.column_encodings[c], fields[c]); !v) {
-          Problem(k, entry.raw_data.basename,
-                  fmt::format("sample {}: column '{}': {}", i, config.column_names[c],
-                              v.error().message()));
+        auto v = DecodeValue(config.column_encodings[c], fields[c]);
+        Status s = v ? DecodeImages(config.column_encodings[c], *v) : v.error();
+        if (!s.ok()) {
+          Problem(
+              k, entry.raw_data.basename,
+              fmt::format("sample {}: column '{}': {}", i, config.column_names[c], s.message()));
           return;
         }
       }

@@ -18,6 +18,9 @@
 #include "ferry/format/shard_reader.h"
 #include "format/fixture_testutil.h"
 #include "format/hash.h"
+#include "image/image_testutil.h"
+#include "image/jpeg_codec.h"
+#include "image/png_codec.h"
 
 namespace ferry {
 namespace {
@@ -340,6 +343,64 @@ TEST_F(VerifyPayloadDamage, CompressedShardDamage) {
   EXPECT_EQ(rehashed.problems[0].file, zip_name);
   EXPECT_EQ(rehashed.shards, index.shards.size());
   EXPECT_GE(rehashed.samples, 30u - index.shards[1].samples);
+}
+
+TEST(VerifyImages, TwentyFiveGarbageBytesInAJpegColumnAreReported) {
+  testing::TempDir tmp;
+  const std::string jpeg = EncodeJpeg(internal_image_test::PatternImage("RGB", 40, 30), 90).value();
+  auto writer = MdsWriter::Create(
+      {.out = tmp.path(), .columns = {{"data", "jpeg"}, {"id", "int"}}, .hashes = {"sha1"}});
+  ASSERT_TRUE(writer.has_value()) << writer.status().ToString();
+  ASSERT_TRUE((*writer)->Write({{"data", Value(Bytes{jpeg})}, {"id", Value(0)}}).ok());
+  ASSERT_TRUE(
+      (*writer)->Write({{"data", Value(Bytes{std::string(25, 'x')})}, {"id", Value(1)}}).ok());
+  (*writer)->Finish().value();
+
+  const VerifyReport report = Verify(tmp.path());
+  ASSERT_EQ(report.problems.size(), 1u) << Describe(report);
+  EXPECT_THAT(report.problems[0].problem, HasSubstr("sample 1: column 'data'"));
+  EXPECT_EQ(report.samples, 2u);
+
+  const VerifyReport layout_only = Verify(tmp.path(), {.decode_samples = false});
+  EXPECT_TRUE(layout_only.ok()) << Describe(layout_only);
+}
+
+TEST(VerifyImages, EachKindOfImageDamageIsFound) {
+  const std::string jpeg = EncodeJpeg(internal_image_test::PatternImage("RGB", 40, 30), 90).value();
+  const std::string png = EncodePng(internal_image_test::PatternImage("RGB", 8, 8)).value();
+  struct Case {
+    const char* column;
+    const char* encoding;
+    Value value;
+    const char* want;
+  };
+  const std::vector<Case> cases = {
+      {"image", "jpeg", Value(Bytes{jpeg}), ""},
+      {"image", "jpeg", Value(Bytes{std::string(25, 'x')}), "column 'image'"},
+      {"image", "jpeg", Value(Bytes{jpeg.substr(0, jpeg.size() * 2 / 3)}), "column 'image'"},
+      {"mask", "png", Value(Bytes{png}), ""},
+      {"mask", "png", Value(Bytes{png.substr(0, png.size() - 20)}), "column 'mask'"},
+      {"frames", "list[jpeg]", Value(ValueList{Value(Bytes{jpeg}), Value(Bytes{"\xFF\xD8\xFFx"})}),
+       "element 1"},
+      {"frames", "jpeg_array", Value(ValueList{Value(Bytes{std::string(9, 'y')})}), "element 0"},
+      {"masks", "list[png]", Value(ValueList{Value(Bytes{png}), Value(Bytes{"nope"})}),
+       "element 1"},
+  };
+  for (const Case& c : cases) {
+    testing::TempDir tmp;
+    auto writer = MdsWriter::Create({.out = tmp.path(), .columns = {{c.column, c.encoding}}});
+    ASSERT_TRUE(writer.has_value()) << writer.status().ToString();
+    ASSERT_TRUE((*writer)->Write({{c.column, c.value}}).ok()) << c.encoding;
+    (*writer)->Finish().value();
+    const VerifyReport report = Verify(tmp.path());
+    if (std::string(c.want).empty()) {
+      EXPECT_TRUE(report.ok()) << c.encoding << "\n" << Describe(report);
+    } else {
+      ASSERT_EQ(report.problems.size(), 1u) << c.encoding << " " << c.want;
+      EXPECT_THAT(report.problems[0].problem, HasSubstr(c.want)) << c.encoding;
+      EXPECT_TRUE(Verify(tmp.path(), {.decode_samples = false}).ok()) << c.encoding;
+    }
+  }
 }
 
 }  // namespace

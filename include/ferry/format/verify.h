@@ -4,7 +4,8 @@
 // file matches; a compressed shard decompresses to exactly raw_data.bytes and the raw hashes;
 // the raw shard's header, config block and every offset are valid (MdsShardReader); and every
 // sample splits into its columns and each payload decodes (ndarray shapes, image list tables,
-// UTF-8 text, numeric text, ...). All problems are collected, one line per bad file or sample,
+// UTF-8 text, numeric text, ..., and every jpeg and png image, alone or in a list, through the
+// image codecs). All problems are collected, one line per bad file or sample,
 // rather than stopping at the first.
 //
 // Thread-safety: a free function; it reads the dataset folder only.
