@@ -248,6 +248,7 @@ class MdsWriter::Impl {
       info.hashes.emplace_back(algo, std::move(digest));
     }
     FERRY_RETURN_IF_ERROR(WriteFileAtomically(options_.out / info.basename, data));
+    if (options_.on_shard_written) options_.on_shard_written(info.basename);
     return info;
   }
 

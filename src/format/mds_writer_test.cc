@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <map>
+#include <mutex>
 #include <random>
 
 #include "base/file_util.h"
@@ -503,6 +505,36 @@ TEST(MdsWriter, FinishWritesEveryQueuedShard) {
   ASSERT_TRUE(report.has_value());
   EXPECT_TRUE(report->ok());
   EXPECT_EQ(report->samples, 3000u);
+}
+
+TEST(MdsWriter, ReportsEachShardFileOnceItIsCompleteUnderItsName) {
+  testing::TempDir tmp;
+  std::mutex mu;
+  std::map<std::string, uint64_t> seen;  // basename -> size on disk when reported
+  auto writer = MakeWriter(
+      {.out = tmp.path(),
+       .columns = {{"x", "str"}},
+       .compression = "zstd",
+       .size_limit = 300,
+       .flush_threads = 2,
+       .on_shard_written = [&](const std::string& basename) {
+         std::lock_guard lock(mu);
+         EXPECT_TRUE(
+             seen.emplace(basename, std::filesystem::file_size(tmp.path() / basename)).second)
+             << basename << " reported twice";
+       }});
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(
+        writer->Write({{"x", Value(std::string(40, static_cast<char>('a' + i % 26)))}}).ok());
+  }
+  const Index index = writer->Finish().value();
+  ASSERT_GT(index.shards.size(), 3u);
+  std::lock_guard lock(mu);
+  EXPECT_EQ(seen.size(), index.shards.size()) << "every shard, and never index.json";
+  for (const ShardEntry& shard : index.shards) {
+    ASSERT_TRUE(shard.zip_data.has_value());
+    EXPECT_EQ(seen[shard.zip_data->basename], shard.zip_data->bytes) << "complete when reported";
+  }
 }
 
 }  // namespace

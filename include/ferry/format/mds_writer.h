@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -55,6 +56,10 @@ struct MdsWriterOptions {
   size_t max_pending_shards = 2;
   /// Threads compressing, hashing and writing full shards (compression is the costly part).
   size_t flush_threads = DefaultFlushThreads();
+  /// Called on a flush thread with the basename of each shard file once it is complete under
+  /// its final name (not index.json): lets a caller upload shards while writing goes on. It may
+  /// block (that holds the flush thread back, and with it the writer); it must not throw.
+  std::function<void(const std::string& basename)> on_shard_written;
 };
 
 class MdsWriter {
