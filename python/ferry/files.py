@@ -47,6 +47,13 @@ class FileDataset(_NativeDataset):
         labels: ``"folder"`` (the first folder under the root is the class, as torchvision's
             ImageFolder; files directly under the root are left out) or ``None``.
         extensions: keep only files ending so (``["jpg", "jpeg"]``); default every file.
+        encoding: the ``data`` column's encoding for ``ferry.DataLoader``: ``"auto"`` (the
+            image kind - jpeg or png - most listed files are named as, else ``"bytes"``),
+            ``"jpeg"``, ``"png"`` or ``"bytes"``. A listed file whose name does not match it
+            (a ``notes.txt`` among JPEGs) is an ``InvalidArgumentError`` at open naming it,
+            unless ``skip_other``.
+        skip_other: leave the files that do not match ``encoding`` out of the dataset (their
+            count is ``skipped_other``) instead of refusing them.
         refresh: list the root again although a listing is stored in the cache folder.
         listing_max_age: seconds after which a stored listing is listed again.
         on_missing: ``"error"`` (a file gone since the listing stops the epoch, naming it) or
@@ -55,9 +62,12 @@ class FileDataset(_NativeDataset):
         decode: ``"bytes"`` (the file as is), ``"pil"`` or ``"numpy"`` (images).
         batch_size: the batch the torch DataLoader makes (for exact resumption only).
 
+    Attributes: ``classes``, ``data_encoding`` (what ``encoding`` decided) and
+    ``skipped_other`` (files left out by ``skip_other``).
+
     ``ferry.DataLoader(ds, ...)`` reads it too, decoding and transforming the images in native
-    threads: its columns are ``data`` (jpeg when every file is .jpg/.jpeg, png when every one is
-    .png, else bytes), ``label`` and ``path``. ``state_dict`` / ``load_state_dict`` resume an
+    threads: its columns are ``data`` (``data_encoding``: jpeg, png or bytes, see ``encoding``),
+    ``label`` and ``path`` - the columns ``ferry convert`` writes. ``state_dict`` / ``load_state_dict`` resume an
     epoch exactly under the same world shape and batch size.
     """
 
@@ -74,6 +84,8 @@ class FileDataset(_NativeDataset):
         max_bytes_in_flight: Union[int, str, None] = None,
         labels: Optional[str] = "folder",
         extensions: Optional[Sequence[str]] = None,
+        encoding: str = "auto",
+        skip_other: bool = False,
         refresh: bool = False,
         listing_max_age: Optional[float] = None,
         on_missing: str = "error",
@@ -95,6 +107,9 @@ class FileDataset(_NativeDataset):
             raise InvalidArgumentError(f"labels must be 'folder' or None, not {labels!r}")
         if isinstance(extensions, str):
             extensions = [extensions]
+        if encoding not in ("auto", "jpeg", "png", "bytes"):
+            raise InvalidArgumentError(
+                f"encoding must be 'auto', 'jpeg', 'png' or 'bytes', not {encoding!r}")
         self.root = root
         self.local = str(local) if local is not None else None
         self.shuffle = bool(shuffle)
@@ -113,6 +128,8 @@ class FileDataset(_NativeDataset):
             "max_bytes_in_flight": _size(max_bytes_in_flight, "max_bytes_in_flight"),
             "labels": "folder" if labels == "folder" else "none",
             "extensions": list(extensions) if extensions else None,
+            "encoding": encoding,
+            "skip_other": bool(skip_other),
             "refresh": bool(refresh),
             "listing_max_age": None if listing_max_age is None else int(listing_max_age),
             "on_missing": on_missing,
@@ -127,6 +144,8 @@ class FileDataset(_NativeDataset):
         self._options["refresh"] = False
         self._num_files = len(native)
         self.classes: List[str] = list(native.classes)
+        self.data_encoding: str = native.data_encoding
+        self.skipped_other: int = native.skipped_other
 
     def _open_native(self):
         return _ferry.FileDataset(self._options)
@@ -222,7 +241,7 @@ class FileDataset(_NativeDataset):
         return ["data", "label", "path"]
 
     def _loader_columns(self) -> List[Tuple[str, str]]:
-        return [("data", self._native().data_encoding), ("label", "int"), ("path", "str")]
+        return [("data", self.data_encoding), ("label", "int"), ("path", "str")]
 
     def _loader_options(self, batch_size: int) -> Dict[str, Any]:
         return {"files": dict(self._options), "batch_size": batch_size}

@@ -24,6 +24,7 @@
 #include "ferry/storage/registry.h"
 #include "ferry/stream/shard_cache.h"
 #include "files/fetch_ahead.h"
+#include "files/file_encoding.h"
 #include "files/file_listing.h"
 #include "files/file_order.h"
 #include "files/file_pack.h"
@@ -114,14 +115,16 @@ class FileDatasetImpl final : public FileDataset,
  public:
   FileDatasetImpl(FileDatasetOptions options, std::shared_ptr<ObjectStore> remote,
                   std::string prefix, std::string root_url, fs::path cache_root, Listing listing,
-                  bool listed)
+                  bool listed, std::string data_encoding, uint64_t skipped_other)
       : options_(std::move(options)),
         remote_(std::move(remote)),
         prefix_(std::move(prefix)),
         root_url_(std::move(root_url)),
         cache_root_(std::move(cache_root)),
         listing_(std::move(listing)),
-        listed_(listed) {}
+        listed_(listed),
+        data_encoding_(std::move(data_encoding)),
+        skipped_other_(skipped_other) {}
 
   Status Init() {
     Index index;
@@ -146,6 +149,8 @@ class FileDatasetImpl final : public FileDataset,
   const std::vector<FileEntry>& files() const override { return listing_.files; }
   const std::vector<std::string>& classes() const override { return listing_.classes; }
   bool listed() const override { return listed_; }
+  const std::string& data_encoding() const override { return data_encoding_; }
+  uint64_t skipped_other() const override { return skipped_other_; }
 
   Result<FileSample> Get(uint64_t index) override {
     if (index >= listing_.files.size()) {
@@ -275,6 +280,8 @@ class FileDatasetImpl final : public FileDataset,
   const fs::path cache_root_;
   const Listing listing_;
   const bool listed_;
+  const std::string data_encoding_;
+  const uint64_t skipped_other_;
   std::unique_ptr<ShardCache> cache_;
   std::string digest_;
 
@@ -364,6 +371,32 @@ Result<std::pair<Listing, bool>> LoadListing(ObjectStore& store, const std::stri
   return std::make_pair(std::move(fresh), true);
 }
 
+// The data column's encoding from every listed file (file_encoding.h); the files that do not
+// match it are an error naming them, or are left out of `listing` with skip_other. The stored
+// listing keeps them, so that changing the option needs no new listing.
+Result<std::string> ApplyEncoding(Listing& listing, const FileDatasetOptions& options,
+                                  const std::string& root_url, uint64_t& skipped) {
+  std::vector<FileEntry>& files = listing.files;
+  const internal_files::FileNameAt name_of = [&files](size_t i) -> std::string_view {
+    return files[i].path;
+  };
+  internal_files::EncodingDecision decision =
+      internal_files::DecideFileEncoding(options.encoding, files.size(), name_of);
+  skipped = decision.others.size();
+  if (decision.others.empty()) return decision.encoding;
+  if (!options.skip_other) {
+    return internal_files::OtherFilesError(
+        decision, files.size(), name_of, root_url,
+        "leave them out with skip_other=True (or list only some extensions), or read every file "
+        "as bytes with encoding=\"bytes\"");
+  }
+  Log().info("files: {}: leaving out {} file(s) not named like {} files ({}): {}", root_url,
+             skipped, decision.encoding, decision.reason,
+             internal_files::DescribeOthers(decision, name_of));
+  internal_files::RemoveAt(files, decision.others);
+  return decision.encoding;
+}
+
 }  // namespace
 
 Result<std::shared_ptr<FileDataset>> FileDataset::Open(FileDatasetOptions options) {
@@ -399,6 +432,9 @@ Result<std::shared_ptr<FileDataset>> FileDataset::Open(FileDatasetOptions option
   }
   FERRY_ASSIGN_OR_RETURN(auto listing,
                          LoadListing(*remote, opened.key, root_url, local, options, extensions));
+  uint64_t skipped_other = 0;
+  FERRY_ASSIGN_OR_RETURN(std::string data_encoding,
+                         ApplyEncoding(listing.first, options, root_url, skipped_other));
   if (options.pack && options.cache_limit) {
     uint64_t total = 0;
     for (const FileEntry& f : listing.first.files) total += f.size;
@@ -411,7 +447,8 @@ Result<std::shared_ptr<FileDataset>> FileDataset::Open(FileDatasetOptions option
   }
   auto dataset = std::make_shared<FileDatasetImpl>(
       std::move(options), local.empty() ? nullptr : std::move(remote), opened.key, root_url,
-      cache_root, std::move(listing.first), listing.second);
+      cache_root, std::move(listing.first), listing.second, std::move(data_encoding),
+      skipped_other);
   FERRY_RETURN_IF_ERROR(dataset->Init());
   return std::shared_ptr<FileDataset>(std::move(dataset));
 }

@@ -347,5 +347,57 @@ TEST(FileDataset, ClearErrorsForBadOptions) {
   EXPECT_EQ(zero.error().code(), StatusCode::kInvalidArgument);
 }
 
+TEST(FileDataset, AStrayFileIsAnErrorNamingItOrLeftOutWithSkipOther) {
+  testing::TempDir tmp;
+  MakeRoot(tmp / "root", 2, 3);
+  ASSERT_TRUE(WriteFileAtomically(tmp / "root" / "class01" / "notes.txt", "not an image").ok());
+  auto refused = FileDataset::Open({.root = (tmp / "root").string()});
+  ASSERT_FALSE(refused.ok()) << "one notes.txt must not turn the jpeg column into bytes";
+  EXPECT_EQ(refused.error().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.error().message(), HasSubstr("1 of 7 files is not named like the jpeg"));
+  EXPECT_THAT(refused.error().message(), HasSubstr("class01/notes.txt"));
+  EXPECT_THAT(refused.error().message(), HasSubstr("skip_other=True"));
+  EXPECT_THAT(refused.error().message(), HasSubstr("encoding=\"bytes\""));
+
+  auto skipped = FileDataset::Open({.root = (tmp / "root").string(), .skip_other = true}).value();
+  EXPECT_EQ(skipped->data_encoding(), "jpeg");
+  EXPECT_EQ(skipped->skipped_other(), 1u);
+  ASSERT_EQ(skipped->files().size(), 6u);
+  for (const FileEntry& f : skipped->files()) EXPECT_TRUE(f.path.ends_with(".jpg")) << f.path;
+
+  auto bytes =
+      FileDataset::Open({.root = (tmp / "root").string(), .encoding = FileEncoding::kBytes})
+          .value();
+  EXPECT_EQ(bytes->data_encoding(), "bytes");
+  EXPECT_EQ(bytes->files().size(), 7u);
+  auto filtered = FileDataset::Open({.root = (tmp / "root").string(), .extensions = {"jpg"}});
+  ASSERT_TRUE(filtered.ok()) << filtered.status().ToString();
+  EXPECT_EQ((*filtered)->data_encoding(), "jpeg");
+}
+
+TEST(FileDataset, ARootHoldingAnMdsDatasetIsRefusedAtOpen) {
+  testing::TempDir tmp;
+  for (const char* dir : {"mds", "splits/train", "raw/k"}) fs::create_directories(tmp / dir);
+  ASSERT_TRUE(WriteFileAtomically(tmp / "mds" / "index.json", "{}").ok());
+  ASSERT_TRUE(WriteFileAtomically(tmp / "mds" / "shard.00000.mds", "x").ok());
+  ASSERT_TRUE(WriteFileAtomically(tmp / "mds" / "shard.00001.mds.zstd", "x").ok());
+  auto ds = FileDataset::Open({.root = (tmp / "mds").string()});
+  ASSERT_FALSE(ds.ok()) << "not an empty dataset that fails on the first read";
+  EXPECT_EQ(ds.error().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(ds.error().message(),
+              HasSubstr("holds an MDS dataset (index.json): read it with StreamingDataset, or "
+                        "point FileDataset at the raw files"));
+  EXPECT_THAT(ds.error().message(), HasSubstr("mds"));
+  // A split under the root is an MDS dataset too, not a class of shard files.
+  ASSERT_TRUE(WriteFileAtomically(tmp / "splits" / "train" / "index.json", "{}").ok());
+  ASSERT_TRUE(WriteFileAtomically(tmp / "splits" / "train" / "shard.00000.mds", "x").ok());
+  auto split = FileDataset::Open({.root = (tmp / "splits").string()});
+  ASSERT_FALSE(split.ok());
+  EXPECT_THAT(split.error().message(), HasSubstr("splits/train holds an MDS dataset"));
+  // An index.json among raw files (no shards) is just a file.
+  ASSERT_TRUE(WriteFileAtomically(tmp / "raw" / "k" / "index.json", "{}").ok());
+  EXPECT_TRUE(FileDataset::Open({.root = (tmp / "raw").string()}).ok());
+}
+
 }  // namespace
 }  // namespace ferry

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <type_traits>
 #include <unordered_map>
 
@@ -41,7 +43,32 @@ std::string VersionOf(const ObjectInfo& info) {
       std::chrono::duration_cast<std::chrono::nanoseconds>(info.mtime->time_since_epoch()).count());
 }
 
+// Folders (relative to the root, "" for the root itself) that hold an MDS dataset: index.json
+// beside shard files. Listed as files, its shards would be samples of a class named after the
+// folder, or (at the root, with folder labels) no samples at all.
+std::vector<std::string> MdsFolders(const std::vector<ObjectInfo>& objects,
+                                    std::string_view folder) {
+  std::set<std::string> with_index, with_shards;
+  for (const ObjectInfo& object : objects) {
+    if (!object.key.starts_with(folder)) continue;
+    const std::string_view path = std::string_view(object.key).substr(folder.size());
+    const size_t slash = path.rfind('/');
+    const std::string dir(slash == path.npos ? "" : path.substr(0, slash));
+    const std::string_view name = slash == path.npos ? path : path.substr(slash + 1);
+    if (name == "index.json") with_index.insert(dir);
+    if (IsMdsShardName(name)) with_shards.insert(dir);
+  }
+  std::vector<std::string> both;
+  std::set_intersection(with_index.begin(), with_index.end(), with_shards.begin(),
+                        with_shards.end(), std::back_inserter(both));
+  return both;
+}
+
 }  // namespace
+
+bool IsMdsShardName(std::string_view name) {
+  return name.starts_with("shard.") && (name.ends_with(".mds") || name.find(".mds.") != name.npos);
+}
 
 bool HasExtension(std::string_view path, const std::vector<std::string>& extensions) {
   if (extensions.empty()) return true;
@@ -70,6 +97,16 @@ Result<Listing> ListFiles(ObjectStore& store, std::string_view prefix, std::stri
   const std::string folder = internal_cache::RemoteKeyOf(prefix, "");  // "" or "prefix/"
   auto listed = store.List(folder, /*recursive=*/true);
   if (!listed) return listed.error().WithContext(fmt::format("listing {}", root_url));
+  if (const auto mds = MdsFolders(listed->objects, folder); !mds.empty()) {
+    const std::string where =
+        mds.front().empty()
+            ? root_url
+            : fmt::format("{}{}{}", root_url, root_url.ends_with('/') ? "" : "/", mds.front());
+    return InvalidArgumentError(
+        fmt::format("{} holds an MDS dataset (index.json): read it with StreamingDataset, or "
+                    "point FileDataset at the raw files",
+                    where));
+  }
   Listing listing;
   listing.root = std::move(root_url);
   listing.labels = labels;

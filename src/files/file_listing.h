@@ -7,7 +7,8 @@
 // is rejected naming it, so nothing is ever written outside the cache folder. With folder
 // labels, the classes are the sorted first folders under the root and a file's label is its
 // folder's rank; files directly under the root have no class and are left out (as torchvision's
-// ImageFolder does), and the count left out is logged.
+// ImageFolder does), and the count left out is logged. A root holding an MDS dataset (index.json
+// beside shard.*.mds files, in any folder) is kInvalidArgument: StreamingDataset reads it.
 //
 // The stored form (<local>/.ferry/listing.json) records what the listing is of (root, label
 // mode, extensions) so that a listing of another root or made with other filters is never
@@ -42,6 +43,9 @@ Result<std::vector<std::string>> NormalizeExtensions(const std::vector<std::stri
 /// True when `path` ends in one of `extensions` (NormalizeExtensions' form), ignoring case; true
 /// for every path when `extensions` is empty.
 bool HasExtension(std::string_view path, const std::vector<std::string>& extensions);
+
+/// True for the name of an MDS shard file: shard.00000.mds, shard.00000.mds.zstd, ...
+bool IsMdsShardName(std::string_view name);
 
 /// Lists `prefix` (the root's key; "" for the store's root) of `store`. `root_url` names the
 /// root in errors and in the result.

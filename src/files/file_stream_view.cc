@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -10,16 +9,9 @@
 
 #include "ferry/format/encoding.h"
 #include "ferry/format/index.h"
-#include "files/file_listing.h"
 
 namespace ferry {
 namespace {
-
-bool AllEndIn(const std::vector<FileEntry>& files, const std::vector<std::string>& extensions) {
-  return !files.empty() && std::all_of(files.begin(), files.end(), [&](const FileEntry& f) {
-    return internal_files::HasExtension(f.path, extensions);
-  });
-}
 
 // One sample's bytes and the views into them.
 struct OwnedSample {
@@ -122,14 +114,10 @@ class FileStreamView final : public StreamingDataset {
 
 }  // namespace
 
-std::string FileDataEncoding(const std::vector<FileEntry>& files) {
-  return AllEndIn(files, {".jpg", ".jpeg"}) ? "jpeg" : AllEndIn(files, {".png"}) ? "png" : "bytes";
-}
-
 Result<std::shared_ptr<StreamingDataset>> ViewAsStream(std::shared_ptr<FileDataset> files,
                                                        uint32_t batch_size) {
   if (batch_size == 0) return InvalidArgumentError("batch_size must be at least 1");
-  const std::string data_encoding = FileDataEncoding(files->files());
+  const std::string data_encoding = files->data_encoding();
   auto config = std::make_shared<ShardConfig>();
   for (const auto& [name, encoding] : std::vector<std::pair<std::string, std::string>>{
            {"data", data_encoding}, {"label", "int"}, {"path", "str"}}) {

@@ -1,8 +1,8 @@
 // ViewAsStream: a FileDataset seen through the StreamingDataset interface, so that the native
 // batch loader (ferry.DataLoader) reads a folder of files as it reads MDS shards.
 //
-// The view has one "stream" with three columns, in MDS's sorted order: `data` (jpeg when every
-// listed file is named .jpg/.jpeg, png when every one is .png, else bytes), `label` (int) and
+// The view has one "stream" with three columns, in MDS's sorted order: `data` (the dataset's
+// data_encoding(): jpeg, png or bytes, decided from all the listed files), `label` (int) and
 // `path` (str). Iterate follows the FileDataset's own order (FileOrder) and fetch-ahead; a
 // sample's id is the file's index in the listing. What has no meaning for files is refused with
 // kUnimplemented: Plan (the MDS epoch plan) and resume_from (world-wide resumption); per-worker
@@ -21,9 +21,6 @@
 #include "ferry/stream/streaming_dataset.h"
 
 namespace ferry {
-
-/// The encoding of the view's `data` column for these files: "jpeg", "png" or "bytes".
-std::string FileDataEncoding(const std::vector<FileEntry>& files);
 
 /// `batch_size` is what the view reports as its order's batch size (the loader checks it).
 Result<std::shared_ptr<StreamingDataset>> ViewAsStream(std::shared_ptr<FileDataset> files,

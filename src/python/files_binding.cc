@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "ferry/files/file_dataset.h"
-#include "files/file_stream_view.h"
+#include "files/file_encoding.h"
 #include "python/bindings.h"
 #include "python/fork_safe.h"
 #include "python/py_args.h"
@@ -40,6 +40,9 @@ FileDatasetOptions ParseFileDatasetOptions(const py::dict& d) {
   o.labels = labels == "folder" ? FileLabels::kFolder : FileLabels::kNone;
   o.extensions =
       GetOptional<std::vector<std::string>>(d, "extensions").value_or(std::vector<std::string>());
+  o.encoding = Unwrap(internal_files::ParseFileEncoding(
+      GetOptional<std::string>(d, "encoding").value_or("auto"), "encoding"));
+  o.skip_other = GetOptional<bool>(d, "skip_other").value_or(false);
   o.refresh = GetOptional<bool>(d, "refresh").value_or(false);
   if (auto age = GetOptional<int64_t>(d, "listing_max_age")) {
     o.listing_max_age = std::chrono::seconds(*age);
@@ -115,8 +118,10 @@ void RegisterFiles(py::module_& m) {
       .def("__len__", [](PyFileDataset& self) { return self.get().files().size(); })
       .def_property_readonly("classes", [](PyFileDataset& self) { return self.get().classes(); })
       .def_property_readonly("listed", [](PyFileDataset& self) { return self.get().listed(); })
-      .def_property_readonly(
-          "data_encoding", [](PyFileDataset& self) { return FileDataEncoding(self.get().files()); })
+      .def_property_readonly("data_encoding",
+                             [](PyFileDataset& self) { return self.get().data_encoding(); })
+      .def_property_readonly("skipped_other",
+                             [](PyFileDataset& self) { return self.get().skipped_other(); })
       .def_property_readonly("files",
                              [](PyFileDataset& self) {
                                py::list out;

@@ -234,3 +234,35 @@ def test_ctrl_c_interrupts_a_wait_for_a_file(tmp_path, s3rver, slow_link, second
     interrupted_after = seconds_to_interrupt(lambda: read.extend(s["path"] for s in ds), 0.5)
     assert 0.5 <= interrupted_after < 2.0, interrupted_after
     assert not read, "the interrupt came while the first file was still on its way"
+
+
+def test_a_stray_file_is_an_error_naming_it_not_a_silent_change_of_type(tmp_path):
+    from ferry import transforms as T
+
+    _jpeg_root(tmp_path / "root")
+    (tmp_path / "root" / "k1" / "notes.txt").write_text("not an image")
+    with pytest.raises(ferry.InvalidArgumentError,
+                       match=r"1 of 19 files is not named like the jpeg files.*k1/notes.txt.*"
+                             r"skip_other=True.*encoding=\"bytes\""):
+        ferry.FileDataset(str(tmp_path / "root"), local=False)
+    ds = ferry.FileDataset(str(tmp_path / "root"), local=False, skip_other=True)
+    assert ds.data_encoding == "jpeg" and ds.skipped_other == 1 and ds.num_files == 18
+    assert "k1/notes.txt" not in [p for p, _, _ in ds.files]
+    # The loader decodes the jpeg column: the transform applies to every file left.
+    loader = ferry.DataLoader(ds, batch_size=6, num_threads=1, transform=[T.CenterCrop(16)])
+    assert sum(len(b["data"]) for b in loader) == 18
+    as_bytes = ferry.FileDataset(str(tmp_path / "root"), local=False, encoding="bytes")
+    assert as_bytes.data_encoding == "bytes" and as_bytes.num_files == 19
+    with pytest.raises(ferry.InvalidArgumentError, match="encoding"):
+        ferry.FileDataset(str(tmp_path / "root"), local=False, encoding="gif")
+
+
+def test_an_mds_prefix_is_refused_at_open(tmp_path, s3rver):
+    url = f"s3://{s3rver['bucket']}/mds/{tmp_path.name}"
+    with ferry.MDSWriter(out=url, columns={"x": "int"}, size_limit=64) as writer:
+        for i in range(20):
+            writer.write({"x": i})
+    with pytest.raises(ferry.InvalidArgumentError,
+                       match=r"holds an MDS dataset \(index.json\): read it with StreamingDataset,"
+                             r" or point FileDataset at the raw files"):
+        ferry.FileDataset(url, local=str(tmp_path / "cache"))

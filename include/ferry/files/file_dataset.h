@@ -14,7 +14,14 @@
 // unless `refresh` is set or it is older than `listing_max_age`. A new listing that gives a file
 // another etag or size than the stored one drops that file's cached copy, so a changed remote
 // file is fetched again. With labels "folder", a file's label is the rank of its first folder
-// under the root among all such folders (torchvision's ImageFolder rule).
+// under the root among all such folders (torchvision's ImageFolder rule). A root that holds an
+// MDS dataset (index.json beside shard.*.mds files, in it or in a folder under it) is refused
+// at open: it is read with StreamingDataset.
+//
+// Encoding: the `data` column is jpeg, png or bytes, decided once from the names of all the
+// listed files (the image kind most of them have, else bytes; or `encoding` forced). Listed
+// files whose names do not match it are an error at open that names them, unless `skip_other`
+// leaves them out: a stray file never silently changes the column's type.
 //
 // Cache: the files are cached through the streaming engine's ShardCache, each file one "shard"
 // under its path relative to the root: the same cross-process locks, temporary-then-rename
@@ -59,6 +66,9 @@ namespace ferry {
 
 enum class FileLabels { kNone, kFolder };
 enum class OnMissing { kError, kSkip };
+/// The encoding of the `data` column that ferry.DataLoader decodes: kAuto decides it from the
+/// names of all the listed files (src/files/file_encoding.h).
+enum class FileEncoding { kAuto, kJpeg, kPng, kBytes };
 
 struct FileDatasetOptions {
   std::string root;                     // a store URL or a local path: the folder of files
@@ -71,6 +81,10 @@ struct FileDatasetOptions {
   /// Kept file name endings, case-insensitive, with or without the dot ("jpg", ".png"); empty:
   /// every file.
   std::vector<std::string> extensions;
+  /// The `data` column's encoding. A listed file whose name does not match it (notes.txt among
+  /// JPEGs) is an error at open naming it, or left out with `skip_other`.
+  FileEncoding encoding = FileEncoding::kAuto;
+  bool skip_other = false;
   bool refresh = false;  // list the root again even if a stored listing is there
   std::optional<std::chrono::seconds> listing_max_age;  // nullopt: a stored listing never expires
   OnMissing on_missing = OnMissing::kError;
@@ -130,6 +144,10 @@ class FileDataset {
   virtual const std::vector<std::string>& classes() const = 0;
   /// True when this open listed the root (false: the stored listing was reused).
   virtual bool listed() const = 0;
+  /// The `data` column's encoding: "jpeg", "png" or "bytes" (every file in files() matches it).
+  virtual const std::string& data_encoding() const = 0;
+  /// Listed files left out because their names did not match data_encoding() (skip_other).
+  virtual uint64_t skipped_other() const = 0;
 
   /// File `index` alone: from a pack or the cache, else fetched now.
   virtual Result<FileSample> Get(uint64_t index) = 0;
