@@ -30,18 +30,18 @@ class TorchvisionDataset(torch.utils.data.IterableDataset):
 
     def __iter__(self):
         for sample in self.dataset:
-            yield self.transform(sample["image"]), sample["label"]
+            yield self.transform(sample["data"]), sample["label"]
 
 
 def raw_collate(batch):
-    return [s["image"] for s in batch], [s["label"] for s in batch]
+    return [s["data"] for s in batch], [s["label"] for s in batch]
 
 
 def timed(loader, batches):
     start = time.perf_counter()
     n = 0
     for k, batch in enumerate(loader):
-        first = batch["image"] if isinstance(batch, dict) else batch[0]
+        first = batch["data"] if isinstance(batch, dict) else batch[0]
         n += len(first)
         if k + 1 == batches:
             break
@@ -59,7 +59,7 @@ def main():
 
     def ferry_decode():
         ds = ferry.StreamingDataset(local=args.dataset, shuffle=True)
-        return ferry.DataLoader(ds, batch_size=b, num_threads=w, columns=["image", "label"],
+        return ferry.DataLoader(ds, batch_size=b, num_threads=w, columns=["data", "label"],
                                 transform=[T.Decode(), T.RandomResizedCrop(224),
                                            T.RandomHorizontalFlip(), T.ToTensor("NCHW")])
 
@@ -71,7 +71,7 @@ def main():
 
     def ferry_raw():
         ds = ferry.StreamingDataset(local=args.dataset, shuffle=True)
-        return ferry.DataLoader(ds, batch_size=b, num_threads=w, columns=["image", "label"])
+        return ferry.DataLoader(ds, batch_size=b, num_threads=w, columns=["data", "label"])
 
     def torch_raw():
         ds = ferry.StreamingDataset(local=args.dataset, shuffle=True, image_format="bytes")

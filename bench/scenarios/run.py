@@ -108,7 +108,7 @@ def worker_ferry_torch(spec):
     ds = ferry.StreamingDataset(remote=spec["url"], local=spec["cache"], shuffle=True,
                                 image_format="bytes")
     loader = torch.utils.data.DataLoader(ds, batch_size=32, num_workers=2,
-                                         collate_fn=lambda b: [s["image"] for s in b])
+                                         collate_fn=lambda b: [s["data"] for s in b])
     out = []
     for epoch in (1, 2):
         s, b, t, first = _measure(loader, 0, lambda x: (len(x), sum(map(len, x))))
@@ -121,7 +121,7 @@ def worker_ferry_decode(spec):
     from ferry import transforms as T
 
     ds = ferry.StreamingDataset(remote=spec["url"], local=spec["cache"], shuffle=True)
-    loader = ferry.DataLoader(ds, batch_size=32, num_threads=2, columns=["image"],
+    loader = ferry.DataLoader(ds, batch_size=32, num_threads=2, columns=["data"],
                               transform=[T.RandomResizedCrop(224), T.RandomHorizontalFlip(),
                                          T.ToTensor()])
     out = []
@@ -143,7 +143,7 @@ def worker_ferry_decode(spec):
         sampler.start()
         try:
             s, b, t, first = _measure(loader, 0,
-                                      lambda x: (len(x["image"]), 0))
+                                      lambda x: (len(x["data"]), 0))
         finally:
             stop.set()
             sampler.join()
@@ -259,7 +259,7 @@ def main():
              "--seed", "7"], 600)
         shards = work / "mds"
         run([str(FERRY), "convert", str(images), str(shards), "-q", "--size-limit",
-             grid["size_limit"], "--columns", "image,label"], 600)
+             grid["size_limit"], "--columns", "data,label"], 600)
         prefix = f"scenarios-{os.getpid()}"
         run([str(FERRY), "cp", "-r", "-q", "--jobs", "16", str(images),
              f"s3://{servers.bucket}/{prefix}/files"], 900, env=env)

@@ -1,14 +1,20 @@
 // ferry convert SRC OUT: a folder of files, or an ImageFolder (one sub-folder per class), into
 // MDS shards that Mosaic Streaming reads unchanged. SRC is a local (or mounted) folder, or a
 // prefix in any store (s3://, az://, gs://, ...), whose files are fetched with many requests in
-// flight (FileDataset's FetchAhead).
+// flight (FileDataset's FetchAhead). OUT is a local folder, or a prefix in any writable store:
+// the shards are then written into a local staging folder and each is uploaded as soon as it is
+// complete while the conversion goes on, index.json last (DatasetUploader).
 //
-// Columns: `image` (jpeg when every file is named .jpg/.jpeg - each is then checked to really
-// be a JPEG - else bytes), `label` (int: the class index, from sorted folder names; written to
-// classes.json beside index.json) and `path` (str: the path relative to SRC). Files are read on
+// Columns, named as FileDataset names them: `data` (the file's bytes; jpeg, png or bytes as
+// decided from ALL the files by internal_files::DecideFileEncoding, files named like the kind
+// are checked to start like one), `label` (int: the class index, from sorted folder names;
+// written to classes.json beside index.json) and `path` (str: the path relative to SRC). A file
+// whose name does not match the data column's kind is an error naming it, or skipped with
+// --skip-other: one stray notes.txt never turns a jpeg column into bytes. Files are read on
 // several threads (or fetched concurrently) but written in a fixed order (class, then path), so
 // one folder always gives the same shards.
 #include <fmt/format.h>
+#include <stdlib.h>  // mkdtemp
 
 #include <algorithm>
 #include <chrono>
@@ -24,30 +30,39 @@
 #include "base/python_json.h"
 #include "cache/shard_downloader.h"
 #include "cli/command.h"
+#include "cli/dataset_uploader.h"
 #include "cli/image_folder.h"
 #include "cli/progress.h"
+#include "cli/transfer.h"
 #include "ferry/format/mds_writer.h"
 #include "ferry/storage/registry.h"
 #include "files/fetch_ahead.h"
+#include "files/file_encoding.h"
+#include "files/file_listing.h"
 #include "storage/http/http_types.h"
 
 namespace ferry::cli {
 namespace {
 
+namespace fs = std::filesystem;
+
 struct ConvertOptions {
   std::string src;
   std::string out;
+  std::string local;  // staging folder for a store OUT; empty: a temporary one
   std::string size_limit = "64mb";
   std::string compression = "none";
   std::string hashes = "xxh64";
-  std::string columns = "image,label,path";
+  std::string columns = "data,label,path";
+  std::string encoding = "auto";
+  std::string extensions;
+  bool skip_other = false;
+  bool keep_local = false;
   bool overwrite = false;
   bool quiet = false;
   size_t threads = std::max(2u, std::thread::hardware_concurrency());
   uint32_t jobs = 0;  // requests in flight for a remote SRC; 0 = auto
 };
-
-bool IsUrl(std::string_view text) { return text.find("://") != std::string_view::npos; }
 
 std::vector<std::string> SplitList(std::string_view text) {
   std::vector<std::string> out;
@@ -64,16 +79,34 @@ std::vector<std::string> SplitList(std::string_view text) {
   return out;
 }
 
-bool LooksLikeJpeg(std::string_view data) {
-  return data.size() >= 3 && static_cast<unsigned char>(data[0]) == 0xFF &&
-         static_cast<unsigned char>(data[1]) == 0xD8 && static_cast<unsigned char>(data[2]) == 0xFF;
+// --columns as a set of data/label/path; `image`, convert's name before FileDataset's `data`
+// was adopted, is read as `data` with a warning.
+Result<std::set<std::string>> ParseColumns(std::string_view text) {
+  std::set<std::string> wanted;
+  for (std::string c : SplitList(text)) {
+    if (c == "image") {
+      std::fprintf(stderr,
+                   "ferry convert: warning: --columns image is deprecated: the column is named "
+                   "data (as FileDataset names it)\n");
+      c = "data";
+    }
+    if (c != "data" && c != "label" && c != "path") {
+      return InvalidArgumentError(
+          fmt::format("--columns: unknown column '{}' (data, label, path)", c));
+    }
+    wanted.insert(c);
+  }
+  if (wanted.empty()) {
+    return InvalidArgumentError("--columns: choose at least one of data, label, path");
+  }
+  return wanted;
 }
 
 // Refuses OUT inside SRC: its shards would be listed as samples of a class on the next run.
-Status CheckFolders(const std::filesystem::path& src, const std::filesystem::path& out) {
+Status CheckFolders(const fs::path& src, const fs::path& out) {
   std::error_code ec;
-  const auto s = std::filesystem::weakly_canonical(src, ec);
-  const auto o = std::filesystem::weakly_canonical(out, ec);
+  const auto s = fs::weakly_canonical(src, ec);
+  const auto o = fs::weakly_canonical(out, ec);
   if (ec) return Status::Ok();
   auto [src_end, out_it] = std::mismatch(s.begin(), s.end(), o.begin(), o.end());
   if (src_end == s.end()) {
@@ -83,58 +116,171 @@ Status CheckFolders(const std::filesystem::path& src, const std::filesystem::pat
   return Status::Ok();
 }
 
+// The same rule for two store prefixes.
+Status CheckPrefixes(const StoreAndKey& src, const StoreAndKey& out) {
+  const std::string s = FolderPrefix(src.store->ToUrl(src.key));
+  const std::string o = FolderPrefix(out.store->ToUrl(out.key));
+  if (o.starts_with(s)) {
+    return InvalidArgumentError(fmt::format("output {} lies inside the source prefix {}",
+                                            http::RedactUrl(o), http::RedactUrl(s)));
+  }
+  return Status::Ok();
+}
+
+// A temporary staging folder, removed with what is left in it when the conversion ends.
+class TempFolder {
+ public:
+  static Result<std::unique_ptr<TempFolder>> Create() {
+    std::string pattern = (fs::temp_directory_path() / "ferry-convert-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      return ErrnoToStatus(errno, "create a staging folder", pattern);
+    }
+    return std::make_unique<TempFolder>(fs::path(pattern));
+  }
+  explicit TempFolder(fs::path path) : path_(std::move(path)) {}
+  ~TempFolder() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+// A store OUT holding a dataset (its index.json) is refused unless --overwrite; returns whether
+// it holds one.
+Result<bool> CheckStoreOutput(const StoreAndKey& out, std::string_view out_name, bool overwrite) {
+  if (out.store->read_only()) {
+    return InvalidArgumentError(
+        fmt::format("{}: {}:// is read-only; convert into a writable store or a local folder",
+                    out_name, out.store->scheme()));
+  }
+  auto head = out.store->Head(internal_cache::RemoteKeyOf(out.key, "index.json"));
+  if (!head) {
+    if (head.error().code() == StatusCode::kNotFound) return false;
+    return head.error();
+  }
+  if (!overwrite) {
+    return AlreadyExistsError(
+        fmt::format("{}: holds a dataset (index.json); pass --overwrite to replace it", out_name));
+  }
+  return true;
+}
+
 Result<int> RunConvert(const ConvertOptions& o) {
   const auto started = std::chrono::steady_clock::now();
-  const bool remote = IsUrl(o.src);
-  if (!remote) FERRY_RETURN_IF_ERROR(CheckFolders(o.src, o.out));
+  FERRY_ASSIGN_OR_RETURN(const std::set<std::string> wanted, ParseColumns(o.columns));
   FERRY_ASSIGN_OR_RETURN(std::optional<uint64_t> size_limit, ResolveSizeLimit(o.size_limit));
   std::vector<std::string> hashes =
       o.hashes == "none" ? std::vector<std::string>{} : SplitList(o.hashes);
   std::sort(hashes.begin(), hashes.end());
-  const std::set<std::string> wanted = [&] {
-    auto list = SplitList(o.columns);
-    return std::set<std::string>(list.begin(), list.end());
-  }();
-  for (const auto& c : wanted) {
-    if (c != "image" && c != "label" && c != "path") {
-      return InvalidArgumentError(
-          fmt::format("--columns: unknown column '{}' (image, label, path)", c));
-    }
-  }
-  if (wanted.empty())
-    return InvalidArgumentError("--columns: choose at least one of image, label, path");
+  FERRY_ASSIGN_OR_RETURN(const FileEncoding asked,
+                         internal_files::ParseFileEncoding(o.encoding, "--encoding"));
+  auto extensions = internal_files::NormalizeExtensions(SplitList(o.extensions));
+  if (!extensions) return extensions.error().WithContext("--extensions");
 
-  std::shared_ptr<ObjectStore> store;
-  std::string prefix;
-  std::string src_name = o.src;
+  FERRY_ASSIGN_OR_RETURN(const StoreAndKey src, OpenUrl(o.src));
+  FERRY_ASSIGN_OR_RETURN(const StoreAndKey out, OpenUrl(o.out));
+  const std::optional<fs::path> src_local = src.store->LocalPath(src.key);
+  const std::optional<fs::path> out_local = out.store->LocalPath(out.key);
+  const std::string src_name = src_local ? o.src : http::RedactUrl(o.src);
+  const std::string out_name = out_local ? o.out : http::RedactUrl(o.out);
+  if (out_local && (!o.local.empty() || o.keep_local)) {
+    return InvalidArgumentError(
+        fmt::format("--local and --keep-local stage a store OUT; {} is a local folder", out_name));
+  }
+  if (o.keep_local && o.local.empty()) {
+    return InvalidArgumentError("--keep-local keeps the staged dataset in --local: give --local");
+  }
+  if (src_local && out_local) FERRY_RETURN_IF_ERROR(CheckFolders(*src_local, *out_local));
+  if (!src_local && !out_local) FERRY_RETURN_IF_ERROR(CheckPrefixes(src, out));
+  bool replacing = false;  // a store OUT's dataset, removed once the conversion is known to run
+  if (!out_local) {
+    FERRY_ASSIGN_OR_RETURN(replacing, CheckStoreOutput(out, out_name, o.overwrite));
+  }
+
   FolderListing listing;
-  if (remote) {
-    FERRY_ASSIGN_OR_RETURN(StoreAndKey opened, OpenUrl(o.src));
-    store = std::move(opened.store);
-    prefix = std::move(opened.key);
-    src_name = http::RedactUrl(o.src);
-    FERRY_ASSIGN_OR_RETURN(listing, ListRemoteImageFolder(*store, prefix, src_name));
+  if (src_local) {
+    FERRY_ASSIGN_OR_RETURN(listing, ListImageFolder(*src_local));
   } else {
-    FERRY_ASSIGN_OR_RETURN(listing, ListImageFolder(o.src));
+    FERRY_ASSIGN_OR_RETURN(listing, ListRemoteImageFolder(*src.store, src.key, src_name));
   }
   if (wanted.count("label") && !listing.labeled && o.columns != ConvertOptions().columns) {
     return InvalidArgumentError(
         fmt::format("--columns label: {} has no class sub-folders to take labels from", o.src));
   }
   const bool with_label = wanted.count("label") && listing.labeled;
-  const bool with_image = wanted.count("image") > 0;
+  const bool with_data = wanted.count("data") > 0;
   const bool with_path = wanted.count("path") > 0;
-  const std::string image_encoding = listing.all_jpeg_names ? "jpeg" : "bytes";
+
+  // What is taken, and as what: --extensions first, then the data column's kind from the rest.
+  size_t skipped_by_extension = 0;
+  if (!extensions->empty()) {
+    std::vector<size_t> drop;
+    for (size_t i = 0; i < listing.files.size(); ++i) {
+      if (!internal_files::HasExtension(listing.files[i].relative, *extensions)) drop.push_back(i);
+    }
+    skipped_by_extension = drop.size();
+    RemoveFiles(listing, drop);
+  }
+  const internal_files::FileNameAt name_of = [&listing](size_t i) -> std::string_view {
+    return listing.files[i].relative;
+  };
+  internal_files::EncodingDecision decision{.encoding = "bytes", .reason = "", .others = {}};
+  std::string skipped_other;  // for the summary
+  if (with_data) {
+    decision = internal_files::DecideFileEncoding(asked, listing.files.size(), name_of);
+    if (!decision.others.empty() && !o.skip_other) {
+      return internal_files::OtherFilesError(
+          decision, listing.files.size(), name_of, src_name,
+          "pass --skip-other to leave them out (or --extensions to take only some), or "
+          "--encoding bytes to store every file as it is");
+    }
+    if (!decision.others.empty()) {
+      skipped_other = fmt::format("; skipped {} files not named like {} files (--skip-other): {}",
+                                  decision.others.size(), decision.encoding,
+                                  internal_files::DescribeOthers(decision, name_of));
+      RemoveFiles(listing, decision.others);
+    }
+  }
+  if (listing.files.empty()) {
+    return InvalidArgumentError(
+        fmt::format("{}: no file is left to convert ({} without the extensions {}{})", src_name,
+                    skipped_by_extension, o.extensions, skipped_other));
+  }
+
+  // A store OUT is written into a staging folder first, and uploaded from there.
+  std::unique_ptr<TempFolder> temp;
+  fs::path folder;
+  if (out_local) {
+    folder = *out_local;
+  } else if (!o.local.empty()) {
+    folder = o.local;
+  } else {
+    FERRY_ASSIGN_OR_RETURN(temp, TempFolder::Create());
+    folder = temp->path();
+  }
+  std::unique_ptr<DatasetUploader> uploader;  // outlives the writer, whose threads call it
+  if (!out_local) {
+    uploader = std::make_unique<DatasetUploader>(
+        out.store, out.key, folder, DatasetUploaderOptions{.keep_local = o.keep_local});
+  }
 
   MdsWriterOptions writer_options;
-  writer_options.out = o.out;
-  if (with_image) writer_options.columns.emplace_back("image", image_encoding);
+  writer_options.out = folder;
+  if (with_data) writer_options.columns.emplace_back("data", decision.encoding);
   if (with_label) writer_options.columns.emplace_back("label", "int");
   if (with_path) writer_options.columns.emplace_back("path", "str");
   if (o.compression != "none") writer_options.compression = o.compression;
   writer_options.hashes = hashes;
   writer_options.size_limit = size_limit;
-  writer_options.exist_ok = o.overwrite;
+  writer_options.exist_ok = o.overwrite || temp != nullptr;
+  if (uploader) {
+    writer_options.on_shard_written = [u = uploader.get()](const std::string& basename) {
+      u->Add(basename);
+    };
+  }
   auto writer = MdsWriter::Create(writer_options);
   if (!writer) {
     if (writer.error().code() == StatusCode::kAlreadyExists) {
@@ -142,25 +288,32 @@ Result<int> RunConvert(const ConvertOptions& o) {
     }
     return writer.error();
   }
-  // Column order in the writer is sorted: image < label < path.
+  // The old index goes before the first new shard, so that no reader pairs it with them; not
+  // earlier, so that a conversion refused for its options leaves the old dataset whole.
+  if (replacing) {
+    FERRY_RETURN_IF_ERROR(out.store->Remove(internal_cache::RemoteKeyOf(out.key, "index.json")));
+  }
+  // Column order in the writer is sorted: data < label < path.
   std::vector<Value> values;
 
   // Read ahead in order, many at once: local files on `threads` threads, remote ones with
   // `jobs` requests in flight (auto: sized from the measured latency, as FileDataset does).
   std::unique_ptr<internal_files::FetchAhead> reader;
-  if (with_image) {
+  if (with_data) {
     std::vector<uint64_t> order(listing.files.size());
     for (uint64_t i = 0; i < order.size(); ++i) order[i] = i;
     // One file each, whole: small enough that a fetch in progress is let finish at the end.
-    auto fetch = [&listing, store, prefix](uint64_t i, std::stop_token) -> Result<std::string> {
+    std::shared_ptr<ObjectStore> store = src_local ? nullptr : src.store;
+    auto fetch = [&listing, store, prefix = src.key](uint64_t i,
+                                                     std::stop_token) -> Result<std::string> {
       const FolderFile& f = listing.files[i];
       if (!store) return ReadFileToString(f.path);
       return store->Get(internal_cache::RemoteKeyOf(prefix, f.relative));
     };
     const uint32_t local_threads = static_cast<uint32_t>(std::max<size_t>(1, o.threads));
-    const std::optional<uint32_t> concurrency = !remote  ? std::optional<uint32_t>(local_threads)
-                                                : o.jobs ? std::optional<uint32_t>(o.jobs)
-                                                         : std::nullopt;
+    const std::optional<uint32_t> concurrency = src_local ? std::optional<uint32_t>(local_threads)
+                                                : o.jobs  ? std::optional<uint32_t>(o.jobs)
+                                                          : std::nullopt;
     reader = std::make_unique<internal_files::FetchAhead>(
         std::move(order), fetch, [&listing](uint64_t i) { return listing.files[i].bytes; },
         internal_files::FetchAheadOptions{.concurrency = concurrency,
@@ -171,13 +324,15 @@ Result<int> RunConvert(const ConvertOptions& o) {
   for (size_t i = 0; i < listing.files.size(); ++i) {
     const FolderFile& file = listing.files[i];
     values.clear();
-    if (with_image) {
+    if (with_data) {
       auto next = reader->Next();
       FERRY_ASSIGN_OR_RETURN(std::string data, std::move(next->second));
-      if (image_encoding == "jpeg" && !LooksLikeJpeg(data)) {
+      if (!internal_files::StartsLike(decision.encoding, data)) {
         return InvalidArgumentError(fmt::format(
-            "{}: named like a JPEG but is not one (no FF D8 FF marker); rename it or convert it",
-            remote ? fmt::format("{}/{}", src_name, file.relative) : file.path.string()));
+            "{}: named like a {} file but is not one (it does not start like one); rename it, "
+            "convert it, or pass --encoding bytes",
+            src_local ? file.path.string() : fmt::format("{}/{}", src_name, file.relative),
+            decision.encoding == "jpeg" ? "JPEG" : "PNG"));
       }
       bytes_read += data.size();
       values.emplace_back(Bytes{std::move(data)});
@@ -186,15 +341,29 @@ Result<int> RunConvert(const ConvertOptions& o) {
     if (with_path) values.emplace_back(file.relative);
     Status s = (*writer)->WriteValues(values);
     if (!s.ok()) return s.WithContext(file.relative);
+    if (uploader) FERRY_RETURN_IF_ERROR(uploader->error());  // not hours later, at the end
     progress.Update(i + 1, bytes_read);
   }
   FERRY_ASSIGN_OR_RETURN(Index index, (*writer)->Finish());
   progress.Finish();
+  std::vector<std::string> closing;
   if (with_label) {
     FERRY_RETURN_IF_ERROR(WriteFileAtomically(
-        std::filesystem::path(o.out) / "classes.json",
+        folder / "classes.json",
         DumpPythonJson(nlohmann::ordered_json(listing.classes), JsonKeyOrder::kInsertion)));
+    closing.push_back("classes.json");
   }
+  closing.push_back("index.json");
+  if (uploader) {
+    FERRY_RETURN_IF_ERROR(uploader->Finish(closing));
+    std::set<std::string> keep;
+    for (const ShardEntry& s : index.shards) {
+      keep.insert(s.raw_data.basename);
+      if (s.zip_data) keep.insert(s.zip_data->basename);
+    }
+    if (replacing) FERRY_RETURN_IF_ERROR(uploader->RemoveOtherShards(keep));
+  }
+
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   uint64_t zip_bytes = 0;
@@ -206,10 +375,20 @@ Result<int> RunConvert(const ConvertOptions& o) {
       static_cast<double>(listing.total_bytes) / 1e6 / seconds,
       FormatBytes((*writer)->raw_bytes_written()));
   if (zip_bytes > 0) summary += fmt::format(", compressed {}", FormatBytes(zip_bytes));
+  if (with_data) summary += fmt::format("; data: {} ({})", decision.encoding, decision.reason);
   if (listing.labeled) summary += fmt::format("; {} classes", listing.classes.size());
   if (listing.skipped_top_level > 0) {
     summary += fmt::format("; skipped {} files directly in {} (not in a class folder)",
                            listing.skipped_top_level, src_name);
+  }
+  if (skipped_by_extension > 0) {
+    summary += fmt::format("; skipped {} files without the extensions {}", skipped_by_extension,
+                           o.extensions);
+  }
+  summary += skipped_other;
+  if (uploader) {
+    summary += fmt::format("; uploaded {} files ({}) to {}", uploader->files_uploaded(),
+                           FormatBytes(uploader->bytes_uploaded()), out_name);
   }
   std::printf("%s\n", summary.c_str());
   return 0;
@@ -222,12 +401,16 @@ Command AddConvertCommand(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand(
       "convert",
       "Convert a folder of files or an ImageFolder (one sub-folder per class), local or under a\n"
-      "store URL (s3://bucket/images/, fetched with many requests in flight), into MDS shards.\n"
-      "Columns: image (jpeg if every file is a .jpg/.jpeg, else bytes), label (int, class index\n"
-      "from sorted folder names, names written to classes.json), path (str, relative path).");
+      "store URL (s3://bucket/images/, fetched with many requests in flight), into MDS shards in\n"
+      "a local folder or under a store URL (each shard uploaded once complete, index.json last).\n"
+      "Columns, as FileDataset names them: data (the file's bytes: jpeg or png when most files\n"
+      "are named so, else bytes; see --encoding), label (int, class index from sorted folder\n"
+      "names, names written to classes.json), path (str, relative path).");
   app->add_option("src", o->src, "Folder or store URL (s3://, az://, gs://, ...) to convert")
       ->required();
-  app->add_option("out", o->out, "Output folder (must be empty unless --overwrite)")->required();
+  app->add_option("out", o->out,
+                  "Output folder or store URL (must hold no dataset unless --overwrite)")
+      ->required();
   app->add_option("--size-limit", o->size_limit,
                   "Raw shard size limit: bytes or 64mb, 256mb, ... (0 = one shard)")
       ->capture_default_str();
@@ -238,11 +421,30 @@ Command AddConvertCommand(CLI::App& parent) {
                   "Comma-separated: md5, sha1, sha256, sha3_256, blake2b, xxh64, xxh3_64, ... or "
                   "none")
       ->capture_default_str();
-  app->add_option("--columns", o->columns, "Which of image,label,path to write")
+  app->add_option("--columns", o->columns,
+                  "Which of data,label,path to write (image: a deprecated name for data)")
       ->capture_default_str();
-  app->add_option("--threads", o->threads, "Threads reading local files")->capture_default_str();
+  app->add_option("--encoding", o->encoding,
+                  "The data column's encoding: auto (the image kind, jpeg or png, that most files "
+                  "are named as, else bytes), jpeg, png or bytes. Files not named like it are an "
+                  "error, or skipped with --skip-other")
+      ->capture_default_str();
+  app->add_flag("--skip-other", o->skip_other,
+                "Skip the files whose names do not match the data column's encoding (counted in "
+                "the summary)");
+  app->add_option("--extensions", o->extensions,
+                  "Comma-separated: take only files with these extensions (jpg,jpeg,png); the "
+                  "others are skipped and counted");
+  app->add_option("--threads", o->threads, "Threads reading local files")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app->add_option("--jobs", o->jobs,
                   "Requests in flight for a remote SRC (default: sized from the measured latency)");
+  app->add_option("--local", o->local,
+                  "With a store OUT: the folder to stage shards in before each is uploaded "
+                  "(default: a temporary folder)");
+  app->add_flag("--keep-local", o->keep_local,
+                "With a store OUT: keep the staged dataset in --local after uploading it");
   app->add_flag("--overwrite", o->overwrite, "Replace a dataset already in OUT");
   app->add_flag("-q,--quiet", o->quiet, "No progress display");
   return {app, [o] { return RunConvert(*o); }};

@@ -3,13 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <system_error>
 
 #include "base/file_util.h"
 #include "base/utf8.h"
 #include "cli/transfer.h"
 #include "ferry/format/index.h"
+#include "files/file_encoding.h"
 
 namespace ferry {
 namespace {
@@ -17,13 +17,6 @@ namespace {
 bool IsHidden(const std::filesystem::path& p) {
   const std::string name = p.filename().string();
   return !name.empty() && name.front() == '.';
-}
-
-bool HasJpegName(const std::filesystem::path& p) {
-  std::string ext = p.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return ext == ".jpg" || ext == ".jpeg";
 }
 
 Status AddFile(const std::filesystem::path& root, const std::filesystem::directory_entry& entry,
@@ -65,7 +58,7 @@ Status AddTree(const std::filesystem::path& root, const std::filesystem::path& d
 
 namespace {
 
-// Classes, labels, order and the JPEG check, once the files are known.
+// The order, once the files are known.
 Status Finish(FolderListing& out, std::string_view root) {
   if (out.files.empty()) {
     return InvalidArgumentError(fmt::format("{}: holds no files to convert", root));
@@ -73,8 +66,6 @@ Status Finish(FolderListing& out, std::string_view root) {
   std::sort(out.files.begin(), out.files.end(), [](const FolderFile& a, const FolderFile& b) {
     return a.label != b.label ? a.label < b.label : a.relative < b.relative;
   });
-  out.all_jpeg_names = std::all_of(out.files.begin(), out.files.end(),
-                                   [](const FolderFile& f) { return HasJpegName(f.path); });
   return Status::Ok();
 }
 
@@ -132,6 +123,9 @@ Result<FolderListing> ListRemoteImageFolder(ObjectStore& store, std::string_view
 
 Result<FolderListing> ListImageFolder(const std::filesystem::path& root) {
   std::error_code ec;
+  if (!std::filesystem::exists(root, ec)) {
+    return NotFoundError(fmt::format("{}: no such folder", root.string()));
+  }
   if (!std::filesystem::is_directory(root, ec)) {
     return InvalidArgumentError(fmt::format("{}: not a folder", root.string()));
   }
@@ -165,6 +159,11 @@ Result<FolderListing> ListImageFolder(const std::filesystem::path& root) {
   }
   FERRY_RETURN_IF_ERROR(Finish(out, root.string()));
   return out;
+}
+
+void RemoveFiles(FolderListing& listing, const std::vector<size_t>& indexes) {
+  for (size_t i : indexes) listing.total_bytes -= listing.files[i].bytes;
+  internal_files::RemoveAt(listing.files, indexes);
 }
 
 }  // namespace ferry

@@ -31,15 +31,19 @@ struct FolderListing {
   std::vector<FolderFile> files;
   uint64_t total_bytes = 0;
   size_t skipped_top_level = 0;  // files directly in the root of an ImageFolder (ignored)
-  bool all_jpeg_names = false;   // every file ends in .jpg/.jpeg (any case)
 };
 
-/// kInvalidArgument when `root` is not a folder, holds no files, or a file name is not UTF-8.
+/// kNotFound when `root` does not exist; kInvalidArgument when it is not a folder, holds no
+/// files, or a file name is not UTF-8.
 Result<FolderListing> ListImageFolder(const std::filesystem::path& root);
 
 /// The same rules over the objects under `prefix` in `store` (`url` names it in errors). Keys
 /// that are not safe relative paths ("..", absolute) are refused.
 Result<FolderListing> ListRemoteImageFolder(ObjectStore& store, std::string_view prefix,
                                             std::string_view url);
+
+/// Removes the files at `indexes` (ascending) from `listing`, keeping the order of the rest and
+/// total_bytes right. Classes stay: the labels of the files kept do not change.
+void RemoveFiles(FolderListing& listing, const std::vector<size_t>& indexes);
 
 }  // namespace ferry

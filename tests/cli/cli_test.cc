@@ -13,6 +13,7 @@
 #include "ferry/format/local_dataset.h"
 #include "format/hash.h"
 #include "image/jpeg_codec.h"
+#include "image/png_codec.h"
 
 namespace ferry {
 namespace {
@@ -81,7 +82,7 @@ TEST_F(CliTest, ConvertsAnImageFolderThatReadsBackExactly) {
   auto ds = LocalDataset::Open(Out());
   ASSERT_TRUE(ds.has_value()) << ds.status().ToString();
   const ShardConfig& config = *(*ds)->index().shards[0].config;
-  EXPECT_EQ(config.column_names, (std::vector<std::string>{"image", "label", "path"}));
+  EXPECT_EQ(config.column_names, (std::vector<std::string>{"data", "label", "path"}));
   EXPECT_EQ(config.column_encodings[0].text(), "jpeg");
   // Class order, then path order; image bytes stored exactly as the files.
   const std::vector<std::pair<int64_t, std::string>> want = {
@@ -128,10 +129,10 @@ TEST_F(CliTest, InspectVerifyAndCatDescribeTheDataset) {
   EXPECT_EQ(rows[0]["path"], "cat/z.jpeg");
   EXPECT_EQ(rows[1]["label"], 1);
   const std::string file = ReadFileToString(src_ / "dog" / "a.jpg").value();
-  EXPECT_EQ(rows[1]["image"]["sha256"], HashHex("sha256", file).value());
-  EXPECT_EQ(rows[1]["image"]["num_bytes"], file.size());
-  EXPECT_EQ(rows[1]["image"]["width"], 24);
-  EXPECT_EQ(rows[1]["image"]["mode"], "RGB");
+  EXPECT_EQ(rows[1]["data"]["sha256"], HashHex("sha256", file).value());
+  EXPECT_EQ(rows[1]["data"]["num_bytes"], file.size());
+  EXPECT_EQ(rows[1]["data"]["width"], 24);
+  EXPECT_EQ(rows[1]["data"]["mode"], "RGB");
 
   EXPECT_EQ(Ferry("cat " + Out() + " --start 9", tmp_).code, 2);
 }
@@ -178,11 +179,11 @@ TEST_F(CliTest, RefusesToOverwriteUnlessAsked) {
   EXPECT_EQ(again.code, 4);
   EXPECT_THAT(again.err, HasSubstr("--overwrite"));
   EXPECT_EQ(
-      Ferry("convert " + Src() + " " + Out() + " -q --overwrite --columns image,path", tmp_).code,
+      Ferry("convert " + Src() + " " + Out() + " -q --overwrite --columns data,path", tmp_).code,
       0);
   auto ds = LocalDataset::Open(Out());
   EXPECT_EQ((*ds)->index().shards[0].config->column_names,
-            (std::vector<std::string>{"image", "path"}));
+            (std::vector<std::string>{"data", "path"}));
 }
 
 TEST_F(CliTest, RejectsBadInputWithAClearMessage) {
@@ -214,6 +215,82 @@ TEST_F(CliTest, RejectsBadInputWithAClearMessage) {
   EXPECT_EQ(help.code, 0);
   for (const char* command : {"convert", "inspect", "verify", "cat", "merge-index"}) {
     EXPECT_THAT(help.out, HasSubstr(command));
+  }
+}
+
+TEST_F(CliTest, ConvertWritesFileDatasetsColumnNamesAndReadsImageAsDeprecatedData) {
+  CliRun r = Ferry("convert " + Src() + " " + Out() + " -q --columns image,label", tmp_);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("warning: --columns image is deprecated"));
+  auto ds = LocalDataset::Open(Out());
+  ASSERT_TRUE(ds.has_value()) << ds.status().ToString();
+  EXPECT_EQ((*ds)->index().shards[0].config->column_names,
+            (std::vector<std::string>{"data", "label"}));
+  CliRun bad = Ferry("convert " + Src() + " " + Out("b") + " -q --columns pixels", tmp_);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("unknown column 'pixels' (data, label, path)"));
+}
+
+TEST_F(CliTest, AStrayFileIsAnErrorNamingItNotASilentChangeOfType) {
+  Put(src_ / "cat" / "notes.txt", "not an image");
+  CliRun refused = Ferry("convert " + Src() + " " + Out() + " -q", tmp_);
+  EXPECT_EQ(refused.code, 2) << refused.out;
+  EXPECT_THAT(refused.err, HasSubstr("1 of 5 files is not named like the jpeg files"));
+  EXPECT_THAT(refused.err, HasSubstr("cat/notes.txt"));
+  EXPECT_THAT(refused.err, HasSubstr("--skip-other"));
+  EXPECT_THAT(refused.err, HasSubstr("--encoding bytes"));
+  EXPECT_FALSE(std::filesystem::exists(tmp_ / "out" / "index.json"));
+
+  CliRun skipped = Ferry("convert " + Src() + " " + Out("skipped") + " -q --skip-other", tmp_);
+  ASSERT_EQ(skipped.code, 0) << skipped.err;
+  EXPECT_THAT(skipped.out, HasSubstr("converted 4 files"));
+  EXPECT_THAT(skipped.out, HasSubstr("data: jpeg (4 of 5 files are named .jpg/.jpeg)"));
+  EXPECT_THAT(skipped.out,
+              HasSubstr("skipped 1 files not named like jpeg files (--skip-other): cat/notes.txt"));
+  EXPECT_EQ(
+      (*LocalDataset::Open(Out("skipped")))->index().shards[0].config->column_encodings[0].text(),
+      "jpeg");
+
+  CliRun bytes = Ferry("convert " + Src() + " " + Out("bytes") + " -q --encoding bytes", tmp_);
+  ASSERT_EQ(bytes.code, 0) << bytes.err;
+  EXPECT_THAT(bytes.out, HasSubstr("converted 5 files"));
+  EXPECT_THAT(bytes.out, HasSubstr("data: bytes (bytes was asked for)"));
+
+  CliRun only = Ferry("convert " + Src() + " " + Out("only") + " -q --extensions jpg,JPEG", tmp_);
+  ASSERT_EQ(only.code, 0) << only.err;
+  EXPECT_THAT(only.out, HasSubstr("converted 4 files"));
+  EXPECT_THAT(only.out, HasSubstr("skipped 1 files without the extensions jpg,JPEG"));
+  EXPECT_THAT(only.out, HasSubstr("data: jpeg (all 4 files are named .jpg/.jpeg)"));
+
+  EXPECT_EQ(Ferry("convert " + Src() + " " + Out("x") + " -q --encoding jpg", tmp_).code, 2);
+  EXPECT_EQ(Ferry("convert " + Src() + " " + Out("x") + " -q --threads 0", tmp_).code, 2);
+}
+
+TEST_F(CliTest, PngFilesMakeAPngColumnAndAMisnamedOneIsRefused) {
+  const std::filesystem::path pngs = tmp_ / "pngs";
+  PilImage image{4, 3, "RGB", std::string(4 * 3 * 3, '\x40')};
+  Put(pngs / "a.png", EncodePng(image).value());
+  Put(pngs / "b.PNG", EncodePng(image).value());
+  CliRun r = Ferry("convert " + pngs.string() + " " + Out() + " -q", tmp_);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ((*LocalDataset::Open(Out()))->index().shards[0].config->column_encodings[0].text(),
+            "png");
+  Put(pngs / "c.png", Jpeg(1));
+  CliRun misnamed = Ferry("convert " + pngs.string() + " " + Out("m") + " -q", tmp_);
+  EXPECT_EQ(misnamed.code, 2);
+  EXPECT_THAT(misnamed.err, HasSubstr("c.png: named like a PNG file but is not one"));
+}
+
+TEST_F(CliTest, AMalformedOrUnknownOutUrlIsAnErrorNotALocalFolder) {
+  // Relative to this process's folder, where `ferry` runs too.
+  for (const char* out : {"az:/container/shards", "s3:/bucket/x", "nosuch://bucket/x"}) {
+    const std::string first = std::string(out).substr(0, std::string(out).find('/'));
+    ASSERT_FALSE(std::filesystem::exists(first)) << "left over: " << first;
+    CliRun r = Ferry("convert " + Src() + " " + out + " -q", tmp_);
+    EXPECT_EQ(r.code, 2) << out << ": " << r.out;
+    EXPECT_THAT(r.err, HasSubstr("known:")) << out;
+    EXPECT_FALSE(std::filesystem::exists(first)) << out << " was written as a local folder";
+    std::filesystem::remove_all(first);
   }
 }
 

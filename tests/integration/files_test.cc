@@ -1,6 +1,6 @@
 // Folders of small files against real S3 servers: FileDataset against moto (the pytest suite
-// runs it against s3rver), and `ferry convert` from a remote prefix, which must write the very
-// shards a local convert of the same folder writes.
+// runs it against s3rver), and `ferry convert` from a remote prefix and into one (S3, Azurite),
+// which must write the very shards a local convert of the same folder writes.
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -14,6 +14,7 @@
 #include "base/temp_dir_testutil.h"
 #include "ferry/files/file_dataset.h"
 #include "ferry/metrics/metrics.h"
+#include "ferry/storage/registry.h"
 #include "tests/integration/server_env.h"
 
 namespace ferry::testing {
@@ -125,6 +126,84 @@ TEST(ConvertFromAStore, WritesTheShardsALocalConvertWrites) {
     ++compared;
   }
   EXPECT_GT(compared, 3u) << "index.json, classes.json and several shards";
+}
+
+// The objects under `url` (one level): name -> bytes.
+std::map<std::string, std::string> ReadBack(const std::string& url) {
+  auto opened = OpenUrl(url).value();
+  const std::string folder = opened.key + "/";
+  std::map<std::string, std::string> out;
+  const ListResult listed = opened.store->List(folder, /*recursive=*/false).value();
+  for (const ObjectInfo& o : listed.objects) {
+    out[o.key.substr(folder.size())] = opened.store->Get(o.key).value();
+  }
+  return out;
+}
+
+std::map<std::string, std::string> ReadFolder(const fs::path& folder) {
+  std::map<std::string, std::string> out;
+  for (const auto& entry : fs::directory_iterator(folder)) {
+    out[entry.path().filename().string()] = ReadFileToString(entry.path()).value();
+  }
+  return out;
+}
+
+TEST(ConvertToAStore, AnS3PrefixIntoAzureIsTheDatasetALocalConvertWrites) {
+  UseS3Server("MOTO");
+  UseAzurite();
+  TempDir tmp;
+  MakeFiles(tmp / "src", 3, 20);
+  const std::string src = Upload(tmp / "src", "to-azure");
+  ASSERT_EQ(Sh(fmt::format("{} convert -q --size-limit 20kb '{}' '{}' >/dev/null", FERRY_CLI_PATH,
+                           (tmp / "src").string(), (tmp / "local").string())),
+            0);
+  const std::string out =
+      fmt::format("az://{}/convert/{}/shards", ServerEnv("AZURITE_CONTAINER"), RunId());
+  fs::create_directories(tmp / "staging");
+  const auto convert = [&](const std::string& size_limit) {
+    return fmt::format("cd '{}' && TMPDIR='{}' {} convert -q --size-limit {} {} {}",
+                       tmp.path().string(), (tmp / "staging").string(), FERRY_CLI_PATH, size_limit,
+                       src, out);
+  };
+  ASSERT_EQ(Sh(convert("20kb") + fmt::format(" >'{}' 2>&1", (tmp / "log").string())), 0)
+      << ReadFileToString(tmp / "log").value_or("");
+  EXPECT_THAT(ReadFileToString(tmp / "log").value(), ::testing::HasSubstr("uploaded"));
+  EXPECT_FALSE(fs::exists(tmp / "az:")) << "not a local folder";
+  EXPECT_TRUE(fs::is_empty(tmp / "staging")) << "the staged shards are gone";
+  const auto local = ReadFolder(tmp / "local");
+  EXPECT_GT(local.size(), 4u) << "index.json, classes.json and several shards";
+  EXPECT_EQ(ReadBack(out), local) << "the very bytes, and nothing else";
+
+  // A dataset is there now: refused without --overwrite, naming the URL.
+  EXPECT_EQ(Sh(convert("20kb") + fmt::format(" 2>'{}'", (tmp / "err").string())), 4);
+  EXPECT_THAT(ReadFileToString(tmp / "err").value(),
+              ::testing::HasSubstr(out + ": holds a dataset (index.json); pass --overwrite"));
+  // Replaced with one shard: the old dataset's other shards go.
+  ASSERT_EQ(Sh(convert("0") + " --overwrite >/dev/null"), 0);
+  const auto replaced = ReadBack(out);
+  std::set<std::string> names;
+  for (const auto& [name, data] : replaced) names.insert(name);
+  EXPECT_EQ(names, (std::set<std::string>{"classes.json", "index.json", "shard.00000.mds"}));
+}
+
+TEST(ConvertToAStore, AKeptStagingFolderIsTheUploadedDatasetAndAFailureNamesTheUrl) {
+  UseS3Server("MOTO");
+  TempDir tmp;
+  MakeFiles(tmp / "src", 2, 10);
+  const std::string out = fmt::format("s3://{}/convert/{}/kept", ServerEnv("MOTO_BUCKET"), RunId());
+  ASSERT_EQ(Sh(fmt::format("{} convert -q --compression zstd --size-limit 8kb --local '{}' "
+                           "--keep-local '{}' {} >/dev/null",
+                           FERRY_CLI_PATH, (tmp / "stage").string(), (tmp / "src").string(), out)),
+            0);
+  const auto staged = ReadFolder(tmp / "stage");
+  EXPECT_GT(staged.size(), 3u);
+  EXPECT_EQ(ReadBack(out), staged);
+
+  const std::string missing = fmt::format("s3://no-such-bucket-{}/x", RunId());
+  const int code = Sh(fmt::format("{} convert -q '{}' {} 2>'{}'", FERRY_CLI_PATH,
+                                  (tmp / "src").string(), missing, (tmp / "err").string()));
+  EXPECT_NE(code, 0);
+  EXPECT_THAT(ReadFileToString(tmp / "err").value(), ::testing::HasSubstr(missing + "/shard."));
 }
 
 }  // namespace
