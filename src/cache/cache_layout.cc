@@ -128,4 +128,8 @@ std::filesystem::path CacheLayout::SlotsDir() const {
   return root_ / std::string(kBookkeepingFolder) / "slots";
 }
 
+std::filesystem::path CacheLayout::OriginPath() const {
+  return root_ / std::string(kBookkeepingFolder) / "origin.json";
+}
+
 }  // namespace ferry::internal_cache

@@ -12,6 +12,8 @@
 //                                       two lock files of every shard
 //   <root>/.ferry/slots/<k>             download slots, 0..n-1: with node_download_concurrency n,
 //                                       a download runs while it holds one (download_slots.h)
+//   <root>/.ferry/origin.json           the remote the folder was filled from and the version of
+//                                       its index.json that the cached copy is (cached_index.h)
 //
 // A shard file has exactly one temporary name, and only the holder of the shard's download lock
 // writes it: whoever takes the lock next knows that a file under that name is the leftover of a
@@ -90,6 +92,9 @@ class CacheLayout {
 
   /// The download slots' lock files (src/cache/download_slots.h).
   std::filesystem::path SlotsDir() const;
+
+  /// Where the folder's remote and index version are recorded (src/cache/cached_index.h).
+  std::filesystem::path OriginPath() const;
 
  private:
   std::filesystem::path root_;

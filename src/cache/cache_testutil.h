@@ -105,6 +105,8 @@ struct TestStoreOptions {
   std::chrono::microseconds chunk_delay{0};
   /// Returns an error to fail a Read before it starts.
   std::function<Status(std::string_view key, const ByteRange& range)> fail_read;
+  /// Returns an error to fail a Head.
+  std::function<Status(std::string_view key)> fail_head;
 };
 
 /// An ObjectStore decorator that records, slows down and fails reads of another store.
@@ -120,6 +122,7 @@ class TestStore : public ObjectStore {
   }
   Result<ObjectInfo> Head(std::string_view key) override {
     Record(fmt::format("head {}\n", key));
+    if (options_.fail_head) FERRY_RETURN_IF_ERROR(options_.fail_head(key));
     return inner_->Head(key);
   }
   Result<ObjectInfo> Read(std::string_view key, ByteRange range, const ByteSink& sink) override {

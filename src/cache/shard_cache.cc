@@ -447,29 +447,4 @@ Result<std::unique_ptr<ShardCache>> ShardCache::Open(std::shared_ptr<ObjectStore
                                                         std::move(slots)));
 }
 
-Result<Index> LoadIndex(ObjectStore* remote, const std::string& remote_prefix,
-                        const fs::path& local, bool refresh) {
-  if (remote == nullptr) return ReadLocalIndex(local);
-  const CacheLayout layout(local);
-  const fs::path path = layout.IndexPath();
-  if (!refresh) {
-    auto text = ReadFileToString(path);
-    if (text) return ParseIndex(*text, path.string());
-    if (text.error().code() != StatusCode::kNotFound) return text.error();
-  }
-  const std::string key = internal_cache::RemoteKeyOf(remote_prefix, "index.json");
-  const std::string url = http::RedactUrl(remote->ToUrl(key));
-  auto text = remote->Get(key);
-  if (!text) {
-    const Status& error = text.error();
-    return error.message().find(url) == std::string::npos ? error.WithContext(url) : error;
-  }
-  // Parsed before it lands: a broken remote index never becomes the local copy.
-  FERRY_ASSIGN_OR_RETURN(Index index, ParseIndex(*text, url));
-  FERRY_RETURN_IF_ERROR(internal_cache::CreateCacheFolders(local));
-  FERRY_RETURN_IF_ERROR(WriteFileAtomically(path, *text, internal_cache::Modes().file));
-  Log().debug("cache: fetched {} into {}", url, local.string());
-  return index;
-}
-
 }  // namespace ferry

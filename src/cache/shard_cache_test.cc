@@ -474,43 +474,6 @@ TEST_F(ShardCacheTest, ALocalDatasetWithAMissingShardIsNotFound) {
   EXPECT_THAT(handle.error().message(), HasSubstr(RawPath(2, folder).string()));
 }
 
-TEST_F(ShardCacheTest, LoadIndexFetchesOnceAndRefreshesOnRequest) {
-  WriteRemote();
-  auto store = Store();
-  auto loaded = LoadIndex(store.get(), prefix_, Cache());
-  ASSERT_TRUE(loaded.has_value()) << loaded.status().ToString();
-  EXPECT_EQ(loaded->shards.size(), index_.shards.size());
-  EXPECT_EQ(testing::FileText(Cache() / "index.json"), testing::FileText(Remote() / "index.json"));
-  EXPECT_EQ(Reads("index.json"), 1);
-  ASSERT_TRUE(LoadIndex(store.get(), prefix_, Cache()).has_value());
-  EXPECT_EQ(Reads("index.json"), 1);  // the local copy
-  ASSERT_TRUE(LoadIndex(store.get(), prefix_, Cache(), /*refresh=*/true).has_value());
-  EXPECT_EQ(Reads("index.json"), 2);
-  EXPECT_THAT(Temporaries(Cache()), ::testing::IsEmpty());
-  // Without a remote the folder's own index.json is read.
-  auto local = LoadIndex(nullptr, "", Remote());
-  ASSERT_TRUE(local.has_value()) << local.status().ToString();
-  EXPECT_EQ(local->shards.size(), index_.shards.size());
-}
-
-TEST_F(ShardCacheTest, LoadIndexErrorsNameTheUrl) {
-  WriteRemote();
-  auto store = Store();
-  auto missing = LoadIndex(store.get(), prefix_ + "/nope", Cache() / "a");
-  ASSERT_FALSE(missing.has_value());
-  EXPECT_EQ(missing.error().code(), StatusCode::kNotFound);
-  EXPECT_THAT(missing.error().message(), HasSubstr("remote/nope/index.json"));
-
-  fs::create_directories(Remote() / "broken");
-  ASSERT_TRUE(WriteFileAtomically(Remote() / "broken" / "index.json", "{").ok());
-  auto broken = LoadIndex(store.get(), prefix_ + "/broken", Cache() / "b");
-  ASSERT_FALSE(broken.has_value());
-  EXPECT_EQ(broken.error().code(), StatusCode::kDataLoss);
-  EXPECT_THAT(broken.error().message(), HasSubstr("file:///"));
-  EXPECT_THAT(broken.error().message(), HasSubstr("broken/index.json"));
-  EXPECT_FALSE(fs::exists(Cache() / "b" / "index.json"));  // a broken index never lands
-}
-
 TEST_F(ShardCacheTest, LargeShardsComeInParallelParts) {
   WriteRemote({.samples = 40, .sample_bytes = 20'000, .size_limit = 200'000});
   const uint64_t size = ShardBytes(0);

@@ -393,6 +393,15 @@ Status ShardDownloader::Fetch(const ShardEntry& shard, const MakeRoomFn& make_ro
   Status status;
   for (int attempt = 1; attempt <= kDownloadAttempts; ++attempt) {
     status = DownloadOnce(shard, make_room, stop);
+    if (status.code() == StatusCode::kNotFound) {
+      // The index was current when the dataset was opened (cached_index.h): the remote dataset
+      // changed since.
+      return NotFoundError(fmt::format(
+          "{} (index.json names this shard but the remote does not have it: the dataset changed "
+          "after it was opened - open it again to read its current index - or its index lists "
+          "shards that were never uploaded)",
+          status.message()));
+    }
     if (status.code() != StatusCode::kDataLoss) return status;
     if (attempt < kDownloadAttempts) Log().info("cache: downloading again: {}", status.message());
   }

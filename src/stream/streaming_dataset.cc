@@ -85,7 +85,8 @@ class StreamingDatasetImpl : public StreamingDataset,
         if (!spec.split.empty()) prefix += spec.split + "/";
         st.remote_prefix = prefix;
       }
-      FERRY_ASSIGN_OR_RETURN(Index index, LoadIndex(st.remote.get(), st.remote_prefix, local));
+      FERRY_ASSIGN_OR_RETURN(Index index, LoadIndex(st.remote.get(), st.remote_prefix, local,
+                                                    {.offline = options_.offline}));
       for (size_t k = 0; k < index.shards.size(); ++k) {
         if (index.shards[k].config->HasUnsafeColumn() && !options_.allow_unsafe_types) {
           return InvalidArgumentError(fmt::format(

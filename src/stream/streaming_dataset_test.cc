@@ -152,11 +152,17 @@ TEST_F(StreamingDatasetTest, SecondEpochMakesNoRemoteRequests) {
   auto again = ds->Iterate({.epoch = 1}).value();
   EXPECT_EQ(ReadAll(*again).size(), 1000u);
   EXPECT_EQ(FileRequests(), after_first) << "epoch 2 must be served by the cache";
-  // A new dataset object on the same cache folder (a new job) needs no remote either.
+  // A new dataset object on the same cache folder (a new job) asks the remote once, whether its
+  // index.json changed (a HEAD), and fetches nothing; offline, not even that.
   auto ds2 = StreamingDataset::Open(Remote()).value();
   auto third = ds2->Iterate({.epoch = 2}).value();
   EXPECT_EQ(ReadAll(*third).size(), 1000u);
-  EXPECT_EQ(FileRequests(), after_first);
+  EXPECT_EQ(FileRequests(), after_first + 1);
+  StreamingOptions offline = Remote();
+  offline.offline = true;
+  auto ds3 = StreamingDataset::Open(offline).value();
+  EXPECT_EQ(ReadAll(*ds3->Iterate({.epoch = 3}).value()).size(), 1000u);
+  EXPECT_EQ(FileRequests(), after_first + 1);
 }
 
 TEST_F(StreamingDatasetTest, OnlyTheFirstSampleIsReadByRangeWhileShardsDownload) {

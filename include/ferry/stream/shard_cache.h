@@ -138,9 +138,20 @@ class ShardCache {
                                 bool was_cached);
 };
 
-/// Fetches `index.json` of a remote dataset into `local` once (later calls read the local copy;
-/// `refresh` fetches again) and parses it. Without a remote, reads `local`/index.json.
+struct LoadIndexOptions {
+  /// Use the cache's copy of index.json without asking the remote whether it changed: a cache
+  /// filled earlier stays usable while the remote cannot be reached (shards it lacks are still
+  /// fetched from the remote).
+  bool offline = false;
+};
+
+/// The index.json of the dataset at `remote_prefix` in `remote`, kept in step in the cache folder
+/// `local` (src/cache/cached_index.h): the folder records which remote filled it, and another
+/// remote is kFailedPrecondition naming both; the cached copy is revalidated against the remote's
+/// (its etag, or size and time) - one HEAD when unchanged - and a changed index replaces it,
+/// dropping the cached shards it no longer describes. No index.json at the remote is kNotFound
+/// saying how to read a folder of files instead. Without a remote, reads `local`/index.json.
 Result<Index> LoadIndex(ObjectStore* remote, const std::string& remote_prefix,
-                        const std::filesystem::path& local, bool refresh = false);
+                        const std::filesystem::path& local, const LoadIndexOptions& options = {});
 
 }  // namespace ferry

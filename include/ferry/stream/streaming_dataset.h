@@ -84,6 +84,10 @@ struct StreamingOptions {
   /// cache_limit that would hold the order asked for; with strict_cache_limit they fail
   /// (kFailedPrecondition) with that message instead.
   bool strict_cache_limit = false;
+  /// Read each cache folder's copy of index.json without asking the remote whether it changed
+  /// (by default a HEAD per stream at Open revalidates it: include/ferry/stream/shard_cache.h's
+  /// LoadIndex): a cache filled earlier stays usable while the remote cannot be reached.
+  bool offline = false;
   bool keep_zip = false;
   std::optional<std::string> validate_hash;
   bool allow_unsafe_types = false;

@@ -1,0 +1,49 @@
+// The index.json of a cache folder, kept in step with the remote it came from (LoadIndex in
+// include/ferry/stream/shard_cache.h).
+//
+// A cache folder records in .ferry/origin.json the remote that filled it and the version of the
+// remote index.json that its copy is (the store's etag, or size and modification time where the
+// store has no etag). Opening it:
+//   - for another remote is an error naming both: the shards of one dataset must never be served
+//     as those of another (two datasets often share shard names);
+//   - asks the remote for the index's version (a HEAD); the same version reads the cached copy;
+//     another one fetches the index, and - under the folder's cache.lock, so that the processes
+//     opening it together agree - drops the cached shard files the new index does not describe
+//     exactly (same name, size and a digest in common: without digests there is no telling a
+//     rewritten shard of the same size, so it goes), then replaces index.json and the record;
+//   - offline, reads the cached copy without asking.
+// A folder filled before the record existed has no record: its index is compared with the
+// remote's and adopted (or replaced, as above).
+//
+// Thread-safety: functions are reentrant; concurrent openers serialize on cache.lock.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cache/cache_layout.h"
+#include "ferry/format/index.h"
+#include "ferry/result.h"
+#include "ferry/storage/object_store.h"
+
+namespace ferry::internal_cache {
+
+struct CacheOrigin {
+  std::string remote;         // the dataset's URL (redacted), as the store writes it
+  std::string index_version;  // IndexVersion of the index.json the folder holds a copy of
+};
+
+/// The record, nullopt when the folder has none; kDataLoss for one that is not ours.
+Result<std::optional<CacheOrigin>> ReadCacheOrigin(const CacheLayout& layout);
+Status WriteCacheOrigin(const CacheLayout& layout, const CacheOrigin& origin);
+
+/// What tells one version of an object from another: its etag, else its size and modification
+/// time; empty when the store gives neither (then every open fetches the index).
+std::string IndexVersion(const ObjectInfo& info);
+
+/// Basenames of the shard files (raw and compressed) that `before` names and `after` does not
+/// describe exactly (see the file comment).
+std::vector<std::string> FilesNoLongerDescribed(const Index& before, const Index& after);
+
+}  // namespace ferry::internal_cache
