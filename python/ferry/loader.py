@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -51,7 +51,7 @@ class LoaderStats:
         def delta(name: str) -> int:
             return now.get(name, 0) - self._metrics.get(name, 0)
 
-        self.bytes_fetched = delta("/ferry/cache/downloaded_bytes")
+        self.bytes_fetched = _source_bytes(now) - _source_bytes(self._metrics)
         self.cache_hits = delta("/ferry/cache/hits")
         self.cache_misses = delta("/ferry/cache/misses")
 
@@ -267,9 +267,165 @@ class DataLoader:
         self.dataset.load_state_dict(obj)
 
 
+class _Setup:
+    """What ``diagnose`` looks at: the dataset's kind and state, and the loader in front of it.
+
+    ``readers`` is the number of threads of this process that read the dataset (None: they
+    run in DataLoader worker processes, whose counters this process cannot see)."""
+
+    def __init__(self, loader: Any) -> None:
+        self.loader = ""
+        self.threads = 1
+        self.readers: Optional[int] = 1
+        self.images = False
+        dataset = loader
+        if isinstance(loader, DataLoader):
+            self.loader, dataset = "DataLoader", loader.dataset
+            self.threads = self.readers = loader.num_threads
+            self.images = any(transform is not None for _, transform in loader._columns)
+        elif isinstance(loader, torch.utils.data.DataLoader):
+            self.loader, dataset = "torch.utils.data.DataLoader", loader.dataset
+            self.threads = loader.num_workers
+            self.readers = None if loader.num_workers > 0 else 1
+        self.dataset = ""
+        self.remote = self.pack = False
+        self.auto_concurrency = True
+        if isinstance(dataset, StreamingDataset):
+            self.dataset = "StreamingDataset"
+            self.remote = any(stream.remote for stream in dataset.streams)
+        elif isinstance(dataset, FileDataset):
+            self.dataset = "FileDataset"
+            self.remote = dataset.local is not None  # else read in place, nothing fetched
+            self.pack = bool(dataset._options.get("pack"))
+            self.auto_concurrency = dataset._options.get("concurrency") is None
+        self.one_sample_per_step = dataset is loader and bool(self.dataset)
+
+
+class _Measured:
+    """What one diagnose run counted (differences of ``ferry.metrics()``)."""
+
+    def __init__(self, before: Dict[str, int], after: Dict[str, int], wait_s: float,
+                 compute_s: float) -> None:
+        def delta(name: str) -> int:
+            return after.get(name, 0) - before.get(name, 0)
+
+        self.wait_s, self.compute_s = wait_s, compute_s
+        total = wait_s + compute_s
+        self.waiting_fraction = wait_s / total if total else 0.0
+        self.bytes_fetched = _source_bytes(after) - _source_bytes(before)
+        # Files fetched from the source: a FileDataset's fetches, less those its cache served.
+        self.files_fetched = max(0, delta("/ferry/files/fetched") - delta("/ferry/cache/hits"))
+        self.packed_reads = delta("/ferry/files/packed_reads")
+        # Time the readers spent waiting for a shard or a file to arrive, summed over readers.
+        self.fetch_wait_s = (delta("/ferry/stream/wait_ns") + delta("/ferry/files/wait_ns")) / 1e9
+        self.gauges = after
+
+
+def _source_bytes(values: Dict[str, int]) -> int:
+    """Bytes read from the dataset's sources (every store's /ferry/storage/<scheme>/bytes_read):
+    the shards a StreamingDataset downloads, the files a FileDataset fetches into its cache or,
+    while packing, straight into the pack. The cache's own counter misses the last."""
+    return _metric_sum(values, "/ferry/storage/", "/bytes_read")
+
+
+def _now(measured: _Measured, gauge: str, auto: bool) -> str:
+    value = measured.gauges.get(gauge, 0)
+    if value <= 0:
+        return ""
+    return f" (auto chose {value})" if auto else f" ({value} now)"
+
+
+def _advice(setup: _Setup, m: _Measured) -> Tuple[str, Dict[str, List[str]]]:
+    """The verdict and what to change, naming only options of the classes in use: returns the
+    text and {class: [the options it names]}."""
+    named: Dict[str, List[str]] = {}
+
+    def option(owner: str, name: str) -> str:
+        named.setdefault(owner, []).append(name)
+        return name
+
+    if m.waiting_fraction <= 0.10:
+        return "compute-bound: the data keeps up; a faster loader would not help", named
+    if setup.readers is None:
+        return (f"data-bound, but not whether on fetching or on decoding: the {setup.threads} "
+                f"worker processes keep their counters to themselves; run it again with "
+                f"{option(setup.loader, 'num_workers')}=0, or with ferry.DataLoader"), named
+    fetch_share = m.fetch_wait_s / setup.readers / m.wait_s if m.wait_s > 0 else 0.0
+    fetches = setup.remote or not setup.dataset  # a local dataset reads through no store
+    if fetches and m.bytes_fetched > 0 and fetch_share >= 0.5:
+        if setup.dataset == "FileDataset":
+            what = ("every file of this first epoch is fetched once, to be packed; later epochs "
+                    "read the packs" if setup.pack else "the files are fetched one request each")
+            auto = _now(m, "/ferry/files/concurrency", setup.auto_concurrency)
+            return (f"data-bound while fetching ({what}): raise FileDataset's "
+                    f"{option('FileDataset', 'concurrency')}{auto} or "
+                    f"{option('FileDataset', 'max_bytes_in_flight')}, stage the folder closer "
+                    f"(ferry cp -r), or convert it to shards once (ferry convert) and train "
+                    f"from those with StreamingDataset"), named
+        if setup.dataset == "StreamingDataset":
+            return (f"data-bound while fetching: raise StreamingDataset's "
+                    f"{option('StreamingDataset', 'predownload')}"
+                    f"{_now(m, '/ferry/stream/predownload', True)} / "
+                    f"{option('StreamingDataset', 'download_concurrency')}"
+                    f"{_now(m, '/ferry/stream/concurrency', True)} / "
+                    f"{option('StreamingDataset', 'max_bytes_in_flight')} (ferry doctor URL "
+                    f"--dataset measures the link and says what to set), use larger shards, or "
+                    f"stage the shards closer (ferry cp -r)"), named
+        return ("data-bound while fetching: fetch more at once, or stage the data closer "
+                "(ferry cp -r)"), named
+    if setup.dataset and not setup.remote:
+        why = "a local dataset: nothing to fetch"
+    elif m.bytes_fetched > 0:
+        why = (f"{m.bytes_fetched / 1e6:.1f} MB were fetched, but the readers waited for them "
+               f"only {100 * min(fetch_share, 1.0):.0f} % of the time")
+    elif m.packed_reads:
+        why = "nothing fetched: the files come from the packs"
+    else:
+        why = "nothing fetched: the data came from the cache"
+    steps = []
+    if setup.dataset == "FileDataset" and setup.remote and not setup.pack:
+        steps.append(f"{option('FileDataset', 'pack')}=True (later epochs then read a few local "
+                     f"shards instead of one file per sample)")
+    if setup.loader == "DataLoader":
+        steps.append(f"raise DataLoader's {option('DataLoader', 'num_threads')} "
+                     f"({setup.threads} now)")
+        if setup.images:
+            steps.append(f"shrink the decoding: Decode({option('Decode', 'dct_scaling')}=True) "
+                         f"before a shrinking Resize, or RandomResizedCrop first (it decodes "
+                         f"only the crop)")
+    elif setup.loader:
+        steps.append(f"raise {setup.loader}'s {option(setup.loader, 'num_workers')} "
+                     f"({setup.threads} now), or read with ferry.DataLoader (decoding and "
+                     f"collating in native threads)")
+    else:
+        steps.append(f"read it with ferry.DataLoader and several "
+                     f"{option('DataLoader', 'num_threads')}")
+    return f"data-bound on reading and decoding ({why}): {'; '.join(steps)}", named
+
+
+def _describe(setup: _Setup, m: _Measured) -> str:
+    if setup.dataset != "FileDataset":
+        return setup.dataset + ("" if setup.remote or not setup.dataset else ", local")
+    if not setup.remote:
+        return "FileDataset, read in place"
+    parts = []
+    if m.files_fetched:
+        parts.append(f"{m.files_fetched} files fetched" + (" into the pack" if setup.pack else ""))
+    if m.packed_reads:
+        parts.append(f"{m.packed_reads} read from packs")
+    return ", ".join(["FileDataset"] + (parts or ["no file fetched"]))
+
+
 def diagnose(loader: Any, step_fn, steps: int = 50, out=print) -> Dict[str, Any]:
     """Runs ``steps`` training steps (``step_fn(batch)``) and reports how much of the time the
-    loop waited on data, with a verdict: data-bound (and what to change) or compute-bound."""
+    loop waited on data, with a verdict: data-bound while fetching, data-bound on reading and
+    decoding, or compute-bound, and what to change, naming only options of the classes in use.
+
+    ``loader`` is a ``ferry.DataLoader``, a torch ``DataLoader`` over a ferry dataset (with
+    ``num_workers=0``, or the fetch counters stay in the workers), or the dataset itself. The
+    report (a dict) has the figures, ``"verdict"``, and ``"options"``: {class: [the options
+    the verdict names]}."""
+    setup = _Setup(loader)
     wait = compute = 0.0
     samples = 0
     before = _ferry.metrics()
@@ -287,28 +443,32 @@ def diagnose(loader: Any, step_fn, steps: int = 50, out=print) -> Dict[str, Any]
         t = time.perf_counter()
         compute += t - t1
         done += 1
-        first = next(iter(batch.values())) if isinstance(batch, dict) else batch
-        samples += len(first)
-    after = _ferry.metrics()
-    fetched = after.get("/ferry/cache/downloaded_bytes", 0) - before.get(
-        "/ferry/cache/downloaded_bytes", 0)
-    total = wait + compute
-    fraction = wait / total if total else 0.0
-    if fraction > 0.10:
-        if fetched > 0:
-            advice = ("data-bound while fetching: raise predownload / download_concurrency, use "
-                      "larger shards, or stage the dataset closer (ferry cp)")
+        if setup.one_sample_per_step:
+            samples += 1
         else:
-            advice = ("data-bound on decoding: raise num_threads, or decode smaller "
-                      "(Decode(dct_scaling=True) before a shrinking Resize)")
-    else:
-        advice = "compute-bound: the data keeps up; more loader threads would not help"
+            first = next(iter(batch.values())) if isinstance(batch, dict) else batch
+            samples += len(first)
+    m = _Measured(before, _ferry.metrics(), wait, compute)
+    verdict, named = _advice(setup, m)
+    total = wait + compute
+    visible = setup.readers is not None  # else the counters are the worker processes'
     report = {"steps": done, "samples": samples, "wait_s": wait, "compute_s": compute,
-              "waiting_fraction": fraction, "samples_per_s": samples / total if total else 0.0,
-              "bytes_fetched": fetched, "verdict": advice}
-    out(f"ferry.diagnose: {done} steps, {samples} samples, {100 * fraction:.1f} % waiting on data "
-        f"({wait:.2f} s of {total:.2f} s), {report['samples_per_s']:.0f} samples/s, "
-        f"{fetched / 1e6:.1f} MB fetched -> {advice}")
+              "waiting_fraction": m.waiting_fraction,
+              "samples_per_s": samples / total if total else 0.0,
+              "bytes_fetched": m.bytes_fetched if visible else None,
+              "files_fetched": m.files_fetched if visible else None,
+              "packed_reads": m.packed_reads if visible else None,
+              "fetch_wait_s": m.fetch_wait_s if visible else None,
+              "dataset": setup.dataset, "verdict": verdict, "options": named}
+    if visible:
+        report["dataset"] = _describe(setup, m)
+        fetched = f"{m.bytes_fetched / 1e6:.1f} MB fetched"
+    else:
+        fetched = "fetches not visible (in the worker processes)"
+    kind = f" ({report['dataset']})" if report["dataset"] else ""
+    out(f"ferry.diagnose: {done} steps, {samples} samples, {100 * m.waiting_fraction:.1f} % "
+        f"waiting on data ({wait:.2f} s of {total:.2f} s), {report['samples_per_s']:.0f} "
+        f"samples/s, {fetched}{kind} -> {verdict}")
     return report
 
 
