@@ -47,6 +47,21 @@ def _count(value: Any, name: str, minimum: int = 0) -> Optional[int]:
     return value
 
 
+def _path(value: Any, name: str) -> Optional[str]:
+    """A URL or path argument as a string; anything else (a list of them, a number) is an error
+    naming the argument, never turned into a path by str()."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, os.PathLike):
+        path = os.fspath(value)
+        if isinstance(path, str):
+            return path
+    several = (" (for several datasets, give streams=[Stream(remote=..., local=...), ...])"
+               if isinstance(value, (list, tuple)) else "")
+    raise InvalidArgumentError(
+        f"{name} must be a URL or a path (a str), not {type(value).__name__} {value!r}{several}")
+
+
 def _default_local(remote: str, split: Optional[str]) -> str:
     digest = hashlib.sha1(f"{remote}\0{split or ''}".encode()).hexdigest()[:16]
     return os.path.join(tempfile.gettempdir(), "ferry-cache", digest)
@@ -71,6 +86,7 @@ class Stream:
         validate_hash: Optional[str] = None,
         keep_zip: Optional[bool] = None,
     ) -> None:
+        remote, local, split = _path(remote, "remote"), _path(local, "local"), _path(split, "split")
         if remote is None and local is None:
             raise InvalidArgumentError("a stream needs a remote, a local folder, or both")
         if sum(x is not None for x in (proportion, repeat, choose)) > 1:
@@ -78,8 +94,8 @@ class Stream:
         for name, value in (("proportion", proportion), ("repeat", repeat)):
             if value is not None and (isinstance(value, bool) or value < 0):
                 raise InvalidArgumentError(f"{name} must be >= 0, got {value!r}")
-        self.remote = str(remote) if remote is not None else None
-        self.local = str(local) if local is not None else _default_local(self.remote, split)
+        self.remote = remote
+        self.local = local if local is not None else _default_local(remote, split)
         self.split = split
         self.proportion = proportion
         self.repeat = repeat
@@ -228,7 +244,10 @@ class StreamingDataset(_NativeDataset):
         max_bytes_in_flight: bytes fetched ahead per worker (under a ``cache_limit``, at most
             the worker's share of half of it among the readers of the cache folder).
     Accepted for compatibility and not needed (docs/python.md says why): download_retry,
-    download_timeout, partition_algo, sampling_granularity, batching_method, replication,
+    download_timeout, partition_algo (``"relaxed"`` or ``"orig"``), sampling_granularity (>= 1),
+    batching_method (``"random"``; ``"per_stream"``, ``"stratified"`` and
+    ``"device_per_stream"`` only with one stream, where every method gives the same batches:
+    with several, ferry does not implement them yet and says so), replication (None or 1),
     shuffle_block_size=None.
     """
 
@@ -270,6 +289,10 @@ class StreamingDataset(_NativeDataset):
             if remote is not None or local is not None:
                 raise InvalidArgumentError("give either streams or remote/local, not both")
             self.streams = list(streams)
+            for stream in self.streams:
+                if not isinstance(stream, Stream):
+                    raise InvalidArgumentError(
+                        f"streams must be ferry.Stream objects, not {type(stream).__name__}")
         else:
             self.streams = [Stream(remote=remote, local=local, split=split)]
         if image_format not in ("pil", "numpy", "bytes"):
@@ -310,6 +333,11 @@ class StreamingDataset(_NativeDataset):
             "keep_zip": bool(keep_zip or any(s.keep_zip for s in self.streams)),
             "validate_hash": next(iter(hashes), None),
             "allow_unsafe_types": self.allow_unsafe_types,
+            # Not used, but checked by the engine: a typo, or a value that would change what a
+            # batch holds, is an error rather than silently ignored.
+            "batching_method": batching_method,
+            "partition_algo": partition_algo,
+            "sampling_granularity": sampling_granularity,
         }
         self._epoch_offset = 0  # sample_in_epoch this process resumed from
         self._workers = 1  # DataLoader workers per rank (StreamingDataLoader tells the parent)

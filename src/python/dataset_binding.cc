@@ -31,6 +31,36 @@ namespace py = pybind11;
 namespace ferry::python {
 namespace {
 
+// Mosaic's options that ferry accepts without using them. They are checked all the same, so that
+// a typo, or a value that changes what a batch holds, is an error rather than silently ignored.
+void CheckUnusedMosaicOptions(const py::dict& d, size_t streams) {
+  const std::string batching = Get<std::string>(d, "batching_method", "random");
+  if (batching == "per_stream" || batching == "stratified" || batching == "device_per_stream") {
+    // Each of them decides which streams a batch draws from: with one stream every method
+    // gives the batches "random" does.
+    if (streams > 1) {
+      ThrowStatus(UnimplementedError(fmt::format(
+          "batching_method {} (which streams each batch draws from) is not implemented by ferry "
+          "yet; with {} streams only random is (every batch drawn from the mix of all streams)",
+          batching, streams)));
+    }
+  } else if (batching != "random") {
+    ThrowStatus(InvalidArgumentError(fmt::format(
+        "batching_method {} is not one of random, per_stream, stratified, device_per_stream",
+        batching)));
+  }
+  // Either way ferry deals its own partition (docs/streaming.md).
+  const std::string partition = Get<std::string>(d, "partition_algo", "relaxed");
+  if (partition != "relaxed" && partition != "orig") {
+    ThrowStatus(InvalidArgumentError(
+        fmt::format("partition_algo {} is not one of relaxed, orig", partition)));
+  }
+  if (const int64_t granularity = Get<int64_t>(d, "sampling_granularity", 1); granularity < 1) {
+    ThrowStatus(InvalidArgumentError(
+        fmt::format("sampling_granularity must be at least 1, got {}", granularity)));
+  }
+}
+
 StreamingOptions ParseOptions(const py::dict& d) {
   StreamingOptions o;
   for (py::handle item : d["streams"]) {
@@ -68,6 +98,7 @@ StreamingOptions ParseOptions(const py::dict& d) {
   o.keep_zip = Get<bool>(d, "keep_zip", false);
   o.validate_hash = GetOptional<std::string>(d, "validate_hash");
   o.allow_unsafe_types = Get<bool>(d, "allow_unsafe_types", false);
+  CheckUnusedMosaicOptions(d, o.streams.size());
   return o;
 }
 

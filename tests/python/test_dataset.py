@@ -177,6 +177,57 @@ def test_bad_options_are_clear_errors(dataset_dir, kwargs, error, match):
         list(ds)
 
 
+@pytest.mark.parametrize("kwargs, match", [
+    ({"batching_method": "bogus"},
+     "batching_method bogus is not one of random, per_stream, stratified, device_per_stream"),
+    ({"partition_algo": "best"}, "partition_algo best is not one of relaxed, orig"),
+    ({"sampling_granularity": 0}, "sampling_granularity must be at least 1, got 0"),
+    ({"sampling_granularity": -2}, "sampling_granularity must be at least 1, got -2"),
+])
+def test_mosaic_options_ferry_does_not_use_are_still_checked(dataset_dir, kwargs, match):
+    with pytest.raises(ferry.InvalidArgumentError, match=match):
+        ferry.StreamingDataset(local=str(dataset_dir), **kwargs)
+
+
+@pytest.mark.parametrize("method", ["per_stream", "stratified", "device_per_stream"])
+def test_batching_methods_that_pick_streams_per_batch_are_refused_with_several_streams(
+        dataset_dir, method):
+    # They decide which streams a batch draws from; ferry mixes the streams in every batch.
+    two = [ferry.Stream(local=str(dataset_dir), choose=40), ferry.Stream(local=str(dataset_dir))]
+    with pytest.raises(NotImplementedError, match=f"batching_method {method} .*not implemented "
+                                                  f"by ferry yet; with 2 streams"):
+        ferry.StreamingDataset(streams=two, batching_method=method, batch_size=4)
+    # With one stream every method makes the batches "random" makes.
+    one = ferry.StreamingDataset(local=str(dataset_dir), batching_method=method, shuffle=True,
+                                 batch_size=4)
+    assert _ids(torch.utils.data.DataLoader(one, batch_size=4)) == _ids(
+        torch.utils.data.DataLoader(ferry.StreamingDataset(local=str(dataset_dir), shuffle=True,
+                                                           batch_size=4), batch_size=4))
+
+
+@pytest.mark.parametrize("make, name", [
+    (lambda d: ferry.StreamingDataset(remote=[str(d), str(d)], local="/tmp/x"), "remote"),
+    (lambda d: ferry.StreamingDataset(remote=(str(d),)), "remote"),
+    (lambda d: ferry.StreamingDataset(local=[str(d)]), "local"),
+    (lambda d: ferry.StreamingDataset(local=str(d), split=7), "split"),
+    (lambda d: ferry.Stream(remote=[str(d)]), "remote"),
+    (lambda d: ferry.Stream(local={"path": str(d)}), "local"),
+])
+def test_a_remote_or_local_that_is_not_a_string_is_refused_naming_it(dataset_dir, make, name):
+    with pytest.raises(ferry.InvalidArgumentError, match=f"^{name} must be a URL or a path") as e:
+        make(dataset_dir)
+    if "list" in str(e.value) or "tuple" in str(e.value):
+        assert "streams=[Stream(" in str(e.value)
+
+
+def test_paths_and_streams_are_checked(dataset_dir):
+    # A pathlib path is a path; a stream that is not a Stream is an error, not an AttributeError.
+    assert len(ferry.StreamingDataset(local=dataset_dir)) == N
+    assert len(ferry.StreamingDataset(streams=[ferry.Stream(local=dataset_dir)])) == N
+    with pytest.raises(ferry.InvalidArgumentError, match="streams must be ferry.Stream objects"):
+        ferry.StreamingDataset(streams=[{"local": str(dataset_dir)}])
+
+
 def test_download_parts_reaches_the_engine(dataset_dir):
     ds = ferry.StreamingDataset(local=str(dataset_dir), download_parts=2)
     assert [s["id"] for s in ds] == list(range(N))
