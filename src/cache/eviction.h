@@ -21,10 +21,10 @@
 //      without waiting - failing means some process has it pinned, so it is skipped - delete its
 //      files, and release the lock. An upcoming shard needed no later than the one being
 //      fetched is never a victim: evicting it to fetch a shard needed later would only fetch it
-//      again first (a shard absent from the list is needed now); An Acquire racing with this waits on the use-lock and then
-//      finds the file gone, so it downloads it again instead of reading a deleted shard. The
-//      headroom (0 for shard caches) frees more than needed at once, so that a cache at its limit
-//      does not scan for every small file;
+//      again first (a shard absent from the list is needed now). An Acquire racing with this waits
+//      on the use-lock and then finds the file gone, so it downloads it again instead of reading a
+//      deleted shard. The headroom (0 for shard caches) frees more than needed at once, so that a
+//      cache at its limit does not scan for every small file;
 //   3. the ledger becomes the bytes left plus this download.
 // When every remaining shard is pinned the download goes ahead anyway (fits = false): the limit
 // is exceeded by what is pinned, never by deleting a shard in use.
