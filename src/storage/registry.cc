@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <optional>
 
 namespace ferry {
 namespace {
@@ -22,20 +23,31 @@ Registry& TheRegistry() {
   return *registry;
 }
 
+// The scheme `url` starts with, as RFC 3986 spells one (a letter, then letters, digits, '+', '-'
+// or '.', then ':'), whether or not "//" follows; nullopt when there is none, which makes `url` a
+// plain path ("/a:b", "./a:b" and "a/b://c" are paths).
+std::optional<std::string_view> LeadingScheme(std::string_view url) {
+  if (url.empty() || !std::isalpha(static_cast<unsigned char>(url[0]))) return std::nullopt;
+  for (size_t i = 1; i < url.size(); ++i) {
+    const auto c = static_cast<unsigned char>(url[i]);
+    if (c == ':') return url.substr(0, i);
+    if (!std::isalnum(c) && c != '+' && c != '-' && c != '.') return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::string Lowercase(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
 }  // namespace
 
 std::string UrlScheme(std::string_view url) {
-  const size_t sep = url.find("://");
-  if (sep == std::string_view::npos || sep == 0) return "file";
-  std::string scheme(url.substr(0, sep));
-  for (char c : scheme) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '+' && c != '-' && c != '.') {
-      return "file";  // "a/b://c" is a path, not a URL
-    }
-  }
-  std::transform(scheme.begin(), scheme.end(), scheme.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return scheme;
+  const auto scheme = LeadingScheme(url);
+  return scheme ? Lowercase(*scheme) : "file";
 }
 
 StoreRegistration::StoreRegistration(std::string_view scheme, StoreFactory factory) {
@@ -67,10 +79,23 @@ Result<StoreAndKey> OpenUrl(std::string_view url) {
     std::lock_guard lock(r.mu);
     if (auto it = r.factories.find(scheme); it != r.factories.end()) factory = it->second;
   }
+  // Only the part before '?' is shown: a query may hold a SAS token.
+  const std::string_view shown = url.substr(0, url.find('?'));
+  auto known = [] { return fmt::format("{}", fmt::join(RegisteredSchemes(), ", ")); };
+  // A "scheme:" without "//" is refused rather than read as a local path: "s3:/bucket/x" would
+  // otherwise silently become a local folder named "s3:". A path with such a name is written
+  // "./s3:/bucket/x".
+  if (LeadingScheme(url) && !url.substr(scheme.size() + 1).starts_with("//")) {
+    return InvalidArgumentError(fmt::format(
+        "{}: {} (known: {}); a local path whose first name has a ':' is written ./{}", shown,
+        factory != nullptr ? fmt::format("malformed URL: '{}:' must be followed by '//' ({}://...)",
+                                         scheme, scheme)
+                           : fmt::format("'{}' is not a known URL scheme", scheme),
+        known(), shown));
+  }
   if (factory == nullptr) {
-    return InvalidArgumentError(fmt::format("unsupported URL scheme '{}' in {} (known: {})", scheme,
-                                            url.substr(0, url.find('?')),
-                                            fmt::join(RegisteredSchemes(), ", ")));
+    return InvalidArgumentError(
+        fmt::format("unsupported URL scheme '{}' in {} (known: {})", scheme, shown, known()));
   }
   return factory(url);
 }
