@@ -13,6 +13,31 @@
 
 namespace ferry {
 
+Result<MergedIndex> MergeIndexParts(const std::vector<IndexPart>& parts) {
+  nlohmann::ordered_json shards = nlohmann::ordered_json::array();
+  for (const IndexPart& part : parts) {
+    FERRY_RETURN_IF_ERROR(ParseIndex(part.text, part.origin).status());
+    nlohmann::ordered_json sub;
+    try {
+      sub = nlohmann::ordered_json::parse(part.text);
+    } catch (const nlohmann::ordered_json::exception& e) {
+      return DataLossError(fmt::format("{}: {}", part.origin, e.what()));
+    }
+    for (auto& shard : sub["shards"]) {
+      for (const char* file : {"raw_data", "zip_data"}) {
+        if (shard[file].is_null()) continue;
+        auto& basename = shard[file]["basename"];
+        basename = part.folder + "/" + basename.get<std::string>();
+      }
+      shards.push_back(std::move(shard));
+    }
+  }
+  nlohmann::ordered_json root = nlohmann::ordered_json::object();
+  root["version"] = 2;
+  root["shards"] = std::move(shards);
+  return MergedIndex{DumpPythonJson(root, JsonKeyOrder::kInsertion), root["shards"].size()};
+}
+
 Result<size_t> MergeIndexFiles(const std::vector<std::filesystem::path>& index_files,
                                const std::filesystem::path& out) {
   const std::filesystem::path out_index = out / "index.json";
@@ -21,44 +46,29 @@ Result<size_t> MergeIndexFiles(const std::vector<std::filesystem::path>& index_f
     return AlreadyExistsError(fmt::format(
         "{}: already exists; merge_index never overwrites an index", out_index.string()));
   }
-  nlohmann::ordered_json shards = nlohmann::ordered_json::array();
+  std::vector<IndexPart> parts;
   std::set<std::string> seen;
   for (const auto& path : index_files) {
     const std::string key = path.lexically_normal().string();
     if (!seen.insert(key).second) continue;
     FERRY_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
-    FERRY_RETURN_IF_ERROR(ParseIndex(text, path.string()).status());
-    nlohmann::ordered_json sub;
-    try {
-      sub = nlohmann::ordered_json::parse(text);
-    } catch (const nlohmann::ordered_json::exception& e) {
-      return DataLossError(fmt::format("{}: {}", path.string(), e.what()));
-    }
-    const std::string prefix = path.lexically_normal().parent_path().filename().string();
-    if (prefix.empty()) {
+    const std::string folder = path.lexically_normal().parent_path().filename().string();
+    if (folder.empty()) {
       return InvalidArgumentError(
           fmt::format("{}: a sub-index must sit in a named folder", path.string()));
     }
-    for (auto& shard : sub["shards"]) {
-      for (const char* file : {"raw_data", "zip_data"}) {
-        if (shard[file].is_null()) continue;
-        auto& basename = shard[file]["basename"];
-        basename = prefix + "/" + basename.get<std::string>();
-      }
-      shards.push_back(std::move(shard));
-    }
+    parts.push_back({path.string(), folder, std::move(text)});
   }
-  nlohmann::ordered_json root = nlohmann::ordered_json::object();
-  root["version"] = 2;
-  root["shards"] = std::move(shards);
-  const size_t count = root["shards"].size();
-  FERRY_RETURN_IF_ERROR(
-      WriteFileAtomically(out_index, DumpPythonJson(root, JsonKeyOrder::kInsertion)));
-  return count;
+  FERRY_ASSIGN_OR_RETURN(MergedIndex merged, MergeIndexParts(parts));
+  FERRY_RETURN_IF_ERROR(WriteFileAtomically(out_index, merged.text));
+  return merged.shards;
 }
 
 Result<size_t> MergeIndexUnder(const std::filesystem::path& root) {
   std::error_code ec;
+  if (!std::filesystem::exists(root, ec)) {
+    return NotFoundError(fmt::format("{} does not exist", root.string()));
+  }
   if (!std::filesystem::is_directory(root, ec)) {
     return InvalidArgumentError(fmt::format("{}: not a folder", root.string()));
   }

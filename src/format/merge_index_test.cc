@@ -215,6 +215,32 @@ TEST(MergeIndex, RootWithoutSubIndexes) {
   auto not_a_folder = MergeIndexUnder(tmp / "part" / "notes.txt");
   ASSERT_FALSE(not_a_folder.has_value());
   EXPECT_EQ(not_a_folder.error().code(), StatusCode::kInvalidArgument);
+
+  // A root that is not there is not found (it used to be "not a folder", a bad argument).
+  auto missing = MergeIndexUnder(tmp / "no-such-dir");
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_EQ(missing.error().code(), StatusCode::kNotFound);
+  EXPECT_THAT(missing.error().message(), HasSubstr("no-such-dir does not exist"));
+}
+
+TEST(MergeIndex, PartsMergeFromTextsAsFromFiles) {
+  testing::TempDir tmp;
+  CopyParts(tmp.path());
+  ASSERT_EQ(MergeIndexUnder(tmp.path()).value(), 6u);
+  std::vector<IndexPart> parts;
+  for (const char* name : {"part_a", "part_b"}) {
+    parts.push_back({name, name, FileText(tmp / name / "index.json")});
+  }
+  auto merged = MergeIndexParts(parts);
+  ASSERT_TRUE(merged.has_value()) << merged.status().ToString();
+  EXPECT_EQ(merged->shards, 6u);
+  EXPECT_EQ(merged->text, FileText(tmp / "index.json"));
+  EXPECT_EQ(merged->text, FileText(kFixtures / "merged" / "index.json"));
+
+  parts[1].text = "{";
+  auto broken = MergeIndexParts(parts);
+  ASSERT_FALSE(broken.has_value());
+  EXPECT_THAT(broken.error().message(), HasSubstr("part_b"));
 }
 
 TEST(MergeIndex, RootFormIgnoresUnrelatedJsonAndTheRootIndexItself) {

@@ -9,15 +9,32 @@
 // Unlike the reference's root form, which takes every *.json below the root (and then fails on
 // unrelated JSON files), MergeIndexUnder takes only files named index.json. Each sub-index is
 // validated with ParseIndex first, so a broken part is reported by name before anything is
-// written.
+// written. MergeIndexParts does the merge on texts alone, for indexes that are not local files
+// (`ferry merge-index s3://...` reads and writes them through a store).
 #pragma once
 
 #include <filesystem>
+#include <string>
 #include <vector>
 
 #include "ferry/result.h"
 
 namespace ferry {
+
+/// One sub-index to merge.
+struct IndexPart {
+  std::string origin;  // where it was read (a path or URL), for messages
+  std::string folder;  // the name of the folder that directly holds it: its basenames' prefix
+  std::string text;    // the index.json
+};
+
+struct MergedIndex {
+  std::string text;  // the merged index.json
+  size_t shards = 0;
+};
+
+/// Merges `parts` in order; each is validated with ParseIndex first.
+Result<MergedIndex> MergeIndexParts(const std::vector<IndexPart>& parts);
 
 /// The list form: merges the given index.json files (duplicates dropped, first kept) into
 /// `out`/index.json. Returns the number of shards written.
@@ -25,6 +42,7 @@ Result<size_t> MergeIndexFiles(const std::vector<std::filesystem::path>& index_f
                                const std::filesystem::path& out);
 
 /// The root form: every index.json below `root` (not directly in it), in sorted path order.
+/// kNotFound when `root` does not exist, kInvalidArgument when it is not a folder.
 Result<size_t> MergeIndexUnder(const std::filesystem::path& root);
 
 }  // namespace ferry
