@@ -4,7 +4,9 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <functional>
+#include <string>
 
 #include "ferry/result.h"
 
@@ -29,9 +31,22 @@ Command AddSyncCommand(CLI::App& parent);
 Command AddStreamCommand(CLI::App& parent);
 Command AddDoctorCommand(CLI::App& parent);
 
+/// A CLI11 check for counts and indexes: an integer, 0 or more. Without it "-3" wraps around in
+/// an unsigned option and reads as "all" where a negative value means that.
+inline CLI::Validator NotNegative() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        int64_t n = 0;
+        if (!CLI::detail::lexical_cast(value, n)) return "not an integer: " + value;
+        return n < 0 ? "must be 0 or more, not " + value : "";
+      },
+      "INT>=0", "NotNegative");
+}
+
 /// Exit codes, one per family of failure (documented in `ferry --help` and docs/cli.md):
 /// 0 ok, 1 verification found problems / other failure, 2 bad arguments, 3 not found,
-/// 4 already exists, 5 permission or authentication, 6 corrupt data, 7 transient (retry).
+/// 4 already exists, 5 permission or authentication, 6 corrupt data, 7 transient (retry); and
+/// 130 for a copy stopped by Ctrl+C (cli/interrupt.h), which a command returns itself.
 int ExitCodeFor(const Status& status);
 
 /// Runs the CLI; returns the process exit code.

@@ -4,7 +4,9 @@
 // Without -r, SRC is one object; a DST ending in '/' (or an existing local folder) receives it
 // under its own name. With -r, everything below the SRC folder is copied below DST, keeping
 // relative paths (like `aws s3 cp --recursive`). Objects are copied by `--jobs` workers, each
-// copy checked by size; failures are listed and make the exit status 1.
+// copy checked by size; failures are listed and make the exit status 1. A missing destination
+// bucket or container is one error (exit 3), not one per object. Ctrl+C ends the copies in
+// flight, prints what was copied and the command that copies the rest, and exits 130.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -15,9 +17,11 @@
 
 #include "base/human_size.h"
 #include "cli/command.h"
+#include "cli/interrupt.h"
 #include "cli/progress.h"
 #include "cli/transfer.h"
 #include "ferry/storage/registry.h"
+#include "storage/http/http_types.h"
 
 namespace ferry::cli {
 namespace {
@@ -72,9 +76,14 @@ Result<int> RunCp(const CpOptions& o) {
     return 0;
   }
   ProgressBar progress("cp", "objects", items.size(), !o.quiet);
-  CopyReport report = CopyAll(*src.store, *dst.store, items, o.jobs,
-                              [&](uint64_t n, uint64_t bytes) { progress.Update(n, bytes); });
+  InterruptWatch interrupt;
+  CopyReport report = CopyAll(
+      *src.store, *dst.store, items, o.jobs,
+      [&](uint64_t n, uint64_t bytes) { progress.Update(n, bytes); }, interrupt.token());
   progress.Finish();
+  if (report.destination_missing) {
+    return DestinationMissingError(report, items.size(), http::RedactUrl(o.dst));
+  }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (const auto& f : report.failures) {
@@ -86,6 +95,14 @@ Result<int> RunCp(const CpOptions& o) {
               FormatBytes(report.bytes).c_str(), seconds,
               static_cast<double>(report.objects) / seconds,
               static_cast<double>(report.bytes) / 1e6 / seconds);
+  if (report.stopped) {
+    // A folder copy is finished by sync, which skips what arrived; one object is copied again.
+    const std::vector<std::string> resume = {o.recursive ? "sync" : "cp", http::RedactUrl(o.src),
+                                             http::RedactUrl(o.dst)};
+    std::fflush(stdout);
+    std::fprintf(stderr, "ferry cp: %s\n", InterruptedLine(report, items, resume).c_str());
+    return kExitInterrupted;
+  }
   return report.failures.empty() ? 0 : 1;
 }
 
@@ -100,7 +117,9 @@ Command AddCpCommand(CLI::App& parent) {
   app->add_option("src", o->src, "Source URL or path")->required();
   app->add_option("dst", o->dst, "Destination URL or path")->required();
   app->add_flag("-r,--recursive", o->recursive, "Copy everything below SRC");
-  app->add_option("-j,--jobs", o->jobs, "Objects copied at once")->capture_default_str();
+  app->add_option("-j,--jobs", o->jobs, "Objects copied at once")
+      ->check(CLI::Range(1, kMaxCopyJobs))
+      ->capture_default_str();
   app->add_flag("-n,--dry-run", o->dry_run, "Show what would be copied");
   app->add_flag("-q,--quiet", o->quiet, "No progress display");
   return {app, [o] { return RunCp(*o); }};

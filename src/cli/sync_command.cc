@@ -2,6 +2,8 @@
 // folder holds. An object is copied unless DST already has it with the same size and - where
 // the two stores' etags are comparable (both plain MD5 hex) - the same etag, or else a
 // modification time no older than the source's. --delete removes DST objects absent from SRC.
+// A missing destination bucket or container is one error (exit 3); Ctrl+C ends the copies in
+// flight, deletes nothing, says what is left and exits 130.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -11,9 +13,11 @@
 
 #include "base/human_size.h"
 #include "cli/command.h"
+#include "cli/interrupt.h"
 #include "cli/progress.h"
 #include "cli/transfer.h"
 #include "ferry/storage/registry.h"
+#include "storage/http/http_types.h"
 
 namespace ferry::cli {
 namespace {
@@ -83,11 +87,17 @@ Result<int> RunSync(const SyncOptions& o) {
     return 0;
   }
   ProgressBar progress("sync", "objects", items.size(), !o.quiet);
-  CopyReport report = CopyAll(*src.store, *dst.store, items, o.jobs,
-                              [&](uint64_t n, uint64_t bytes) { progress.Update(n, bytes); });
+  InterruptWatch interrupt;
+  CopyReport report = CopyAll(
+      *src.store, *dst.store, items, o.jobs,
+      [&](uint64_t n, uint64_t bytes) { progress.Update(n, bytes); }, interrupt.token());
   progress.Finish();
+  if (report.destination_missing) {
+    return DestinationMissingError(report, items.size(), http::RedactUrl(o.dst));
+  }
   size_t deleted = 0;
-  for (const auto& key : extra) {
+  // After Ctrl+C nothing is deleted: the next run deletes once everything is there.
+  for (const auto& key : report.stopped ? std::vector<std::string>{} : extra) {
     if (Status s = dst.store->Remove(key); !s.ok()) {
       report.failures.push_back({"", dst.store->ToUrl(key), s});
     } else {
@@ -103,6 +113,13 @@ Result<int> RunSync(const SyncOptions& o) {
   std::printf("copied %llu objects (%s), deleted %zu, %zu unchanged, in %.2f s\n",
               static_cast<unsigned long long>(report.objects), FormatBytes(report.bytes).c_str(),
               deleted, unchanged, seconds);
+  if (report.stopped) {
+    std::vector<std::string> resume = {"sync", http::RedactUrl(o.src), http::RedactUrl(o.dst)};
+    if (o.delete_extra) resume.push_back("--delete");
+    std::fflush(stdout);
+    std::fprintf(stderr, "ferry sync: %s\n", InterruptedLine(report, items, resume).c_str());
+    return kExitInterrupted;
+  }
   return report.failures.empty() ? 0 : 1;
 }
 
@@ -115,7 +132,9 @@ Command AddSyncCommand(CLI::App& parent) {
   app->add_option("src", o->src, "Source folder URL or path")->required();
   app->add_option("dst", o->dst, "Destination folder URL or path")->required();
   app->add_flag("--delete", o->delete_extra, "Remove destination objects absent from SRC");
-  app->add_option("-j,--jobs", o->jobs, "Objects copied at once")->capture_default_str();
+  app->add_option("-j,--jobs", o->jobs, "Objects copied at once")
+      ->check(CLI::Range(1, kMaxCopyJobs))
+      ->capture_default_str();
   app->add_flag("-n,--dry-run", o->dry_run, "Show what would be copied and deleted");
   app->add_flag("-q,--quiet", o->quiet, "No progress display");
   return {app, [o] { return RunSync(*o); }};

@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <mutex>
+#include <stop_token>
 #include <thread>
 
 #include "base/file_util.h"
+#include "base/human_size.h"
 
 namespace ferry {
 namespace {
@@ -41,37 +44,98 @@ Result<std::vector<CopyItem>> PlanFolderCopy(ObjectStore& src, const std::string
   return items;
 }
 
-Result<uint64_t> CopyObject(ObjectStore& src, std::string_view src_key, ObjectStore& dst,
-                            std::string_view dst_key) {
+namespace {
+
+Status Stopped(std::string_view url) {
+  return CancelledError(fmt::format("{}: the copy was stopped", url));
+}
+
+// `source`, ending with kCancelled at the next read once `stop` is requested: an upload in
+// flight ends (and a multipart one is aborted by the store) instead of running to its end.
+ByteSource Stoppable(ByteSource source, std::stop_token stop, std::string url) {
+  source.read = [read = std::move(source.read), stop, url = std::move(url)](
+                    uint64_t offset, char* buffer, size_t size) -> Result<size_t> {
+    if (stop.stop_requested()) return Stopped(url);
+    return read(offset, buffer, size);
+  };
+  return source;
+}
+
+// `sink`, ending the read with kCancelled at the next call once `stop` is requested (a remote
+// store calls it at least once a second, also while no bytes come).
+ByteSink Stoppable(ByteSink sink, std::stop_token stop, std::string url) {
+  return [sink = std::move(sink), stop, url = std::move(url)](std::string_view chunk) {
+    return stop.stop_requested() ? Stopped(url) : sink(chunk);
+  };
+}
+
+// Downloads to `path` through a temporary file (ObjectStore::GetToFile, but stoppable); the
+// object's size.
+Result<uint64_t> Download(ObjectStore& src, std::string_view key, const std::filesystem::path& path,
+                          std::stop_token stop) {
+  FERRY_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(path));
+  FERRY_ASSIGN_OR_RETURN(
+      ObjectInfo info, src.Read(key, ByteRange{},
+                                Stoppable([&](std::string_view chunk) { return file.Write(chunk); },
+                                          stop, src.ToUrl(key))));
+  FERRY_RETURN_IF_ERROR(file.Commit());
+  return info.size;
+}
+
+// CopyObject, saying whether a failure came from the destination (`*at_destination`): a
+// destination's kNotFound means that its bucket or container is missing, a source's only that one
+// object is.
+Result<uint64_t> Copy(ObjectStore& src, std::string_view src_key, ObjectStore& dst,
+                      std::string_view dst_key, std::stop_token stop, bool* at_destination) {
+  *at_destination = false;
+  if (stop.stop_requested()) return Stopped(src.ToUrl(src_key));
   uint64_t size = 0;
   const auto src_path = src.LocalPath(src_key);
   const auto dst_path = dst.LocalPath(dst_key);
+  auto upload = [&](ByteSource source) {
+    *at_destination = true;
+    return dst.Write(dst_key, Stoppable(std::move(source), stop, dst.ToUrl(dst_key)));
+  };
   if (src_path) {
-    FERRY_ASSIGN_OR_RETURN(ObjectInfo info, src.Head(src_key));
-    size = info.size;
-    FERRY_RETURN_IF_ERROR(dst.PutFile(dst_key, *src_path));
+    FERRY_ASSIGN_OR_RETURN(ByteSource source, ByteSource::FromFile(*src_path));
+    size = source.size;
+    FERRY_RETURN_IF_ERROR(upload(std::move(source)));
   } else if (dst_path) {
     std::error_code ec;
     std::filesystem::create_directories(dst_path->parent_path(), ec);
-    if (ec) return ErrnoToStatus(ec.value(), "create folder", dst_path->parent_path());
-    FERRY_ASSIGN_OR_RETURN(ObjectInfo info, src.GetToFile(src_key, *dst_path));
-    size = info.size;
+    if (ec) {
+      *at_destination = true;
+      return ErrnoToStatus(ec.value(), "create folder", dst_path->parent_path());
+    }
+    FERRY_ASSIGN_OR_RETURN(size, Download(src, src_key, *dst_path, stop));
   } else {
     FERRY_ASSIGN_OR_RETURN(ObjectInfo info, src.Head(src_key));
     size = info.size;
     if (size <= kMemoryCopyLimit) {
-      FERRY_ASSIGN_OR_RETURN(std::string data, src.Get(src_key));
-      FERRY_RETURN_IF_ERROR(dst.Put(dst_key, data));
+      std::string data;
+      FERRY_RETURN_IF_ERROR(src.Read(src_key, ByteRange{},
+                                     Stoppable(
+                                         [&](std::string_view chunk) {
+                                           data.append(chunk);
+                                           return Status::Ok();
+                                         },
+                                         stop, src.ToUrl(src_key)))
+                                .status());
+      FERRY_RETURN_IF_ERROR(upload(ByteSource::FromView(data)));
     } else {
       const std::filesystem::path spool = SpoolPath();
-      auto downloaded = src.GetToFile(src_key, spool);
+      auto downloaded = Download(src, src_key, spool, stop);
       Status status = downloaded.status();
-      if (status.ok()) status = dst.PutFile(dst_key, spool);
+      if (status.ok()) {
+        auto source = ByteSource::FromFile(spool);
+        status = source ? upload(std::move(*source)) : source.status();
+      }
       ::unlink(spool.c_str());
       FERRY_RETURN_IF_ERROR(status);
     }
   }
   // Verify what arrived.
+  *at_destination = true;
   FERRY_ASSIGN_OR_RETURN(ObjectInfo written, dst.Head(dst_key));
   if (written.size != size) {
     return DataLossError(fmt::format("{}: holds {} bytes after the copy, the source has {}",
@@ -80,21 +144,47 @@ Result<uint64_t> CopyObject(ObjectStore& src, std::string_view src_key, ObjectSt
   return size;
 }
 
+}  // namespace
+
+Result<uint64_t> CopyObject(ObjectStore& src, std::string_view src_key, ObjectStore& dst,
+                            std::string_view dst_key, std::stop_token stop) {
+  bool at_destination = false;
+  return Copy(src, src_key, dst, dst_key, stop, &at_destination);
+}
+
 CopyReport CopyAll(ObjectStore& src, ObjectStore& dst, const std::vector<CopyItem>& items,
-                   size_t jobs, const std::function<void(uint64_t, uint64_t)>& progress) {
+                   size_t jobs, const std::function<void(uint64_t, uint64_t)>& progress,
+                   std::stop_token stop) {
   CopyReport report;
   std::mutex mu;
   std::atomic<size_t> next{0};
+  // Ends the workers on the caller's stop or on a missing destination, whichever comes first.
+  std::stop_source halt;
+  std::stop_callback forward(stop, [&] { halt.request_stop(); });
   auto work = [&] {
     for (;;) {
+      if (halt.stop_requested()) return;
       const size_t i = next.fetch_add(1);
       if (i >= items.size()) return;
       const CopyItem& item = items[i];
-      auto copied = CopyObject(src, item.src_key, dst, item.dst_key);
+      bool at_destination = false;
+      auto copied = Copy(src, item.src_key, dst, item.dst_key, halt.get_token(), &at_destination);
       std::lock_guard lock(mu);
       if (copied) {
         ++report.objects;
         report.bytes += *copied;
+      } else if (copied.error().code() == StatusCode::kCancelled && halt.stop_requested()) {
+        continue;  // not copied, not a failure: it is left for the next run
+      } else if (copied.error().code() == StatusCode::kNotFound && at_destination) {
+        if (!report.destination_missing) {
+          // The store's message starts with the object's URL; the caller names the destination.
+          std::string why = copied.error().message();
+          const std::string url = dst.ToUrl(item.dst_key);
+          if (why.starts_with(url + ": ")) why.erase(0, url.size() + 2);
+          report.destination_missing = NotFoundError(std::move(why));
+        }
+        halt.request_stop();
+        continue;
       } else {
         report.failures.push_back(
             {src.ToUrl(item.src_key), dst.ToUrl(item.dst_key), copied.error()});
@@ -109,9 +199,38 @@ CopyReport CopyAll(ObjectStore& src, ObjectStore& dst, const std::vector<CopyIte
     // Join explicitly: a jthread's destructor requests a stop first, and every item must run.
     for (auto& w : workers) w.join();
   }
+  report.stopped = stop.stop_requested() &&
+                   report.objects + report.failures.size() < static_cast<uint64_t>(items.size());
   std::sort(report.failures.begin(), report.failures.end(),
             [](const CopyFailure& a, const CopyFailure& b) { return a.src_url < b.src_url; });
   return report;
+}
+
+Status DestinationMissingError(const CopyReport& report, size_t planned, std::string_view dst_url) {
+  return NotFoundError(
+      fmt::format("cannot copy into {}: {} ({} of {} objects copied, the rest not tried)", dst_url,
+                  report.destination_missing->message(), report.objects, planned));
+}
+
+std::string InterruptedLine(const CopyReport& report, const std::vector<CopyItem>& items,
+                            const std::vector<std::string>& resume) {
+  uint64_t planned = 0;
+  for (const CopyItem& item : items) planned += item.size;
+  const uint64_t left = items.size() - report.objects;
+  std::string command = "ferry";
+  for (const std::string& word : resume) {
+    const bool plain = !word.empty() && word.find_first_not_of(
+                                            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                            "0123456789_./:@%+=,-") == std::string::npos;
+    std::string quoted = word;
+    for (size_t at = 0; (at = quoted.find('\'', at)) != std::string::npos; at += 4) {
+      quoted.replace(at, 1, "'\\''");
+    }
+    command += " " + (plain ? word : "'" + quoted + "'");
+  }
+  return fmt::format("interrupted: {} of {} objects ({}) not copied; run `{}` to copy the rest",
+                     left, items.size(), FormatBytes(planned - std::min(planned, report.bytes)),
+                     command);
 }
 
 }  // namespace ferry

@@ -6,13 +6,23 @@
 // never sits whole in memory. After each copy the destination's size is checked.
 //
 // Many objects: a fixed number of worker threads take the plan in order; a failure of one
-// object is recorded and the others go on.
+// object is recorded and the others go on - except when the destination itself is missing (a
+// bucket or container that does not exist: a write answered kNotFound), where every other object
+// would fail the same way, so the copy stops there with that one error.
+//
+// Stopping: a stop request (Ctrl+C, through cli/interrupt.h) ends the copies in flight within
+// about a second (remote reads call their sink at least once a second; uploads read their
+// source in parts), leaves no partial file at a local destination and no multipart upload
+// behind, and starts no new one. What was copied stays copied.
 //
 // Thread-safety: CopyAll runs its own std::jthread workers and joins them before returning.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -34,9 +44,13 @@ struct CopyFailure {
 };
 
 struct CopyReport {
-  uint64_t objects = 0;
-  uint64_t bytes = 0;
+  uint64_t objects = 0;  // copied
+  uint64_t bytes = 0;    // copied
   std::vector<CopyFailure> failures;
+  /// The first kNotFound of a write to the destination: the copy stopped there.
+  std::optional<Status> destination_missing;
+  /// True when a stop was requested before every item was done.
+  bool stopped = false;
 };
 
 /// "a/b" -> "a/b/"; "" and "a/" stay as they are: the prefix of everything "in" a folder key.
@@ -46,13 +60,29 @@ std::string FolderPrefix(std::string key);
 Result<std::vector<CopyItem>> PlanFolderCopy(ObjectStore& src, const std::string& src_prefix,
                                              const std::string& dst_prefix);
 
-/// Copies one object and checks the destination's size. Returns the bytes copied.
+/// Copies one object and checks the destination's size. Returns the bytes copied; kCancelled
+/// when `stop` was requested first.
 Result<uint64_t> CopyObject(ObjectStore& src, std::string_view src_key, ObjectStore& dst,
-                            std::string_view dst_key);
+                            std::string_view dst_key, std::stop_token stop = {});
 
 /// Copies every item with `jobs` workers. `progress(objects_done, bytes_done)` is called after
-/// each object (from worker threads, serialized).
+/// each object (from worker threads, serialized). Items not done when `stop` is requested or the
+/// destination turns out missing are neither copied nor failures.
 CopyReport CopyAll(ObjectStore& src, ObjectStore& dst, const std::vector<CopyItem>& items,
-                   size_t jobs, const std::function<void(uint64_t, uint64_t)>& progress);
+                   size_t jobs, const std::function<void(uint64_t, uint64_t)>& progress,
+                   std::stop_token stop = {});
+
+/// The most objects `ferry cp` and `ferry sync` copy at once (--jobs): each is a thread, and
+/// 100000 of them would exhaust the process before the link.
+inline constexpr int kMaxCopyJobs = 1024;
+
+/// One error for a copy of `planned` objects that stopped on a missing destination
+/// (CopyReport::destination_missing), naming `dst_url`, what the copy wrote into, once: kNotFound.
+Status DestinationMissingError(const CopyReport& report, size_t planned, std::string_view dst_url);
+
+/// What `ferry cp` and `ferry sync` print after Ctrl+C: how much of the plan was not copied and
+/// the command that copies the rest (`resume`: its words, quoted here for a shell).
+std::string InterruptedLine(const CopyReport& report, const std::vector<CopyItem>& items,
+                            const std::vector<std::string>& resume);
 
 }  // namespace ferry
