@@ -1,4 +1,5 @@
-// ferry inspect DATASET [--json]: what a dataset holds, from its index alone (no shard is read):
+// ferry inspect DATASET [--json]: what a dataset holds, from its index alone (no shard is read;
+// one listing tells which shard files are there), in a local folder or any store:
 // shards, samples, columns with encodings, raw and compressed bytes, compression, hashes and
 // size_limit. Datasets merged from parts with different settings list each distinct config.
 #include <fmt/format.h>
@@ -8,14 +9,13 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <system_error>
+#include <set>
 
-#include "base/file_util.h"
 #include "base/human_size.h"
 #include "base/python_json.h"
 #include "cli/command.h"
+#include "cli/dataset_url.h"
 #include "ferry/format/index.h"
-#include "ferry/format/local_dataset.h"
 
 namespace ferry::cli {
 namespace {
@@ -52,9 +52,13 @@ nlohmann::ordered_json ConfigJson(const ConfigSummary& s) {
 }
 
 Result<int> RunInspect(const InspectOptions& o) {
-  const std::filesystem::path folder = o.split.empty() ? std::filesystem::path(o.dataset)
-                                                       : std::filesystem::path(o.dataset) / o.split;
-  FERRY_ASSIGN_OR_RETURN(Index index, ReadLocalIndex(folder));
+  FERRY_ASSIGN_OR_RETURN(const DatasetUrl dataset, DatasetUrl::Open(o.dataset, o.split));
+  FERRY_ASSIGN_OR_RETURN(const Index index, dataset.ReadIndex());
+  std::vector<std::string> files;
+  for (const auto& s : index.shards) {
+    for (std::string& name : ShardFiles(s)) files.push_back(std::move(name));
+  }
+  FERRY_ASSIGN_OR_RETURN(const std::set<std::string> present, dataset.Present(files));
 
   std::vector<ConfigSummary> configs;
   uint64_t raw_bytes = 0, zip_bytes = 0;
@@ -69,13 +73,18 @@ Result<int> RunInspect(const InspectOptions& o) {
     raw_bytes += s.raw_data.bytes;
     if (s.zip_data) zip_bytes += s.zip_data->bytes;
     if (s.samples == 0) ++empty;
-    std::error_code ec;
-    const bool present = std::filesystem::exists(folder / s.raw_data.basename, ec) ||
-                         (s.zip_data && std::filesystem::exists(folder / s.zip_data->basename, ec));
-    if (!present) ++missing;
+    const auto shard_files = ShardFiles(s);
+    if (std::none_of(shard_files.begin(), shard_files.end(),
+                     [&](const std::string& f) { return present.contains(f); })) {
+      ++missing;
+    }
   }
   std::optional<std::vector<std::string>> classes;
-  if (auto classes_text = ReadFileToString(folder / "classes.json")) {
+  auto classes_text = dataset.store().Get(dataset.prefix() + "classes.json");
+  if (!classes_text && classes_text.error().code() != StatusCode::kNotFound) {
+    return classes_text.status();
+  }
+  if (classes_text) {
     try {
       classes = nlohmann::json::parse(*classes_text).get<std::vector<std::string>>();
     } catch (const nlohmann::json::exception&) {
@@ -85,7 +94,7 @@ Result<int> RunInspect(const InspectOptions& o) {
 
   if (o.json) {
     nlohmann::ordered_json out;
-    out["dataset"] = folder.string();
+    out["dataset"] = dataset.name();
     out["shards"] = index.shards.size();
     out["empty_shards"] = empty;
     out["missing_shards"] = missing;
@@ -114,7 +123,7 @@ Result<int> RunInspect(const InspectOptions& o) {
   }
 
   std::string r;
-  r += fmt::format("dataset      {}\n", folder.string());
+  r += fmt::format("dataset      {}\n", dataset.name());
   r += fmt::format("shards       {}{}{}\n", index.shards.size(),
                    empty ? fmt::format(" ({} empty)", empty) : "",
                    missing ? fmt::format(" ({} with no file here)", missing) : "");
@@ -166,7 +175,9 @@ Command AddInspectCommand(CLI::App& parent) {
   auto o = std::make_shared<InspectOptions>();
   CLI::App* app = parent.add_subcommand(
       "inspect", "Show shards, samples, columns, sizes, compression and hashes of a dataset");
-  app->add_option("dataset", o->dataset, "Dataset folder (holds index.json)")->required();
+  app->add_option("dataset", o->dataset,
+                  "Dataset folder (holds index.json): a path or a URL (s3://, az://, gs://, ...)")
+      ->required();
   app->add_option("--split", o->split, "Sub-folder of the dataset to inspect");
   app->add_flag("--json", o->json, "Print one JSON object instead of text");
   app->add_flag("--shards", o->shards, "Also list every shard");

@@ -307,5 +307,82 @@ TEST_F(CliTest, MergeIndexCombinesParts) {
   EXPECT_EQ(Ferry("merge-index " + Out("root"), tmp_).code, 4);  // never overwrites
 }
 
+// Every command's store-or-path argument goes through the URL registry: "s3:/x" (one slash),
+// "s3:x" and an unknown "foo://x" used to be local folders named "s3:" and "foo:".
+TEST_F(CliTest, MalformedOrUnknownUrlsAreErrorsInEveryCommand) {
+  ASSERT_EQ(Ferry("convert " + Src() + " " + Out() + " -q", tmp_).code, 0);
+  for (const char* url : {"s3:/bucket/x", "az:x", "foo://bucket/x"}) {
+    const std::string first = std::string(url).substr(0, std::string(url).find('/'));
+    ASSERT_FALSE(std::filesystem::exists(first)) << "left over: " << first;
+    for (const std::string& args :
+         {"cp -r -q " + Src() + " " + url, "cp -q " + (src_ / "dog" / "a.jpg").string() + " " + url,
+          "sync -q " + Src() + " " + url, "cp -r -q " + std::string(url) + " " + Out("copy"),
+          "ls " + std::string(url), "stat " + std::string(url), "inspect " + std::string(url),
+          "verify " + std::string(url), "cat " + std::string(url),
+          "merge-index " + std::string(url), "doctor " + std::string(url)}) {
+      CliRun r = Ferry(args, tmp_);
+      EXPECT_EQ(r.code, 2) << args << ": " << r.out << r.err;
+      EXPECT_THAT(r.err, HasSubstr(url)) << args;
+      EXPECT_THAT(r.err, HasSubstr("known: abfs, abfss, az, file, gcs, gs, http, https, s3"))
+          << args;
+      EXPECT_FALSE(std::filesystem::exists(first)) << args << " wrote a local folder " << first;
+      std::filesystem::remove_all(first);
+    }
+  }
+  // A local name with a ':' is written with "./" (or as an absolute path). Commands run in this
+  // process's folder.
+  const std::string cwd_copy = "./a:b-" + tmp_.path().filename().string();
+  CliRun relative = Ferry("cp -r -q " + Out() + " " + cwd_copy, tmp_);
+  EXPECT_EQ(relative.code, 0) << relative.err;
+  EXPECT_EQ(Ferry("verify -q " + cwd_copy, tmp_).code, 0);
+  std::filesystem::remove_all(cwd_copy);
+  CliRun absolute = Ferry("cp -r -q " + Out() + " " + Out("x:y"), tmp_);
+  EXPECT_EQ(absolute.code, 0) << absolute.err;
+  EXPECT_EQ(Ferry("inspect " + Out("x:y"), tmp_).code, 0);
+}
+
+// Counts out of range are refused with the range, before anything runs (exit 2): 100000
+// connections aborted the process (exit 134), 100000 requests ran for minutes, -j 0 and a
+// negative --count were taken.
+TEST_F(CliTest, CountsOutOfRangeAreRefusedWithTheRange) {
+  ASSERT_EQ(Ferry("convert " + Src() + " " + Out() + " -q", tmp_).code, 0);
+  const struct {
+    std::string args;
+    std::string message;
+  } cases[] = {
+      {"doctor " + Out() + " --connections 100000",
+       "--connections: Value 100000 not in range 1 to 1024"},
+      {"doctor " + Out() + " --connections 0", "not in range 1 to 1024"},
+      {"doctor " + Out() + " --requests 100000", "--requests: Value 100000 not in range 1 to 1000"},
+      {"doctor " + Out() + " --requests -1", "not in range 1 to 1000"},
+      {"cp -r -q -j 0 " + Out() + " " + Out("copy"), "--jobs: Value 0 not in range 1 to 1024"},
+      {"sync -q -j 0 " + Out() + " " + Out("copy"), "--jobs: Value 0 not in range 1 to 1024"},
+      {"sync -q -j 100000 " + Out() + " " + Out("copy"), "not in range 1 to 1024"},
+      {"cat " + Out() + " --count -3", "--count: must be 0 or more, not -3"},
+      {"cat " + Out() + " --start -1", "--start: must be 0 or more, not -1"},
+  };
+  for (const auto& c : cases) {
+    CliRun r = Ferry(c.args, tmp_);
+    EXPECT_EQ(r.code, 2) << c.args << ": " << r.out << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.message)) << c.args;
+    EXPECT_TRUE(r.out.empty()) << c.args << ": " << r.out;
+  }
+  EXPECT_FALSE(std::filesystem::exists(Out("copy")));
+  // The bounds themselves are fine.
+  CliRun none = Ferry("cat " + Out() + " --count 0", tmp_);
+  EXPECT_EQ(none.code, 0) << none.err;
+  EXPECT_TRUE(none.out.empty());
+  EXPECT_EQ(Ferry("doctor " + Out() + " --connections 1 --requests 1 --bytes 1kb", tmp_).code, 0);
+}
+
+TEST_F(CliTest, AFolderThatIsNotThereIsNotFound) {
+  for (const char* command : {"merge-index", "inspect", "verify", "cat"}) {
+    CliRun r = Ferry(std::string(command) + " " + Out("no-such-dir"), tmp_);
+    EXPECT_EQ(r.code, 3) << command << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr("no-such-dir does not exist")) << command;
+    EXPECT_THAT(r.err, ::testing::Not(HasSubstr("not a folder"))) << command;
+  }
+}
+
 }  // namespace
 }  // namespace ferry

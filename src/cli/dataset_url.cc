@@ -1,0 +1,99 @@
+#include "cli/dataset_url.h"
+
+#include <fmt/format.h>
+#include <stdlib.h>
+
+#include <cstdlib>
+#include <system_error>
+
+#include "base/file_util.h"
+#include "cli/transfer.h"
+#include "storage/http/http_types.h"
+
+namespace ferry::cli {
+
+Result<DatasetUrl> DatasetUrl::Open(std::string_view url, std::string_view split) {
+  DatasetUrl d;
+  FERRY_ASSIGN_OR_RETURN(d.where_, OpenUrl(url));
+  d.where_.key = FolderPrefix(std::move(d.where_.key));
+  d.name_ = http::RedactUrl(url);
+  if (!split.empty()) {
+    d.where_.key += FolderPrefix(std::string(split));
+    d.name_ = fmt::format(
+        "{}/{}", d.name_.ends_with('/') ? d.name_.substr(0, d.name_.size() - 1) : d.name_, split);
+  }
+  if (auto path = d.where_.store->LocalPath(d.where_.key)) {
+    d.local_ = path->has_filename() ? *path : path->parent_path();  // without the trailing '/'
+  }
+  return d;
+}
+
+std::string DatasetUrl::UrlOf(std::string_view basename) const {
+  return http::RedactUrl(where_.store->ToUrl(where_.key + std::string(basename)));
+}
+
+Result<std::string> DatasetUrl::ReadIndexText() const {
+  auto text = where_.store->Get(where_.key + "index.json");
+  if (text || text.error().code() != StatusCode::kNotFound) return text;
+  // Missing folder or a folder of something else: the same two answers as for a local folder.
+  auto listing = where_.store->List(where_.key, /*recursive=*/false);
+  if (listing ? listing->objects.empty() && listing->prefixes.empty()
+              : listing.error().code() == StatusCode::kNotFound) {
+    return NotFoundError(
+        fmt::format("{} does not exist (so neither does {})", name_, UrlOf("index.json")));
+  }
+  return InvalidArgumentError(
+      fmt::format("{} is not an MDS dataset: {} does not exist", name_, UrlOf("index.json")));
+}
+
+Result<Index> DatasetUrl::ReadIndex() const {
+  FERRY_ASSIGN_OR_RETURN(std::string text, ReadIndexText());
+  return ParseIndex(text, UrlOf("index.json"));
+}
+
+Result<std::set<std::string>> DatasetUrl::Present(const std::vector<std::string>& basenames) const {
+  std::set<std::string> folders;
+  for (const std::string& name : basenames) {
+    const size_t slash = name.rfind('/');
+    folders.insert(slash == std::string::npos ? "" : name.substr(0, slash + 1));
+  }
+  std::set<std::string> present;
+  for (const std::string& folder : folders) {
+    FERRY_ASSIGN_OR_RETURN(ListResult listing,
+                           where_.store->List(where_.key + folder, /*recursive=*/false));
+    for (const ObjectInfo& obj : listing.objects) present.insert(obj.key.substr(where_.key.size()));
+  }
+  std::set<std::string> out;
+  for (const std::string& name : basenames) {
+    if (present.contains(name)) out.insert(name);
+  }
+  return out;
+}
+
+Result<ScratchFolder> ScratchFolder::Create(std::string_view purpose) {
+  const char* base = std::getenv("TMPDIR");
+  std::string pattern =
+      fmt::format("{}/ferry-{}-XXXXXX", base != nullptr && *base != '\0' ? base : "/tmp", purpose);
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    return ErrnoToStatus(errno, "create a temporary folder", pattern);
+  }
+  return ScratchFolder(pattern);
+}
+
+ScratchFolder::ScratchFolder(ScratchFolder&& other) noexcept
+    : path_(std::exchange(other.path_, {})) {}
+
+ScratchFolder::~ScratchFolder() {
+  if (path_.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::vector<std::string> ShardFiles(const ShardEntry& entry) {
+  std::vector<std::string> files;
+  if (entry.zip_data) files.push_back(entry.zip_data->basename);
+  files.push_back(entry.raw_data.basename);
+  return files;
+}
+
+}  // namespace ferry::cli

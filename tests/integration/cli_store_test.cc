@@ -1,0 +1,263 @@
+// The `ferry` commands on datasets and copies in real stores (s3rver, Azurite):
+//   - inspect, verify, cat and merge-index read (and merge-index writes) a dataset in a store and
+//     say what they say of the same dataset on disk;
+//   - a copy into a bucket or container that does not exist is one error, exit 3;
+//   - Ctrl+C during a copy prints what was copied and the command that copies the rest, exits
+//     130, and that command finishes the copy.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <thread>
+
+#include "base/file_util.h"
+#include "base/temp_dir_testutil.h"
+#include "ferry/format/index.h"
+#include "ferry/storage/registry.h"
+#include "tests/integration/server_env.h"
+#include "tests/integration/stream_testutil.h"
+
+extern char** environ;
+
+namespace ferry::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+struct CliRun {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+CliRun Ferry(const TempDir& tmp, const std::string& args) {
+  const int code = Sh(fmt::format("{} {} > {} 2> {}", FERRY_CLI_PATH, args, Quote(tmp / "out"),
+                                  Quote(tmp / "err")));
+  return {code, ReadFileToString(tmp / "out").value_or(""),
+          ReadFileToString(tmp / "err").value_or("")};
+}
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// `inspect --json` without the field that names where the dataset is.
+nlohmann::json InspectJson(const std::string& out) {
+  nlohmann::json j = nlohmann::json::parse(out);
+  j.erase("dataset");
+  return j;
+}
+
+TEST(CliStore, InspectVerifyAndCatReadADatasetInAStoreAsOnDisk) {
+  for (Server server : {Server::kS3rver, Server::kAzurite}) {
+    SCOPED_TRACE(server == Server::kS3rver ? "s3rver" : "azurite");
+    TempDir tmp;
+    const Dataset d = MakeRemoteDataset(tmp, "ds", 40, 700, 4000, server);
+    const std::string local = Quote(tmp / "src-ds");
+    ASSERT_GE(d.index.shards.size(), 4u);
+
+    const CliRun remote_inspect = Ferry(tmp, "inspect --json " + d.url);
+    ASSERT_EQ(remote_inspect.code, 0) << remote_inspect.err;
+    EXPECT_EQ(InspectJson(remote_inspect.out),
+              InspectJson(Ferry(tmp, "inspect --json " + local).out));
+    EXPECT_EQ(nlohmann::json::parse(remote_inspect.out)["dataset"], d.url);
+    EXPECT_EQ(nlohmann::json::parse(remote_inspect.out)["missing_shards"], 0);
+
+    const CliRun verify = Ferry(tmp, "verify -q " + d.url);
+    EXPECT_EQ(verify.code, 0) << verify.out << verify.err;
+    EXPECT_THAT(verify.out, HasSubstr(fmt::format("ok: {}: {} shards, 40 samples", d.url,
+                                                  d.index.shards.size())));
+
+    const CliRun cat = Ferry(tmp, "cat --start 3 --count 30 " + d.url);
+    ASSERT_EQ(cat.code, 0) << cat.err;
+    EXPECT_EQ(Count(cat.out, "\n"), 30u);
+    EXPECT_EQ(cat.out, Ferry(tmp, "cat --start 3 --count 30 " + local).out);
+    EXPECT_EQ(Ferry(tmp, "cat " + d.url).out, Ferry(tmp, "cat " + local).out);
+
+    // One shard replaced by garbage, one deleted: verify names both, inspect counts the missing.
+    auto opened = OpenUrl(d.url);
+    ASSERT_TRUE(opened.has_value());
+    const std::string prefix = opened->key + "/";
+    ASSERT_TRUE(opened->store->Put(prefix + d.index.shards[1].raw_data.basename, "garbage").ok());
+    ASSERT_TRUE(opened->store->Remove(prefix + d.index.shards[3].raw_data.basename).ok());
+    const CliRun bad = Ferry(tmp, "verify -q " + d.url);
+    EXPECT_EQ(bad.code, 1) << bad.err;
+    EXPECT_THAT(bad.out, HasSubstr(fmt::format("shard 1 {}: holds 7 bytes",
+                                               d.index.shards[1].raw_data.basename)));
+    EXPECT_THAT(bad.out, HasSubstr(fmt::format("shard 3 {}: {}/{}: not found",
+                                               d.index.shards[3].raw_data.basename, d.url,
+                                               d.index.shards[3].raw_data.basename)));
+    EXPECT_THAT(bad.out, HasSubstr(fmt::format("FAILED: 2 of {} shards of {} are bad: 1, 3",
+                                               d.index.shards.size(), d.url)));
+    EXPECT_EQ(nlohmann::json::parse(Ferry(tmp, "inspect --json " + d.url).out)["missing_shards"],
+              1);
+    // cat names the store's files, not the temporary folder it reads them from.
+    const CliRun cat_bad = Ferry(tmp, "cat " + d.url);
+    EXPECT_EQ(cat_bad.code, 6) << cat_bad.err;
+    EXPECT_THAT(cat_bad.err, HasSubstr(d.url + "/" + d.index.shards[1].raw_data.basename));
+    EXPECT_THAT(cat_bad.err, Not(HasSubstr("ferry-cat")));
+    const uint64_t shard3 =
+        d.index.shards[0].samples + d.index.shards[1].samples + d.index.shards[2].samples;
+    const CliRun cat_missing = Ferry(tmp, fmt::format("cat --start {} {}", shard3, d.url));
+    EXPECT_EQ(cat_missing.code, 3) << cat_missing.err;
+    EXPECT_THAT(cat_missing.err, HasSubstr(fmt::format("shard 3: {}/{} not found", d.url,
+                                                       d.index.shards[3].raw_data.basename)));
+
+    // Not there at all, and there but not a dataset: the answers a local folder gets.
+    const CliRun missing = Ferry(tmp, "inspect " + d.url + "-not-there");
+    EXPECT_EQ(missing.code, 3);
+    EXPECT_THAT(missing.err, HasSubstr(d.url + "-not-there does not exist"));
+    EXPECT_EQ(Ferry(tmp, "verify " + d.url + "-not-there").code, 3);
+    const std::string parent = d.url.substr(0, d.url.rfind('/'));
+    const CliRun not_dataset = Ferry(tmp, "cat " + parent);
+    EXPECT_EQ(not_dataset.code, 2);
+    EXPECT_THAT(not_dataset.err, HasSubstr("is not an MDS dataset"));
+  }
+}
+
+TEST(CliStore, MergeIndexMergesPartsInAStoreAsOnDisk) {
+  TempDir tmp;
+  UseS3Server("S3RVER");
+  const Dataset a = MakeRemoteDataset(tmp, "a", 10, 300, 1500);
+  const Dataset b = MakeRemoteDataset(tmp, "b", 7, 300, 1500);
+  // Both parts below one root, locally and in the store.
+  const std::string root = fmt::format("s3://{}/merge/{}", ServerEnv("S3RVER_BUCKET"), RunId());
+  for (const char* part : {"a", "b"}) {
+    fs::create_directories(tmp / "root");
+    fs::rename(tmp / ("src-" + std::string(part)), tmp / "root" / part);
+    ASSERT_EQ(
+        Ferry(tmp, fmt::format("cp -r -q {} {}/{}", Quote(tmp / "root" / part), root, part)).code,
+        0);
+  }
+  const CliRun merged = Ferry(tmp, "merge-index " + root);
+  ASSERT_EQ(merged.code, 0) << merged.err;
+  EXPECT_THAT(merged.out,
+              HasSubstr(fmt::format("merged {} shards into {}/index.json",
+                                    a.index.shards.size() + b.index.shards.size(), root)));
+  ASSERT_EQ(Ferry(tmp, "merge-index " + Quote(tmp / "root")).code, 0);
+  auto opened = OpenUrl(root + "/index.json");
+  ASSERT_TRUE(opened.has_value());
+  EXPECT_EQ(opened->store->Get(opened->key).value(),
+            ReadFileToString(tmp / "root" / "index.json").value());
+  // The merged dataset reads through the store.
+  const CliRun verify = Ferry(tmp, "verify -q " + root);
+  EXPECT_EQ(verify.code, 0) << verify.out << verify.err;
+  EXPECT_THAT(verify.out, HasSubstr("17 samples"));
+
+  const CliRun again = Ferry(tmp, "merge-index " + root);
+  EXPECT_EQ(again.code, 4);
+  EXPECT_THAT(again.err, HasSubstr("never overwrites"));
+  const CliRun nothing = Ferry(tmp, "merge-index " + root + "/not-there");
+  EXPECT_EQ(nothing.code, 3);
+}
+
+TEST(CliStore, CopyIntoAMissingBucketOrContainerIsOneError) {
+  TempDir tmp;
+  UseS3Server("S3RVER");
+  UseAzurite();
+  for (int i = 0; i < 300; ++i) {
+    fs::create_directories(tmp / "src" / fmt::format("d{}", i % 3));
+    ASSERT_TRUE(WriteFileAtomically(tmp / "src" / fmt::format("d{}/f{}", i % 3, i), "x").ok());
+  }
+  const std::string missing = "missing-" + RunId();
+  for (const std::string scheme : {"s3", "az"}) {
+    const std::string dst = fmt::format("{}://{}/x", scheme, missing);
+    SCOPED_TRACE(dst);
+    const CliRun cp = Ferry(tmp, fmt::format("cp -r -q {} {}", Quote(tmp / "src"), dst));
+    EXPECT_EQ(cp.code, 3) << cp.out << cp.err;
+    EXPECT_THAT(cp.out, Not(HasSubstr("FAILED")));
+    EXPECT_EQ(Count(cp.err, "\n"), 1u) << cp.err;
+    EXPECT_EQ(Count(cp.err, missing), 1u) << cp.err;
+    EXPECT_THAT(cp.err, HasSubstr("cannot copy into " + dst));
+    EXPECT_THAT(cp.err, HasSubstr("0 of 300 objects copied"));
+
+    const CliRun sync = Ferry(tmp, fmt::format("sync -q {} {}", Quote(tmp / "src"), dst));
+    EXPECT_EQ(sync.code, 3) << sync.out << sync.err;
+    EXPECT_EQ(Count(sync.err, "\n"), 1u) << sync.err;
+  }
+}
+
+// Starts `ferry args...` with stdout and stderr to files; its pid.
+pid_t Spawn(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<char*> argv;
+  std::string program = FERRY_CLI_PATH;
+  argv.push_back(program.data());
+  std::vector<std::string> words = args;
+  for (std::string& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  EXPECT_EQ(posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  return pid;
+}
+
+TEST(CliStore, CtrlCEndsACopyWithWhatWasCopiedAndTheCommandThatFinishesIt) {
+  TempDir tmp;
+  UseS3Server("S3RVER");
+  constexpr int kObjects = 1000;
+  fs::create_directories(tmp / "src");
+  for (int i = 0; i < kObjects; ++i) {
+    ASSERT_TRUE(WriteFileAtomically(tmp / "src" / fmt::format("f{:04}", i), "payload").ok());
+  }
+  const std::string dst = fmt::format("s3://{}/interrupt/{}", ServerEnv("S3RVER_BUCKET"), RunId());
+  auto opened = OpenUrl(dst + "/");
+  ASSERT_TRUE(opened.has_value());
+  const pid_t pid =
+      Spawn({"cp", "-r", "-q", "-j", "4", (tmp / "src").string(), dst}, tmp / "out", tmp / "err");
+  ASSERT_GT(pid, 0);
+  // Interrupt once the copy is under way (a first object arrived), as a user would.
+  for (int i = 0; i < 600; ++i) {
+    auto listing = opened->store->List(opened->key, true);
+    if (listing.has_value() && !listing->objects.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(::kill(pid, SIGINT), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  const std::string out = ReadFileToString(tmp / "out").value_or("");
+  const std::string err = ReadFileToString(tmp / "err").value_or("");
+  ASSERT_TRUE(WIFEXITED(status)) << "ended by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 130) << out << err;
+
+  std::smatch copied;
+  ASSERT_TRUE(std::regex_search(out, copied, std::regex("copied ([0-9]+) of 1000 objects"))) << out;
+  const int done = std::stoi(copied[1]);
+  EXPECT_GT(done, 0);
+  EXPECT_LT(done, kObjects);
+  EXPECT_THAT(err, HasSubstr(fmt::format("interrupted: {} of 1000 objects", kObjects - done)));
+  std::smatch command;
+  ASSERT_TRUE(
+      std::regex_search(err, command, std::regex("run `ferry (sync [^`]+)` to copy the rest")))
+      << err;
+  EXPECT_THAT(command[1].str(), HasSubstr(dst));
+  // What stopped is not half there: every object is whole or absent.
+  auto listing = opened->store->List(opened->key, true);
+  ASSERT_TRUE(listing.has_value());
+  EXPECT_GE(listing->objects.size(), static_cast<size_t>(done));
+  for (const ObjectInfo& obj : listing->objects) EXPECT_EQ(obj.size, 7u) << obj.key;
+
+  // The command it names copies the rest, and only the rest.
+  const CliRun rest = Ferry(tmp, command[1].str() + " -q");
+  ASSERT_EQ(rest.code, 0) << rest.out << rest.err;
+  EXPECT_THAT(rest.out, HasSubstr(fmt::format("{} unchanged", listing->objects.size())));
+  EXPECT_EQ(opened->store->List(opened->key, true).value().objects.size(),
+            static_cast<size_t>(kObjects));
+}
+
+}  // namespace
+}  // namespace ferry::testing
