@@ -14,6 +14,7 @@
 #include "cli/command.h"
 #include "cli/dataset_url.h"
 #include "cli/sample_json.h"
+#include "cli/scratch_folder.h"
 #include "ferry/format/local_dataset.h"
 
 namespace ferry::cli {
@@ -95,12 +96,10 @@ Result<int> RunCat(const CatOptions& o) {
   FERRY_RETURN_IF_ERROR(ParseIndex(text, source.UrlOf("index.json")).status());
   // A remote dataset is read from a scratch folder that holds its index and, at any time, the
   // one shard being printed (cat reads in order).
-  std::optional<ScratchFolder> scratch;
+  std::unique_ptr<ScratchFolder> scratch;
   std::optional<std::filesystem::path> scratch_path;
   if (!source.local()) {
-    auto created = ScratchFolder::Create("cat");
-    if (!created) return created.status();
-    scratch.emplace(std::move(*created));
+    FERRY_ASSIGN_OR_RETURN(scratch, ScratchFolder::Create("cat"));
     scratch_path = scratch->path();
     FERRY_RETURN_IF_ERROR(WriteFileAtomically(*scratch_path / "index.json", text));
   }

@@ -1,12 +1,7 @@
 #include "cli/dataset_url.h"
 
 #include <fmt/format.h>
-#include <stdlib.h>
 
-#include <cstdlib>
-#include <system_error>
-
-#include "base/file_util.h"
 #include "cli/transfer.h"
 #include "storage/http/http_types.h"
 
@@ -68,25 +63,6 @@ Result<std::set<std::string>> DatasetUrl::Present(const std::vector<std::string>
     if (present.contains(name)) out.insert(name);
   }
   return out;
-}
-
-Result<ScratchFolder> ScratchFolder::Create(std::string_view purpose) {
-  const char* base = std::getenv("TMPDIR");
-  std::string pattern =
-      fmt::format("{}/ferry-{}-XXXXXX", base != nullptr && *base != '\0' ? base : "/tmp", purpose);
-  if (::mkdtemp(pattern.data()) == nullptr) {
-    return ErrnoToStatus(errno, "create a temporary folder", pattern);
-  }
-  return ScratchFolder(pattern);
-}
-
-ScratchFolder::ScratchFolder(ScratchFolder&& other) noexcept
-    : path_(std::exchange(other.path_, {})) {}
-
-ScratchFolder::~ScratchFolder() {
-  if (path_.empty()) return;
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
 }
 
 std::vector<std::string> ShardFiles(const ShardEntry& entry) {

@@ -1,11 +1,11 @@
 // DatasetUrl: an MDS dataset named by a URL or a path, as `ferry inspect`, `verify`, `cat` and
 // `merge-index` take it. The URL goes through the registry (so "s3:/x" is an error, not a local
 // folder), index.json is read through the store, and for a store that is not local the commands
-// fetch the shard files they need into a ScratchFolder and run the local readers and checks
-// (LocalDataset, VerifyDataset) on them unchanged.
+// fetch the shard files they need into a ScratchFolder (scratch_folder.h) and run the local readers
+// and checks (LocalDataset, VerifyDataset) on them unchanged.
 //
 // Thread-safety: a DatasetUrl is immutable after Open and its methods may be called
-// concurrently (the store allows it); a ScratchFolder belongs to one thread.
+// concurrently (the store allows it).
 #pragma once
 
 #include <filesystem>
@@ -50,22 +50,6 @@ class DatasetUrl {
   StoreAndKey where_;
   std::optional<std::filesystem::path> local_;
   std::string name_;
-};
-
-/// A fresh folder under $TMPDIR (or /tmp), removed with everything in it when the object goes.
-class ScratchFolder {
- public:
-  static Result<ScratchFolder> Create(std::string_view purpose);
-  ScratchFolder(ScratchFolder&& other) noexcept;
-  ScratchFolder& operator=(ScratchFolder&&) = delete;
-  ScratchFolder(const ScratchFolder&) = delete;
-  ~ScratchFolder();
-
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  explicit ScratchFolder(std::filesystem::path path) : path_(std::move(path)) {}
-  std::filesystem::path path_;
 };
 
 /// The files of `entry` that a reader needs, in the order to fetch them: the compressed file

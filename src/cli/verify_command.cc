@@ -16,6 +16,7 @@
 #include "cli/command.h"
 #include "cli/dataset_url.h"
 #include "cli/progress.h"
+#include "cli/scratch_folder.h"
 #include "cli/transfer.h"
 #include "ferry/format/verify.h"
 
@@ -47,8 +48,8 @@ Result<VerifyReport> VerifyRemote(const DatasetUrl& dataset, const std::string& 
     for (std::string& name : ShardFiles(s)) files.push_back(std::move(name));
   }
   FERRY_ASSIGN_OR_RETURN(const std::set<std::string> present, dataset.Present(files));
-  FERRY_ASSIGN_OR_RETURN(const ScratchFolder scratch, ScratchFolder::Create("verify"));
-  FERRY_ASSIGN_OR_RETURN(StoreAndKey local, OpenUrl(scratch.path().string()));
+  FERRY_ASSIGN_OR_RETURN(const auto scratch, ScratchFolder::Create("verify"));
+  FERRY_ASSIGN_OR_RETURN(StoreAndKey local, OpenUrl(scratch->path().string()));
   local.key = FolderPrefix(local.key);
 
   VerifyReport report;
@@ -78,10 +79,10 @@ Result<VerifyReport> VerifyRemote(const DatasetUrl& dataset, const std::string& 
       const CopyReport copied =
           CopyAll(dataset.store(), *local.store, fetch, fetch.size(), nullptr);
       if (!copied.failures.empty()) return copied.failures.front().error;
-      FERRY_RETURN_IF_ERROR(WriteFileAtomically(scratch.path() / "index.json", json.dump()));
+      FERRY_RETURN_IF_ERROR(WriteFileAtomically(scratch->path() / "index.json", json.dump()));
       VerifyOptions part_options;
       part_options.decode_samples = options.decode_samples;
-      FERRY_ASSIGN_OR_RETURN(const VerifyReport part, VerifyDataset(scratch.path(), part_options));
+      FERRY_ASSIGN_OR_RETURN(const VerifyReport part, VerifyDataset(scratch->path(), part_options));
       for (ShardProblem p : part.problems) {
         p.shard = fetched_shards[p.shard];
         report.problems.push_back(std::move(p));
