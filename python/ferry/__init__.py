@@ -13,6 +13,7 @@ from . import errors
 from ._ferry import metrics
 from .errors import (
     DataLossError,
+    FailedPreconditionError,
     FerryError,
     InvalidArgumentError,
     NotFoundError,
@@ -54,6 +55,7 @@ def __dir__():
 __all__ = [
     "DataLoader",
     "DataLossError",
+    "FailedPreconditionError",
     "FerryError",
     "FileDataset",
     "InvalidArgumentError",

@@ -242,7 +242,14 @@ class StreamingDataset(_NativeDataset):
             auto, 1 to 8 from how the downloads' rates respond to their number; ``ferry doctor``
             measures it ahead of time).
         max_bytes_in_flight: bytes fetched ahead per worker (under a ``cache_limit``, at most
-            the worker's share of half of it among the readers of the cache folder).
+            the worker's share of what the cache budget leaves for the look-ahead).
+        strict_cache_limit: a ``cache_limit`` that cannot hold the shuffle's working set (the
+            shards the node's readers use at once) is an error when iterating, instead of
+            reading the widest shuffle that fits (a smaller ``shuffle_block_size``, or ``py1s``;
+            logged once with the ``cache_limit`` that would hold the order asked for).
+        offline: read the cache folder's copy of ``index.json`` without asking the remote
+            whether it changed (by default one HEAD per stream at open revalidates it): a cache
+            filled earlier stays usable while the remote cannot be reached.
     Accepted for compatibility and not needed (docs/python.md says why): download_retry,
     download_timeout, partition_algo (``"relaxed"`` or ``"orig"``), sampling_granularity (>= 1),
     batching_method (``"random"``; ``"per_stream"``, ``"stratified"`` and
@@ -283,6 +290,8 @@ class StreamingDataset(_NativeDataset):
         max_bytes_in_flight: Union[int, str, None] = None,
         download_parts: Optional[int] = None,
         node_download_concurrency: Optional[int] = None,
+        strict_cache_limit: bool = False,
+        offline: bool = False,
     ) -> None:
         super().__init__()
         if streams:
@@ -330,6 +339,8 @@ class StreamingDataset(_NativeDataset):
             ),
             "max_bytes_in_flight": _size(max_bytes_in_flight, "max_bytes_in_flight"),
             "cache_limit": _size(cache_limit, "cache_limit"),
+            "strict_cache_limit": bool(strict_cache_limit),
+            "offline": bool(offline),
             "keep_zip": bool(keep_zip or any(s.keep_zip for s in self.streams)),
             "validate_hash": next(iter(hashes), None),
             "allow_unsafe_types": self.allow_unsafe_types,

@@ -13,7 +13,7 @@ import io
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import _ferry
-from .dataset import (_count, _default_local, _exact_resume, _NativeDataset, _size, _worker,
+from .dataset import (_count, _default_local, _exact_resume, _NativeDataset, _path, _size, _worker,
                       _world)
 from .errors import InvalidArgumentError
 
@@ -94,11 +94,15 @@ class FileDataset(_NativeDataset):
         batch_size: Optional[int] = None,
     ) -> None:
         super().__init__()
-        root = str(root)
+        root = _path(root, "root")
+        if root is None:
+            raise InvalidArgumentError("root is required: a store URL or a local folder")
         if local is False:
             local = None
         elif local is None or local is True:
             local = _default_local(root, None)
+        else:
+            local = _path(local, "local")
         if decode not in ("bytes", "pil", "numpy"):
             raise InvalidArgumentError(f"decode must be 'bytes', 'pil' or 'numpy', not {decode!r}")
         if concurrency == "auto":

@@ -95,6 +95,8 @@ StreamingOptions ParseOptions(const py::dict& d) {
   o.download_parts = GetOptional<uint32_t>(d, "download_parts");
   o.node_download_concurrency = GetOptional<uint32_t>(d, "node_download_concurrency");
   o.cache_limit = GetOptional<uint64_t>(d, "cache_limit");
+  o.strict_cache_limit = Get<bool>(d, "strict_cache_limit", false);
+  o.offline = Get<bool>(d, "offline", false);
   o.keep_zip = Get<bool>(d, "keep_zip", false);
   o.validate_hash = GetOptional<std::string>(d, "validate_hash");
   o.allow_unsafe_types = Get<bool>(d, "allow_unsafe_types", false);

@@ -305,3 +305,35 @@ def test_ctrl_c_interrupts_random_access_waiting_for_a_download(tmp_path, s3rver
     interrupted_after = seconds_to_interrupt(lambda: ds[3], 1.0)
     assert 1.0 <= interrupted_after < 2.5, interrupted_after
     assert not (tmp_path / "cache" / "shard.00000.mds").exists()
+
+
+def test_a_cache_limit_too_small_for_the_shuffle_narrows_it_or_refuses(dataset_dir, tmp_path,
+                                                                        capfd):
+    total = sum(p.stat().st_size for p in dataset_dir.glob("shard.*.mds"))
+    args = dict(remote=str(dataset_dir), shuffle=True, batch_size=4, cache_limit=total // 3)
+    strict = ferry.StreamingDataset(local=str(tmp_path / "strict"), strict_cache_limit=True,
+                                    **args)
+    with pytest.raises(ferry.FailedPreconditionError, match="a cache_limit of"):
+        next(iter(strict))
+    ds = ferry.StreamingDataset(local=str(tmp_path / "narrow"), **args)
+    loader = torch.utils.data.DataLoader(ds, batch_size=4, num_workers=2)
+    assert sorted(_ids(loader)) == list(range(N))
+    # Each worker process said what it read instead (the warning goes to stderr).
+    assert "reading with shuffle_algo" in capfd.readouterr().err
+
+
+def test_a_cache_folder_serves_one_remote_and_offline_reads_it_without(dataset_dir, tmp_path):
+    import shutil
+    remote = tmp_path / "remote"
+    shutil.copytree(dataset_dir, remote)
+    other = tmp_path / "other"
+    shutil.copytree(dataset_dir, other)
+    cache = str(tmp_path / "cache")
+    assert len(list(ferry.StreamingDataset(remote=str(remote), local=cache))) == N
+    with pytest.raises(ferry.FailedPreconditionError, match="not file://"):
+        ferry.StreamingDataset(remote=str(other), local=cache)
+    shutil.rmtree(remote)  # the remote is gone: only the cached copy is left
+    with pytest.raises(ferry.NotFoundError):
+        ferry.StreamingDataset(remote=str(remote), local=cache)
+    offline = ferry.StreamingDataset(remote=str(remote), local=cache, offline=True)
+    assert [s["id"] for s in offline] == list(range(N))

@@ -92,6 +92,11 @@ def test_clear_errors(tmp_path):
         ferry.FileDataset(str(tmp_path / "r"), on_missing="ignore")
     with pytest.raises(ferry.InvalidArgumentError, match="need `local`"):
         ferry.FileDataset(str(tmp_path / "r"), local=False, pack=True)
+    # A list is not a path: it used to become the folder "['...']".
+    with pytest.raises(ferry.InvalidArgumentError, match="root must be a URL or a path"):
+        ferry.FileDataset([str(tmp_path / "r")], local=False)
+    with pytest.raises(ferry.InvalidArgumentError, match="local must be a URL or a path"):
+        ferry.FileDataset(str(tmp_path / "r"), local=[str(tmp_path / "c")])
 
 
 @pytest.fixture
