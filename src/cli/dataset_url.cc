@@ -32,6 +32,7 @@ Result<std::string> DatasetUrl::ReadIndexText() const {
   if (text || text.error().code() != StatusCode::kNotFound) return text;
   // Missing folder or a folder of something else: the same two answers as for a local folder.
   auto listing = where_.store->List(where_.key, /*recursive=*/false);
+  if (!listing && listing.error().code() == StatusCode::kUnimplemented) return text;  // http
   if (listing ? listing->objects.empty() && listing->prefixes.empty()
               : listing.error().code() == StatusCode::kNotFound) {
     return NotFoundError(
@@ -54,9 +55,23 @@ Result<std::set<std::string>> DatasetUrl::Present(const std::vector<std::string>
   }
   std::set<std::string> present;
   for (const std::string& folder : folders) {
-    FERRY_ASSIGN_OR_RETURN(ListResult listing,
-                           where_.store->List(where_.key + folder, /*recursive=*/false));
-    for (const ObjectInfo& obj : listing.objects) present.insert(obj.key.substr(where_.key.size()));
+    auto listing = where_.store->List(where_.key + folder, /*recursive=*/false);
+    if (!listing && listing.error().code() == StatusCode::kUnimplemented) {
+      // A store that cannot list (http): one HEAD per file instead.
+      for (const std::string& name : basenames) {
+        if (!name.starts_with(folder) || name.find('/', folder.size()) != std::string::npos) {
+          continue;
+        }
+        auto info = where_.store->Head(where_.key + name);
+        if (info) present.insert(name);
+        if (!info && info.error().code() != StatusCode::kNotFound) return info.status();
+      }
+      continue;
+    }
+    if (!listing) return listing.status();
+    for (const ObjectInfo& obj : listing->objects) {
+      present.insert(obj.key.substr(where_.key.size()));
+    }
   }
   std::set<std::string> out;
   for (const std::string& name : basenames) {

@@ -43,7 +43,8 @@ class DatasetUrl {
   Result<Index> ReadIndex() const;
 
   /// Which of `basenames` are in the folder: one listing per distinct sub-folder among them
-  /// (merged datasets name "part/shard..."), not one request per file.
+  /// (merged datasets name "part/shard..."), not one request per file - except in a store that
+  /// cannot list (http), which gets one HEAD per file.
   Result<std::set<std::string>> Present(const std::vector<std::string>& basenames) const;
 
  private:
