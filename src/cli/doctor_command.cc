@@ -7,7 +7,9 @@
 //   aggregate    - --connections ranged GETs at once, --bytes in all, over the largest objects;
 //   small requests/s - --requests x 4 1-byte ranged GETs with --connections x 4 in flight;
 //   local read   - with --dataset, a 64 MiB file written to and read back from --local.
-// With --dataset (URL is an MDS dataset) it also reads index.json and predicts epoch times.
+// With --dataset (URL is an MDS dataset) it also reads index.json, predicts epoch times and
+// sizes the cache from the working set of the shuffle (--shuffle-algo, --shuffle-block-size,
+// --workers, --batch-size: src/order/working_set.h).
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -26,6 +28,7 @@
 #include "cli/link_advice.h"
 #include "ferry/format/index.h"
 #include "ferry/storage/registry.h"
+#include "order/working_set.h"
 
 namespace ferry::cli {
 namespace {
@@ -48,7 +51,37 @@ struct DoctorOptions {
   uint32_t connections = 16;
   std::string bytes = "256mb";
   std::string local = "/tmp";
+  // The order the cache must hold (StreamingDataset's defaults, shuffled).
+  std::string shuffle_algo = "py1e";
+  uint64_t shuffle_block_size = OrderOptions().shuffle_block_size;
+  uint32_t workers = 1;
+  uint32_t batch_size = 1;
 };
+
+// What the order asked for (and py1s) keeps in use at once on a node reading `index`.
+Status AddWorkingSet(const DoctorOptions& o, const Index& index, DatasetShape& d) {
+  internal_order::StreamFootprint f;
+  for (const ShardEntry& s : index.shards) {
+    f.samples += s.samples;
+    f.bytes += s.raw_data.bytes;  // what a shard takes in the cache
+    f.max_shard_bytes = std::max(f.max_shard_bytes, s.raw_data.bytes);
+  }
+  OrderOptions order;
+  order.shuffle = true;
+  FERRY_ASSIGN_OR_RETURN(order.algo, ParseShuffleAlgo(o.shuffle_algo));
+  order.shuffle_block_size = o.shuffle_block_size;
+  order.batch_size = o.batch_size;
+  const WorldShape world{.nodes = 1, .ranks_per_node = 1, .workers_per_rank = o.workers};
+  d.working_set_bytes = internal_order::EstimateWorkingSet({&f, 1}, order, world).Largest();
+  d.order = fmt::format("{}{}, {} worker{} x batch {}", o.shuffle_algo,
+                        order.algo == ShuffleAlgo::kPy1s
+                            ? std::string()
+                            : fmt::format(" with shuffle_block_size {}", o.shuffle_block_size),
+                        o.workers, o.workers == 1 ? "" : "s", o.batch_size);
+  order.algo = ShuffleAlgo::kPy1s;
+  d.py1s_working_set_bytes = internal_order::EstimateWorkingSet({&f, 1}, order, world).Largest();
+  return Status::Ok();
+}
 
 double Seconds(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -192,6 +225,7 @@ Result<int> RunDoctor(const DoctorOptions& o) {
       d.bytes += s.zip_data ? s.zip_data->bytes : s.raw_data.bytes;
     }
     d.shards = index.shards.size();
+    FERRY_RETURN_IF_ERROR(AddWorkingSet(o, index, d));
     shape = d;
     m.local_read_bytes_per_s = LocalReadRate(o.local);
   }
@@ -212,6 +246,8 @@ Result<int> RunDoctor(const DoctorOptions& o) {
     j["download_parts"] = a.parts_per_shard;
     if (a.predownload_samples) j["predownload"] = *a.predownload_samples;
     if (a.cache_limit_bytes) j["cache_limit_bytes"] = *a.cache_limit_bytes;
+    if (a.min_cache_limit_bytes) j["min_cache_limit_bytes"] = *a.min_cache_limit_bytes;
+    if (shape && shape->working_set_bytes) j["working_set_bytes"] = *shape->working_set_bytes;
     if (a.epoch1_s) j["epoch1_s"] = *a.epoch1_s;
     if (a.epoch2_s) j["epoch2_s"] = *a.epoch2_s;
     j["reasoning"] = a.reasoning;
@@ -250,6 +286,20 @@ Command AddDoctorCommand(CLI::App& parent) {
   app->add_option("--bytes", o->bytes, "Bytes read for the aggregate bandwidth (at most)")
       ->capture_default_str();
   app->add_option("--local", o->local, "Where a cache would live (local read speed)")
+      ->capture_default_str();
+  app->add_option("--shuffle-algo", o->shuffle_algo,
+                  "With --dataset: the shuffle whose working set the cache must hold")
+      ->check(CLI::IsMember({"naive", "py1s", "py1b", "py1br", "py1e"}))
+      ->capture_default_str();
+  app->add_option("--shuffle-block-size", o->shuffle_block_size, "With --dataset: its block")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30))
+      ->capture_default_str();
+  app->add_option("--workers", o->workers,
+                  "With --dataset: readers on the node (ranks x DataLoader workers)")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app->add_option("--batch-size", o->batch_size, "With --dataset: the per-worker batch")
+      ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   return {app, [o] { return RunDoctor(*o); }};
 }

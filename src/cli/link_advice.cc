@@ -91,11 +91,37 @@ LinkAdvice AdviseLink(const LinkMeasurements& m, const std::optional<DatasetShap
                                     a.shards_in_flight, per_shard, *a.predownload_samples));
   a.cache_limit_bytes =
       std::max<uint64_t>(dataset->bytes + dataset->bytes / 10, 4 * a.window_bytes);
+  // Half the limit holds the order's working set and at least a quarter the look-ahead
+  // (src/cache/cache_budget.h); a cache that holds the dataset whole needs neither.
+  const uint64_t floor_for_window = 4 * a.window_bytes;
+  a.min_cache_limit_bytes = std::min(
+      *a.cache_limit_bytes, std::max(floor_for_window, 2 * dataset->working_set_bytes.value_or(0)));
+  std::string smaller;
+  if (*a.min_cache_limit_bytes >= *a.cache_limit_bytes) {
+    smaller = fmt::format("; a smaller one would fetch shards again within an epoch ({})",
+                          dataset->working_set_bytes
+                              ? fmt::format("{} keeps {} in use at once", dataset->order,
+                                            FormatBytes(*dataset->working_set_bytes))
+                              : std::string("the look-ahead alone needs 4 windows"));
+  } else if (dataset->working_set_bytes) {
+    smaller = fmt::format(
+        "; a smaller one reads each epoch without fetching a shard twice down to {}: "
+        "max(2 x the {} that {} keeps in use at once, 4 windows){}",
+        FormatBytes(*a.min_cache_limit_bytes), FormatBytes(*dataset->working_set_bytes),
+        dataset->order,
+        dataset->py1s_working_set_bytes
+            ? fmt::format(" - with shuffle_algo py1s, {}",
+                          FormatBytes(std::min(
+                              *a.cache_limit_bytes,
+                              std::max(floor_for_window, 2 * *dataset->py1s_working_set_bytes))))
+            : std::string());
+  } else {
+    smaller = fmt::format("; a smaller one works down to 4 windows, {}, if the shuffle fits it",
+                          FormatBytes(*a.min_cache_limit_bytes));
+  }
   a.reasoning.push_back(fmt::format(
-      "cache_limit: the dataset ({}) plus 10 %: {} - epoch 2 then makes no remote request (a "
-      "smaller cache works, at least {}, and re-fetches what it evicts)",
-      FormatBytes(dataset->bytes), FormatBytes(*a.cache_limit_bytes),
-      FormatBytes(4 * a.window_bytes)));
+      "cache_limit: the dataset ({}) plus 10 %: {} - epoch 2 then makes no remote request{}",
+      FormatBytes(dataset->bytes), FormatBytes(*a.cache_limit_bytes), smaller));
   const double used = std::min(aggregate, a.shards_in_flight * a.parts_per_shard * per_connection);
   a.epoch1_s = 2 * rtt + static_cast<double>(dataset->bytes) / used;
   a.reasoning.push_back(fmt::format("epoch 1: 2 x {:.0f} ms + {} / {} = {:.1f} s", rtt * 1000,

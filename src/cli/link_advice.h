@@ -14,7 +14,11 @@
 //                               the link needs - one, where one connection carries it
 //   shards in flight         = max(ceil(connections / parts per shard), ceil(window / shard))
 //   predownload (samples)    = shards in flight x samples per shard
-//   cache_limit              = the dataset (epoch 2 then makes no request), at least 4 windows
+//   cache_limit              = the dataset + 10 % (epoch 2 then makes no request); the least
+//                               that reads an epoch without fetching a shard twice is
+//                               max(2 x the shuffle's working set, 4 windows): half the limit
+//                               holds the working set, at least a quarter the look-ahead
+//                               (src/cache/cache_budget.h)
 //   epoch 1 ~ 2 RTT + bytes / min(aggregate, connections used x per-connection)
 //   epoch 2 ~ bytes / local read rate
 #pragma once
@@ -39,6 +43,13 @@ struct DatasetShape {
   uint64_t samples = 0;
   uint64_t bytes = 0;  // of the files a reader fetches
   uint64_t shards = 0;
+  /// The bytes of shards that the node's readers keep in use at once under the shuffle asked
+  /// for (src/order/working_set.h), described as `order` ("py1e, shuffle_block_size 262144, 2
+  /// workers"), and under py1s, the least a shuffle needs. Unknown: the cache's floor counts
+  /// only the look-ahead.
+  std::optional<uint64_t> working_set_bytes;
+  std::string order;
+  std::optional<uint64_t> py1s_working_set_bytes;
 };
 
 struct LinkAdvice {
@@ -49,6 +60,8 @@ struct LinkAdvice {
   uint32_t shards_in_flight = 0;
   std::optional<uint64_t> predownload_samples;
   std::optional<uint64_t> cache_limit_bytes;
+  /// The smallest cache_limit that reads an epoch without fetching a shard twice.
+  std::optional<uint64_t> min_cache_limit_bytes;
   std::optional<double> epoch1_s;
   std::optional<double> epoch2_s;
   std::vector<std::string> reasoning;  // one line per setting: the arithmetic

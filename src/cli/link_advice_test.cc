@@ -73,5 +73,36 @@ TEST(AdviseLink, SmallShardsOnALongLinkAreCalledOut) {
   EXPECT_THAT(a.reasoning[2], ::testing::HasSubstr("64.0 MiB"));
 }
 
+// The smallest cache that reads an epoch without fetching a shard twice follows from the
+// shuffle's working set, not from one shard: twice it (and 4 windows for the look-ahead).
+TEST(AdviseLink, TheSmallestCacheHoldsTwiceTheShufflesWorkingSet) {
+  const LinkMeasurements m{.rtt_s = 0.05,
+                           .connection_bytes_per_s = 100 * kMB,
+                           .aggregate_bytes_per_s = 400 * kMB,
+                           .aggregate_connections = 16};
+  DatasetShape d{.samples = 10'000,
+                 .bytes = 1'000'000'000,
+                 .shards = 20,
+                 .working_set_bytes = 300'000'000,
+                 .order = "py1e, shuffle_block_size 2000, 1 worker",
+                 .py1s_working_set_bytes = 50'000'000};
+  const auto cache_line = [](const LinkAdvice& advice) {
+    for (const std::string& line : advice.reasoning) {
+      if (line.starts_with("cache_limit")) return line;
+    }
+    return std::string();
+  };
+  LinkAdvice a = AdviseLink(m, d);
+  EXPECT_EQ(a.min_cache_limit_bytes, 600'000'000u);  // 2 x 300 MB > 4 x 40 MB windows
+  EXPECT_THAT(cache_line(a), ::testing::HasSubstr("down to 572.2 MiB"));
+  EXPECT_THAT(cache_line(a), ::testing::HasSubstr("py1e, shuffle_block_size 2000"));
+  EXPECT_THAT(cache_line(a), ::testing::HasSubstr("py1s, 152.6 MiB"));  // 4 windows
+  // A working set of most of the dataset: only the dataset itself is enough.
+  d.working_set_bytes = 900'000'000;
+  a = AdviseLink(m, d);
+  EXPECT_EQ(a.min_cache_limit_bytes, a.cache_limit_bytes);
+  EXPECT_THAT(cache_line(a), ::testing::HasSubstr("would fetch shards again"));
+}
+
 }  // namespace
 }  // namespace ferry::cli

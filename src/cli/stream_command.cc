@@ -39,6 +39,8 @@ struct StreamCommandOptions {
   std::string download_parts = "auto";
   std::optional<uint32_t> node_concurrency;
   std::string cache_limit;
+  bool strict_cache_limit = false;
+  bool offline = false;
   std::string world = "1,1,1";
   uint32_t rank = 0;
   uint32_t batch_size = 1;
@@ -104,6 +106,8 @@ Result<int> RunStream(const StreamCommandOptions& o) {
     FERRY_ASSIGN_OR_RETURN(uint64_t limit, ParseHumanSize(o.cache_limit));
     options.cache_limit = limit;
   }
+  options.strict_cache_limit = o.strict_cache_limit;
+  options.offline = o.offline;
   if (!o.validate_hash.empty()) options.validate_hash = o.validate_hash;
 
   WorldShape world;
@@ -246,7 +250,13 @@ Command AddStreamCommand(CLI::App& parent) {
   app->add_option("--node-concurrency", o->node_concurrency,
                   "Shards downloaded at once into the cache folder by every process on the node "
                   "that reads it with this value (default: no limit beyond --concurrency)");
-  app->add_option("--cache-limit", o->cache_limit, "Bytes the cache may hold (e.g. 10gb)");
+  app->add_option("--cache-limit", o->cache_limit,
+                  "Bytes the cache may hold (e.g. 10gb); one too small for the shuffle's working "
+                  "set reads the widest shuffle that fits, and says so");
+  app->add_flag("--strict-cache-limit", o->strict_cache_limit,
+                "A --cache-limit too small for the shuffle is an error, not a narrower shuffle");
+  app->add_flag("--offline", o->offline,
+                "Read the cache's index.json without asking the remote whether it changed");
   app->add_option("--validate-hash", o->validate_hash, "Check downloads with this hash");
   app->add_option("--world", o->world, "NODES,RANKS_PER_NODE,WORKERS_PER_RANK")
       ->capture_default_str();

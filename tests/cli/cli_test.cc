@@ -384,5 +384,63 @@ TEST_F(CliTest, AFolderThatIsNotThereIsNotFound) {
   }
 }
 
+// doctor sizes the smallest cache from the shuffle's working set, not from one shard: the
+// default py1e over a block larger than the dataset keeps all of it in use, py1s one shard.
+TEST_F(CliTest, DoctorSizesTheCacheFromTheShufflesWorkingSet) {
+  ASSERT_EQ(Ferry("convert " + Src() + " " + Out() + " -q --size-limit 1kb", tmp_).code, 0);
+  auto index = ReadLocalIndex(Out());
+  ASSERT_TRUE(index.has_value());
+  ASSERT_GE(index->shards.size(), 4u);
+  uint64_t total = 0, largest = 0;
+  for (const ShardEntry& shard : index->shards) {
+    total += shard.raw_data.bytes;
+    largest = std::max(largest, shard.raw_data.bytes);
+  }
+  const std::string doctor = "doctor " + Out() +
+                             " --dataset --json --requests 1 --connections 1 --bytes 1kb --local " +
+                             tmp_.path().string();
+  CliRun py1e = Ferry(doctor, tmp_);
+  ASSERT_EQ(py1e.code, 0) << py1e.err;
+  auto j = nlohmann::json::parse(py1e.out);
+  EXPECT_EQ(j["working_set_bytes"].get<uint64_t>(), total);
+  EXPECT_EQ(j["min_cache_limit_bytes"], j["cache_limit_bytes"]);
+  CliRun py1s = Ferry(doctor + " --shuffle-algo py1s", tmp_);
+  ASSERT_EQ(py1s.code, 0) << py1s.err;
+  j = nlohmann::json::parse(py1s.out);
+  EXPECT_EQ(j["working_set_bytes"].get<uint64_t>(), largest);
+  bool named = false;
+  for (const auto& line : j["reasoning"]) {
+    named |= line.get<std::string>().find("py1s, 1 worker x batch 1 keeps") != std::string::npos;
+  }
+  EXPECT_TRUE(named) << j["reasoning"].dump();
+  // Two workers read two canonical nodes at once: a shard each.
+  CliRun two = Ferry(doctor + " --shuffle-algo py1s --workers 2", tmp_);
+  ASSERT_EQ(two.code, 0) << two.err;
+  EXPECT_EQ(nlohmann::json::parse(two.out)["working_set_bytes"].get<uint64_t>(), 2 * largest);
+}
+
+// ferry stream under a cache_limit too small for the shuffle says so, with the limit that would
+// hold it; --strict-cache-limit makes that an error (exit 2). A prefix without index.json says
+// what reads a folder of files.
+TEST_F(CliTest, StreamSaysWhenTheCacheLimitIsTooSmallForTheShuffle) {
+  ASSERT_EQ(Ferry("convert " + Src() + " " + Out() + " -q --size-limit 1kb", tmp_).code, 0);
+  auto index = ReadLocalIndex(Out());
+  ASSERT_TRUE(index.has_value());
+  uint64_t total = 0;
+  for (const ShardEntry& shard : index->shards) total += shard.raw_data.bytes;
+  const std::string stream =
+      "stream " + Out() + " --shuffle --cache-limit " + std::to_string(total / 3) + " --local ";
+  CliRun narrowed = Ferry(stream + Out("cache1"), tmp_);
+  EXPECT_EQ(narrowed.code, 0) << narrowed.err;
+  EXPECT_THAT(narrowed.err, HasSubstr("is too small for the order asked for"));
+  CliRun strict = Ferry(stream + Out("cache2") + " --strict-cache-limit", tmp_);
+  EXPECT_EQ(strict.code, 2) << strict.err;
+  EXPECT_THAT(strict.err, HasSubstr("a cache_limit of"));
+  CliRun raw = Ferry("stream " + Src() + " --local " + Out("cache3"), tmp_);
+  EXPECT_EQ(raw.code, 3) << raw.err;
+  EXPECT_THAT(raw.err, HasSubstr("FileDataset"));
+  EXPECT_THAT(raw.err, HasSubstr("ferry convert"));
+}
+
 }  // namespace
 }  // namespace ferry
