@@ -14,7 +14,6 @@
 // several threads (or fetched concurrently) but written in a fixed order (class, then path), so
 // one folder always gives the same shards.
 #include <fmt/format.h>
-#include <stdlib.h>  // mkdtemp
 
 #include <algorithm>
 #include <chrono>
@@ -33,6 +32,7 @@
 #include "cli/dataset_uploader.h"
 #include "cli/image_folder.h"
 #include "cli/progress.h"
+#include "cli/scratch_folder.h"
 #include "cli/transfer.h"
 #include "ferry/format/mds_writer.h"
 #include "ferry/storage/registry.h"
@@ -126,27 +126,6 @@ Status CheckPrefixes(const StoreAndKey& src, const StoreAndKey& out) {
   }
   return Status::Ok();
 }
-
-// A temporary staging folder, removed with what is left in it when the conversion ends.
-class TempFolder {
- public:
-  static Result<std::unique_ptr<TempFolder>> Create() {
-    std::string pattern = (fs::temp_directory_path() / "ferry-convert-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      return ErrnoToStatus(errno, "create a staging folder", pattern);
-    }
-    return std::make_unique<TempFolder>(fs::path(pattern));
-  }
-  explicit TempFolder(fs::path path) : path_(std::move(path)) {}
-  ~TempFolder() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 // A store OUT holding a dataset (its index.json) is refused unless --overwrite; returns whether
 // it holds one.
@@ -251,14 +230,14 @@ Result<int> RunConvert(const ConvertOptions& o) {
   }
 
   // A store OUT is written into a staging folder first, and uploaded from there.
-  std::unique_ptr<TempFolder> temp;
+  std::unique_ptr<ScratchFolder> temp;
   fs::path folder;
   if (out_local) {
     folder = *out_local;
   } else if (!o.local.empty()) {
     folder = o.local;
   } else {
-    FERRY_ASSIGN_OR_RETURN(temp, TempFolder::Create());
+    FERRY_ASSIGN_OR_RETURN(temp, ScratchFolder::Create("convert"));
     folder = temp->path();
   }
   std::unique_ptr<DatasetUploader> uploader;  // outlives the writer, whose threads call it
