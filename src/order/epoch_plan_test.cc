@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "order/random.h"
+#include "order/shard_sizes_testutil.h"
 
 namespace ferry {
 namespace {
@@ -53,14 +53,7 @@ OrderOptions Options(const Config& config, uint32_t batch, uint32_t c = 0, bool 
 
 // Shards of random sizes in [1, max_size] adding up to `total`.
 std::vector<uint64_t> Shards(uint64_t total, uint64_t max_size, uint64_t seed) {
-  internal_order::Rng rng(seed);
-  std::vector<uint64_t> sizes;
-  for (uint64_t left = total; left > 0;) {
-    const uint64_t n = std::min(left, rng.Between(1, max_size));
-    sizes.push_back(n);
-    left -= n;
-  }
-  return sizes;
+  return testing::RandomShardsAddingUpTo(total, max_size, seed);
 }
 
 std::shared_ptr<const EpochPlan> MustCreate(const std::vector<uint64_t>& shards,

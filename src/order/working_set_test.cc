@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "order/partition.h"
-#include "order/random.h"
+#include "order/shard_sizes_testutil.h"
 
 namespace ferry::internal_order {
 namespace {
@@ -29,17 +29,6 @@ struct Case {
 std::string Name(const Case& c) {
   return (c.shuffle ? std::string(ShuffleAlgoName(c.algo)) : std::string("none")) + "/bs" +
          std::to_string(c.block);
-}
-
-std::vector<uint64_t> RandomShards(uint64_t total, uint64_t max_size, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<uint64_t> sizes;
-  for (uint64_t left = total; left > 0;) {
-    const uint64_t n = std::min(left, rng.Between(1, max_size));
-    sizes.push_back(n);
-    left -= n;
-  }
-  return sizes;
 }
 
 StreamFootprint Footprint(const std::vector<uint64_t>& shards) {
@@ -107,7 +96,7 @@ TEST(WorkingSet, BoundsTheShardsLiveAtOnce) {
                         {true, ShuffleAlgo::kPy1e, 500}, {true, ShuffleAlgo::kNaive, 64}};
   const WorldShape worlds[] = {{1, 1, 1}, {1, 1, 2}, {1, 2, 3}, {2, 1, 2}};
   for (uint64_t seed : {1, 2}) {
-    const std::vector<uint64_t> shards = RandomShards(3000, 60, seed);
+    const std::vector<uint64_t> shards = testing::RandomShardsAddingUpTo(3000, 60, seed);
     const StreamFootprint footprint = Footprint(shards);
     for (const Case& c : cases) {
       for (const WorldShape& world : worlds) {

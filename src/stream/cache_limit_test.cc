@@ -95,15 +95,26 @@ class CacheLimitTest : public ::testing::Test {
     return ids;
   }
 
-  // An epoch fetches the dataset about once: 10 % slack, plus what the readers may have
-  // fetched ahead when the epoch ends (the look-ahead's budget, at most 3/4 of the limit).
-  void ExpectFetchedAboutOnce(int64_t fetched) const {
+  // Two readers of `world` read the epoch at once: between them every sample once, and about
+  // the dataset's bytes fetched - 10 % slack, plus what the readers may have fetched ahead when
+  // the epoch ends (the look-ahead's budget, at most 3/4 of the limit).
+  void ReadTogether(const WorldShape& world, StreamingDataset& a, WorkerId a_id,
+                    StreamingDataset& b, WorkerId b_id) const {
+    const int64_t before = DownloadedBytes();
+    std::vector<int64_t> read_a, read_b;
+    {
+      std::jthread other([&] { read_b = Read(b, world, b_id); });
+      read_a = Read(a, world, a_id);
+    }
+    const int64_t fetched = DownloadedBytes() - before;
     const double bound = 1.1 * static_cast<double>(dataset_bytes_) +
                          0.75 * static_cast<double>(*Options().cache_limit);
     EXPECT_GE(fetched, static_cast<int64_t>(dataset_bytes_));
     EXPECT_LE(static_cast<double>(fetched), bound)
-        << "ratio " << double(fetched) / dataset_bytes_ << " fetched " << fetched
-        << " bytes for a dataset of " << dataset_bytes_;
+        << "fetched " << fetched << " bytes for a dataset of " << dataset_bytes_;
+    std::set<int64_t> all(read_a.begin(), read_a.end());
+    all.insert(read_b.begin(), read_b.end());
+    EXPECT_EQ(all.size(), kSamples);
   }
 
   testing::TempDir tmp_;
@@ -113,18 +124,8 @@ class CacheLimitTest : public ::testing::Test {
 TEST_F(CacheLimitTest, TwoWorkersOfOneProcessFetchTheDatasetAboutOnce) {
   LogCapture log;
   auto ds = StreamingDataset::Open(Options()).value();
-  const WorldShape world{.nodes = 1, .ranks_per_node = 1, .workers_per_rank = 2};
-  const int64_t before = DownloadedBytes();
-  std::vector<int64_t> a, b;
-  {
-    std::jthread other([&] { b = Read(*ds, world, {.worker = 1}); });
-    a = Read(*ds, world, {.worker = 0});
-  }
-  ExpectFetchedAboutOnce(DownloadedBytes() - before);
-  fprintf(stderr, "RATIO %f\n", double(DownloadedBytes() - before) / dataset_bytes_);
-  std::set<int64_t> all(a.begin(), a.end());
-  all.insert(b.begin(), b.end());
-  EXPECT_EQ(all.size(), kSamples);
+  ReadTogether({.nodes = 1, .ranks_per_node = 1, .workers_per_rank = 2}, *ds, {.worker = 0}, *ds,
+               {.worker = 1});
   // Said once, with the limit that would hold the order asked for: the dataset, whole.
   EXPECT_THAT(log.text(), HasSubstr("a cache_limit of " + FormatBytes(dataset_bytes_)));
   EXPECT_THAT(log.text(), HasSubstr("shuffle_block_size 262144"));
@@ -134,18 +135,8 @@ TEST_F(CacheLimitTest, TwoRanksOnOneFolderFetchTheDatasetAboutOnce) {
   // Two datasets on one folder: two processes' worth of caches, each with its own upcoming list.
   auto rank0 = StreamingDataset::Open(Options()).value();
   auto rank1 = StreamingDataset::Open(Options()).value();
-  const WorldShape world{.nodes = 1, .ranks_per_node = 2, .workers_per_rank = 1};
-  const int64_t before = DownloadedBytes();
-  std::vector<int64_t> a, b;
-  {
-    std::jthread other([&] { b = Read(*rank1, world, {.rank = 1}); });
-    a = Read(*rank0, world, {.rank = 0});
-  }
-  ExpectFetchedAboutOnce(DownloadedBytes() - before);
-  fprintf(stderr, "RATIO %f\n", double(DownloadedBytes() - before) / dataset_bytes_);
-  std::set<int64_t> all(a.begin(), a.end());
-  all.insert(b.begin(), b.end());
-  EXPECT_EQ(all.size(), kSamples);
+  ReadTogether({.nodes = 1, .ranks_per_node = 2, .workers_per_rank = 1}, *rank0, {.rank = 0},
+               *rank1, {.rank = 1});
 }
 
 TEST_F(CacheLimitTest, StrictRefusesWithTheLimitThatWouldFit) {
