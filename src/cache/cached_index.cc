@@ -140,7 +140,8 @@ Result<Index> LoadIndex(ObjectStore* remote, const std::string& remote_prefix,
   if (origin && origin->remote != remote_url) {
     return FailedPreconditionError(fmt::format(
         "{}: this cache folder holds the dataset of {}, not {}: give each dataset a cache folder "
-        "of its own (`local`)",
+        "of its own (`local`; in Python, leaving `local` unset gives each remote a folder named "
+        "after it)",
         local.string(), origin->remote, remote_url));
   }
   auto cached = ReadFileToString(layout.IndexPath());

@@ -52,6 +52,21 @@ size_t Count(const std::string& text, const std::string& what) {
   return n;
 }
 
+// What the command itself printed: without the log lines that FERRY_LOG=debug (the integration
+// suite's setting) interleaves.
+std::string WithoutLogLines(const std::string& text) {
+  std::string out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    end = end == std::string::npos ? text.size() : end + 1;
+    const std::string_view line(text.data() + start, end - start);
+    if (line.find("] [ferry] [") == std::string_view::npos) out.append(line);
+    start = end;
+  }
+  return out;
+}
+
 // `inspect --json` without the field that names where the dataset is.
 nlohmann::json InspectJson(const std::string& out) {
   nlohmann::json j = nlohmann::json::parse(out);
@@ -188,7 +203,8 @@ TEST(CliStore, CopyIntoAMissingBucketOrContainerIsOneError) {
   for (const std::string scheme : {"s3", "az"}) {
     const std::string dst = fmt::format("{}://{}/x", scheme, missing);
     SCOPED_TRACE(dst);
-    const CliRun cp = Ferry(tmp, fmt::format("cp -r -q {} {}", Quote(tmp / "src"), dst));
+    CliRun cp = Ferry(tmp, fmt::format("cp -r -q {} {}", Quote(tmp / "src"), dst));
+    cp.err = WithoutLogLines(cp.err);
     EXPECT_EQ(cp.code, 3) << cp.out << cp.err;
     EXPECT_THAT(cp.out, Not(HasSubstr("FAILED")));
     EXPECT_EQ(Count(cp.err, "\n"), 1u) << cp.err;
@@ -196,7 +212,8 @@ TEST(CliStore, CopyIntoAMissingBucketOrContainerIsOneError) {
     EXPECT_THAT(cp.err, HasSubstr("cannot copy into " + dst));
     EXPECT_THAT(cp.err, HasSubstr("0 of 300 objects copied"));
 
-    const CliRun sync = Ferry(tmp, fmt::format("sync -q {} {}", Quote(tmp / "src"), dst));
+    CliRun sync = Ferry(tmp, fmt::format("sync -q {} {}", Quote(tmp / "src"), dst));
+    sync.err = WithoutLogLines(sync.err);
     EXPECT_EQ(sync.code, 3) << sync.out << sync.err;
     EXPECT_EQ(Count(sync.err, "\n"), 1u) << sync.err;
   }

@@ -122,11 +122,11 @@ def test_the_output_is_the_cpp_writers_byte_for_byte(tmp_path):
     subprocess.run([str(FERRY_CLI), "convert", str(src), str(tmp_path / "cpp"), "-q", *args],
                    check=True)
     with ferry.MDSWriter(out=str(tmp_path / "py"),
-                         columns={"image": "jpeg", "label": "int", "path": "str"},
+                         columns={"data": "jpeg", "label": "int", "path": "str"},
                          compression="zstd:3", hashes=["sha1", "xxh64"],
                          size_limit="20kb") as writer:
         for label, path in paths:
-            writer.write({"image": path.read_bytes(), "label": label,
+            writer.write({"data": path.read_bytes(), "label": label,
                           "path": str(path.relative_to(src))})
     cpp = json.loads((tmp_path / "cpp" / "index.json").read_text())
     assert len(cpp["shards"]) > 2
