@@ -46,6 +46,7 @@ struct StreamState {
   std::vector<uint64_t> shard_samples;
   std::vector<uint64_t> shard_starts;  // first sample of each shard within the stream
   uint64_t first_id = 0;               // first sample of the stream among all streams
+  uint64_t disk_bytes = 0;             // its shard files in the cache folder, all of them
 };
 
 class StreamingDatasetImpl : public StreamingDataset,
@@ -115,6 +116,7 @@ class StreamingDatasetImpl : public StreamingDataset,
         stream_bytes += shard.raw_data.bytes;
         if (options_.keep_zip && shard.zip_data) stream_bytes += shard.zip_data->bytes;
       }
+      st.disk_bytes = stream_bytes;
       if (options_.cache_limit && stream_bytes > *options_.cache_limit) cache_fits_ = false;
       indexes_.push_back(index);
       FERRY_ASSIGN_OR_RETURN(
@@ -175,6 +177,12 @@ class StreamingDatasetImpl : public StreamingDataset,
       f.samples += vs.count;
       f.bytes += bytes;
       f.max_shard_bytes = std::max(f.max_shard_bytes, bytes);
+    }
+    for (size_t st = 0; st < streams_.size(); ++st) {
+      // A stream its cache holds whole is never evicted: its working set takes no room.
+      if (streams_[st].disk_bytes <= *options_.cache_limit) {
+        footprints[st].bytes = footprints[st].max_shard_bytes = 0;
+      }
     }
     fit = internal_order::NarrowToFit(footprints, options_.order, world, budget_.WorkingSetRoom());
     if (!fit.narrowed && fit.fits) return fit;
