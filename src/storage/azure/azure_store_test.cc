@@ -1,6 +1,6 @@
-// Request building of the Azure store, against RecordingTransport (and, for concurrency, a
-// transport that completes requests later from its own thread). The real-server tests against
-// Azurite live in tests/integration/.
+// Request building of the Azure store against RecordingTransport: reads, lists, removes,
+// retries, credentials and errors (writes: azure_store_write_test.cc). The real-server tests
+// against Azurite live in tests/integration/.
 #include "storage/azure/azure_store.h"
 
 #include <fmt/format.h>
@@ -8,125 +8,36 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <atomic>
 #include <charconv>
-#include <deque>
-#include <map>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "ferry/storage/registry.h"
 #include "storage/azure/azure_auth.h"
+#include "storage/azure/azure_store_testutil.h"
 #include "storage/http/recording_transport.h"
 #include "storage/xml/xml_tree.h"
 
 namespace ferry::internal_azure {
 namespace {
 
+using azure_test::AzureError;
+using azure_test::Env;
+using azure_test::ExpectSigned;
+using azure_test::kBlobBase;
+using azure_test::KeyEnv;
+using azure_test::kKey;
+using azure_test::kSig;
+using azure_test::Ok;
+using azure_test::Open;
+using azure_test::Query;
+using azure_test::SasEnv;
+using azure_test::SmallBlocks;
+using azure_test::TestOptions;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
-
-constexpr std::string_view kKey =
-    "c2VjcmV0LWtleS1ieXRlcy1mb3ItdGVzdHMtb25seS0wMTIzNDU2Nzg5YWJjZGVmZ2hpams=";
-constexpr std::string_view kSig = "s3cr3tS1gnature%2Bvalue%3D";
-constexpr std::string_view kBlobBase = "https://myaccount.blob.core.windows.net/data/";
-constexpr std::string_view kDate = "Tue, 07 Jan 2025 12:34:56 GMT";
-
-EnvLookup Env(std::map<std::string, std::string> vars) {
-  return [vars = std::move(vars)](std::string_view name) -> std::optional<std::string> {
-    auto it = vars.find(std::string(name));
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
-  };
-}
-
-EnvLookup KeyEnv() {
-  return Env({{"AZURE_STORAGE_ACCOUNT", "myaccount"}, {"AZURE_STORAGE_KEY", std::string(kKey)}});
-}
-
-EnvLookup SasEnv() {
-  return Env({{"AZURE_STORAGE_ACCOUNT", "myaccount"},
-              {"AZURE_STORAGE_SAS_TOKEN", "?sv=2021-08-06&sp=rwdl&sig=" + std::string(kSig)}});
-}
-
-AzureStoreOptions TestOptions() {
-  AzureStoreOptions options;
-  options.retry.initial_backoff = std::chrono::milliseconds(1);
-  options.retry.max_backoff = std::chrono::milliseconds(2);
-  options.retry.max_attempts = 4;
-  options.now = [] { return std::chrono::system_clock::from_time_t(1736253296); };
-  return options;
-}
-
-struct Opened {
-  std::shared_ptr<ObjectStore> store;
-  std::string key;
-};
-
-Opened Open(std::string_view url, std::shared_ptr<http::Transport> transport,
-            AzureStoreOptions options = TestOptions(), const EnvLookup& env = KeyEnv()) {
-  auto opened = OpenAzureUrl(url, env, std::move(options), std::move(transport));
-  EXPECT_TRUE(opened.ok()) << opened.status().ToString();
-  if (!opened.ok()) return {};
-  return {opened->store, opened->key};
-}
-
-http::Response Ok(int status = 200, std::string body = {}) {
-  http::Response r;
-  r.status = status;
-  r.body = std::move(body);
-  return r;
-}
-
-http::Response AzureError(int status, std::string_view code, std::string_view message) {
-  http::Response r;
-  r.status = status;
-  r.headers.Set("x-ms-error-code", std::string(code));
-  r.body = fmt::format(
-      "\xEF\xBB\xBF<?xml version=\"1.0\" encoding=\"utf-8\"?><Error><Code>{}</Code><Message>{}\n"
-      "RequestId:0\nTime:2025-01-07T12:34:56Z</Message></Error>",
-      code, message);
-  return r;
-}
-
-// The query parameter `name` of `url`, decoded; "" when absent.
-std::string Query(std::string_view url, std::string_view name) {
-  const size_t q = url.find('?');
-  if (q == std::string_view::npos) return "";
-  std::string_view query = url.substr(q + 1);
-  while (!query.empty()) {
-    const size_t amp = query.find('&');
-    const std::string_view pair = query.substr(0, amp);
-    const size_t eq = pair.find('=');
-    if (pair.substr(0, eq) == name) {
-      return PercentDecode(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
-    }
-    if (amp == std::string_view::npos) break;
-    query.remove_prefix(amp + 1);
-  }
-  return "";
-}
-
-// Checks that a recorded request carries the version, the pinned date and a correct signature.
-void ExpectSigned(const http::RecordedRequest& recorded) {
-  SCOPED_TRACE(recorded.method + " " + recorded.url);
-  EXPECT_EQ(recorded.headers.Get("x-ms-version").value_or(""), kAzureApiVersion);
-  EXPECT_EQ(recorded.headers.Get("x-ms-date").value_or(""), kDate);
-  http::Request request;
-  request.method = recorded.method;
-  request.url = recorded.url;
-  request.headers = recorded.headers;
-  request.headers.Remove("Authorization");
-  if (recorded.method == "PUT") request.body = ByteSource::FromView(recorded.body);
-  const std::string expected = fmt::format(
-      "SharedKey myaccount:{}",
-      SharedKeySignature(Base64Decode(kKey).value(), SharedKeyStringToSign(request, "myaccount")));
-  EXPECT_EQ(recorded.headers.Get("Authorization").value_or(""), expected);
-}
 
 TEST(AzureStore, HeadSignsAndReadsProperties) {
   auto transport = std::make_shared<http::RecordingTransport>([](const http::RecordedRequest&) {
@@ -243,205 +154,6 @@ TEST(AzureStore, ReadPastTheEndIsOutOfRange) {
   EXPECT_EQ(got.status().code(), StatusCode::kOutOfRange);
 }
 
-TEST(AzureStore, SmallWriteIsOnePutBlob) {
-  auto transport = std::make_shared<http::RecordingTransport>(
-      [](const http::RecordedRequest&) { return Ok(201); });
-  auto [store, key] = Open("az://data/small.txt", transport);
-  ASSERT_TRUE(store->Put(key, "hello world").ok());
-  ASSERT_TRUE(store->Put("empty", "").ok());
-  const auto requests = transport->requests();
-  ASSERT_EQ(requests.size(), 2u);
-  EXPECT_EQ(requests[0].method, "PUT");
-  EXPECT_EQ(requests[0].url, std::string(kBlobBase) + "small.txt");
-  EXPECT_EQ(requests[0].headers.Get("x-ms-blob-type").value_or(""), "BlockBlob");
-  EXPECT_EQ(requests[0].body, "hello world");
-  EXPECT_EQ(requests[1].body, "");
-  for (const auto& r : requests) ExpectSigned(r);
-}
-
-AzureStoreOptions SmallBlocks(uint64_t limit = 10, uint64_t block = 4) {
-  AzureStoreOptions options = TestOptions();
-  options.single_put_limit = limit;
-  options.block_size = block;
-  return options;
-}
-
-// Checks a finished block upload: Put Blocks with equal-length ids whose bodies, in id order,
-// make `data`; then one Put Block List naming them in order.
-void ExpectBlockUpload(const std::vector<http::RecordedRequest>& requests, std::string_view data,
-                       size_t blocks) {
-  std::map<size_t, std::string> body_by_index;  // by the index decoded from the block id
-  std::map<std::string, size_t> index_by_id;
-  size_t id_length = 0;
-  const http::RecordedRequest* list = nullptr;
-  for (const auto& r : requests) {
-    ExpectSigned(r);
-    if (Query(r.url, "comp") == "blocklist") {
-      EXPECT_EQ(list, nullptr) << "one Put Block List";
-      list = &r;
-      continue;
-    }
-    if (Query(r.url, "comp") != "block") continue;
-    EXPECT_EQ(list, nullptr) << "no Put Block after the list";
-    EXPECT_THAT(r.url, StartsWith(std::string(kBlobBase) + "big.bin?comp=block&blockid="));
-    const std::string id = Query(r.url, "blockid");
-    if (id_length == 0) id_length = id.size();
-    EXPECT_EQ(id.size(), id_length) << "all ids have one length";
-    const std::string raw = Base64Decode(id).value();
-    const size_t index = std::stoul(raw.substr(raw.rfind('-') + 1));
-    body_by_index[index] = r.body;
-    index_by_id[id] = index;
-  }
-  ASSERT_EQ(body_by_index.size(), blocks);
-  std::string joined;
-  for (const auto& [index, body] : body_by_index) joined += body;
-  EXPECT_EQ(joined, data);
-  ASSERT_NE(list, nullptr);
-  EXPECT_EQ(list->headers.Get("Content-Type").value_or(""), "application/xml");
-  auto xml = ParseXml(list->body);
-  ASSERT_TRUE(xml.ok());
-  EXPECT_EQ(xml->name, "BlockList");
-  std::vector<size_t> order;
-  for (const XmlElement* latest : xml->Children("Latest"))
-    order.push_back(index_by_id[latest->text]);
-  std::vector<size_t> expected(blocks);
-  for (size_t i = 0; i < blocks; ++i) expected[i] = i;
-  EXPECT_EQ(order, expected);
-}
-
-TEST(AzureStore, LargeWriteGoesUpInBlocksThenABlockList) {
-  auto transport = std::make_shared<http::RecordingTransport>(
-      [](const http::RecordedRequest&) { return Ok(201); });
-  auto [store, key] = Open("az://data/big.bin", transport, SmallBlocks());
-  const std::string data = "abcdefghijk";  // 11 bytes: blocks of 4, 4, 3
-  ASSERT_TRUE(store->Put(key, data).ok());
-  const auto requests = transport->requests();
-  ASSERT_EQ(requests.size(), 4u);
-  ExpectBlockUpload(requests, data, 3);
-  EXPECT_EQ(requests[0].body, "abcd");
-  EXPECT_EQ(requests[2].body, "ijk");
-}
-
-TEST(AzureStore, AFailedBlockIsRetriedOnItsOwn) {
-  std::atomic<int> block_two_attempts = 0;
-  auto transport = std::make_shared<http::RecordingTransport>([&](const http::RecordedRequest& r) {
-    if (Query(r.url, "comp") == "block" && r.body == "efgh" && block_two_attempts++ == 0) {
-      return AzureError(503, "ServerBusy", "Operations per second is over the account limit.");
-    }
-    return Ok(201);
-  });
-  auto [store, key] = Open("az://data/big.bin", transport, SmallBlocks());
-  const std::string data = "abcdefghijk";
-  ASSERT_TRUE(store->Put(key, data).ok());
-  EXPECT_EQ(block_two_attempts.load(), 2);
-  const auto requests = transport->requests();
-  EXPECT_EQ(requests.size(), 5u);  // 3 blocks + 1 retry + the list
-  // Only the successful attempts count toward the upload's blocks.
-  std::vector<http::RecordedRequest> kept;
-  bool dropped = false;
-  for (const auto& r : requests) {
-    if (!dropped && r.body == "efgh") {
-      dropped = true;
-      continue;
-    }
-    kept.push_back(r);
-  }
-  ExpectBlockUpload(kept, data, 3);
-}
-
-TEST(AzureStore, APermanentBlockFailureFailsTheWriteWithoutCommitting) {
-  auto transport = std::make_shared<http::RecordingTransport>([&](const http::RecordedRequest& r) {
-    if (r.body == "efgh") {
-      return AzureError(403, "AuthorizationPermissionMismatch",
-                        "This request is not authorized to perform this operation using this "
-                        "permission.");
-    }
-    return Ok(201);
-  });
-  auto [store, key] = Open("az://data/big.bin", transport, SmallBlocks());
-  const Status s = store->Put(key, "abcdefghijk");
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
-  EXPECT_THAT(s.message(), HasSubstr("block 2 of 3"));
-  EXPECT_THAT(s.message(), HasSubstr("AuthorizationPermissionMismatch"));
-  for (const auto& r : transport->requests()) EXPECT_NE(Query(r.url, "comp"), "blocklist");
-}
-
-// Completes requests later, from its own thread, in reverse order of arrival: a stand-in for the
-// curl transport's I/O thread, to see how many Put Blocks the store keeps in flight.
-class DeferredTransport : public http::Transport {
- public:
-  explicit DeferredTransport(http::RecordingTransport::Handler handler)
-      : recorder_(std::make_shared<http::RecordingTransport>(std::move(handler))),
-        worker_([this](std::stop_token stop) { Loop(stop); }) {}
-  ~DeferredTransport() override {
-    worker_.request_stop();
-    cv_.notify_all();
-  }
-
-  void Submit(http::Request request, http::BodySink sink, http::Completion done) override {
-    std::lock_guard lock(mu_);
-    pending_.push_back({std::move(request), std::move(sink), std::move(done)});
-    max_in_flight_ = std::max(max_in_flight_, pending_.size());
-    cv_.notify_all();
-  }
-
-  size_t max_in_flight() const {
-    std::lock_guard lock(mu_);
-    return max_in_flight_;
-  }
-  std::vector<http::RecordedRequest> requests() const { return recorder_->requests(); }
-
- private:
-  struct Pending {
-    http::Request request;
-    http::BodySink sink;
-    http::Completion done;
-  };
-
-  void Loop(std::stop_token stop) {
-    while (!stop.stop_requested()) {
-      std::vector<Pending> batch;
-      {
-        std::unique_lock lock(mu_);
-        // Let a few arrive, then finish them newest first.
-        cv_.wait_for(lock, stop, std::chrono::milliseconds(5),
-                     [&] { return pending_.size() >= 3; });
-        while (!pending_.empty()) {
-          batch.push_back(std::move(pending_.back()));
-          pending_.pop_back();
-        }
-      }
-      for (Pending& p : batch) {
-        recorder_->Submit(std::move(p.request), std::move(p.sink), std::move(p.done));
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-  }
-
-  std::shared_ptr<http::RecordingTransport> recorder_;
-  mutable std::mutex mu_;
-  std::condition_variable_any cv_;
-  std::deque<Pending> pending_;
-  size_t max_in_flight_ = 0;
-  std::jthread worker_;
-};
-
-TEST(AzureStore, BlocksGoUpInParallelWithinTheBound) {
-  auto transport =
-      std::make_shared<DeferredTransport>([](const http::RecordedRequest&) { return Ok(201); });
-  AzureStoreOptions options = SmallBlocks(10, 3);
-  options.max_blocks_in_flight = 3;
-  auto [store, key] = Open("az://data/big.bin", transport, options);
-  std::string data;
-  for (int i = 0; i < 40; ++i) data += static_cast<char>('A' + i % 26);  // 14 blocks
-  ASSERT_TRUE(store->Put(key, data).ok());
-  EXPECT_LE(transport->max_in_flight(), 3u);
-  EXPECT_GE(transport->max_in_flight(), 2u) << "blocks should overlap";
-  ExpectBlockUpload(transport->requests(), data, 14);
-}
-
-// Three pages of a listing, chained by NextMarker; page size 2.
 http::Response ListPage(const http::RecordedRequest& r) {
   const std::string marker = Query(r.url, "marker");
   std::string blobs;

@@ -1,0 +1,128 @@
+// What the Azure store's request-building tests share: a pinned clock and key, a store opened on a
+// RecordingTransport, canned replies, and a check that a recorded request is correctly signed.
+#pragma once
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "storage/azure/azure_auth.h"
+#include "storage/azure/azure_store.h"
+#include "storage/http/recording_transport.h"
+
+namespace ferry::internal_azure::azure_test {
+
+constexpr std::string_view kKey =
+    "c2VjcmV0LWtleS1ieXRlcy1mb3ItdGVzdHMtb25seS0wMTIzNDU2Nzg5YWJjZGVmZ2hpams=";
+constexpr std::string_view kSig = "s3cr3tS1gnature%2Bvalue%3D";
+constexpr std::string_view kBlobBase = "https://myaccount.blob.core.windows.net/data/";
+constexpr std::string_view kDate = "Tue, 07 Jan 2025 12:34:56 GMT";
+
+inline EnvLookup Env(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](std::string_view name) -> std::optional<std::string> {
+    auto it = vars.find(std::string(name));
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+inline EnvLookup KeyEnv() {
+  return Env({{"AZURE_STORAGE_ACCOUNT", "myaccount"}, {"AZURE_STORAGE_KEY", std::string(kKey)}});
+}
+
+inline EnvLookup SasEnv() {
+  return Env({{"AZURE_STORAGE_ACCOUNT", "myaccount"},
+              {"AZURE_STORAGE_SAS_TOKEN", "?sv=2021-08-06&sp=rwdl&sig=" + std::string(kSig)}});
+}
+
+inline AzureStoreOptions TestOptions() {
+  AzureStoreOptions options;
+  options.retry.initial_backoff = std::chrono::milliseconds(1);
+  options.retry.max_backoff = std::chrono::milliseconds(2);
+  options.retry.max_attempts = 4;
+  options.now = [] { return std::chrono::system_clock::from_time_t(1736253296); };
+  return options;
+}
+
+// Objects over `limit` bytes go up in blocks of `block` bytes.
+inline AzureStoreOptions SmallBlocks(uint64_t limit = 10, uint64_t block = 4) {
+  AzureStoreOptions options = TestOptions();
+  options.single_put_limit = limit;
+  options.block_size = block;
+  return options;
+}
+
+struct Opened {
+  std::shared_ptr<ObjectStore> store;
+  std::string key;
+};
+
+inline Opened Open(std::string_view url, std::shared_ptr<http::Transport> transport,
+                   AzureStoreOptions options = TestOptions(), const EnvLookup& env = KeyEnv()) {
+  auto opened = OpenAzureUrl(url, env, std::move(options), std::move(transport));
+  EXPECT_TRUE(opened.ok()) << opened.status().ToString();
+  if (!opened.ok()) return {};
+  return {opened->store, opened->key};
+}
+
+inline http::Response Ok(int status = 200, std::string body = {}) {
+  http::Response r;
+  r.status = status;
+  r.body = std::move(body);
+  return r;
+}
+
+inline http::Response AzureError(int status, std::string_view code, std::string_view message) {
+  http::Response r;
+  r.status = status;
+  r.headers.Set("x-ms-error-code", std::string(code));
+  r.body = fmt::format(
+      "\xEF\xBB\xBF<?xml version=\"1.0\" encoding=\"utf-8\"?><Error><Code>{}</Code><Message>{}\n"
+      "RequestId:0\nTime:2025-01-07T12:34:56Z</Message></Error>",
+      code, message);
+  return r;
+}
+
+// The query parameter `name` of `url`, decoded; "" when absent.
+inline std::string Query(std::string_view url, std::string_view name) {
+  const size_t q = url.find('?');
+  if (q == std::string_view::npos) return "";
+  std::string_view query = url.substr(q + 1);
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    const size_t eq = pair.find('=');
+    if (pair.substr(0, eq) == name) {
+      return PercentDecode(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
+    }
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return "";
+}
+
+// Checks that a recorded request carries the version, the pinned date and a correct signature.
+inline void ExpectSigned(const http::RecordedRequest& recorded) {
+  SCOPED_TRACE(recorded.method + " " + recorded.url);
+  EXPECT_EQ(recorded.headers.Get("x-ms-version").value_or(""), kAzureApiVersion);
+  EXPECT_EQ(recorded.headers.Get("x-ms-date").value_or(""), kDate);
+  http::Request request;
+  request.method = recorded.method;
+  request.url = recorded.url;
+  request.headers = recorded.headers;
+  request.headers.Remove("Authorization");
+  if (recorded.method == "PUT") request.body = ByteSource::FromView(recorded.body);
+  const std::string expected = fmt::format(
+      "SharedKey myaccount:{}",
+      SharedKeySignature(Base64Decode(kKey).value(), SharedKeyStringToSign(request, "myaccount")));
+  EXPECT_EQ(recorded.headers.Get("Authorization").value_or(""), expected);
+}
+
+}  // namespace ferry::internal_azure::azure_test
