@@ -353,8 +353,11 @@ class StreamingDataset(_NativeDataset):
         self._epoch_offset = 0  # sample_in_epoch this process resumed from
         self._workers = 1  # DataLoader workers per rank (StreamingDataLoader tells the parent)
         self._batch = self.batch_size  # the batches the loader makes (ferry.DataLoader's own)
-        # Open now: a bad URL, missing index or bad option fails here, not in a worker.
+        # Open now: a bad URL, missing index or bad option fails here, not in a worker. The index
+        # is checked against the remote once: workers read the copy this open checked (the order
+        # they plan is the parent's), with no round trip each.
         native = self._native()
+        self._options["offline"] = True
         self._decoders = [
             decoder(enc, image_format, self.allow_unsafe_types) for _, enc in native.columns
         ]
