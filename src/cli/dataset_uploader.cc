@@ -26,8 +26,9 @@ DatasetUploader::DatasetUploader(std::shared_ptr<ObjectStore> store, std::string
 }
 
 DatasetUploader::~DatasetUploader() {
-  queue_.Close();
+  // Unfinished: the uploads in progress end, the queued ones are dropped (no index follows).
   for (auto& t : threads_) t.request_stop();
+  queue_.Close();
 }
 
 std::string DatasetUploader::UrlOf(std::string_view basename) const {
@@ -62,7 +63,10 @@ Status DatasetUploader::Upload(const std::string& basename) {
 }
 
 void DatasetUploader::UploadLoop(std::stop_token stop) {
-  while (auto basename = queue_.Pop(stop)) {
+  // A closed queue still hands out what it holds (Finish drains it); a stop does not.
+  while (!stop.stop_requested()) {
+    auto basename = queue_.Pop(stop);
+    if (!basename || stop.stop_requested()) break;
     if (!error().ok()) continue;  // the first error wins; drain the rest
     if (Status s = Upload(*basename); !s.ok()) {
       {
