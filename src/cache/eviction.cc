@@ -50,10 +50,17 @@ uint64_t RemoveFile(const std::filesystem::path& path) {
 }  // namespace
 
 std::vector<size_t> UpcomingPositions(std::span<const size_t> upcoming, size_t num_shards) {
+  return UpcomingPositions(std::span<const std::span<const size_t>>(&upcoming, 1), num_shards);
+}
+
+std::vector<size_t> UpcomingPositions(std::span<const std::span<const size_t>> lists,
+                                      size_t num_shards) {
   std::vector<size_t> position(num_shards, kNotUpcoming);
-  for (size_t i = 0; i < upcoming.size(); ++i) {
-    const size_t shard = upcoming[i];
-    if (shard < num_shards && position[shard] == kNotUpcoming) position[shard] = i;
+  for (const std::span<const size_t> upcoming : lists) {
+    for (size_t i = 0; i < upcoming.size(); ++i) {
+      const size_t shard = upcoming[i];
+      if (shard < num_shards) position[shard] = std::min(position[shard], i);
+    }
   }
   return position;
 }

@@ -54,6 +54,10 @@ struct EvictionCandidate {
 /// For each of `num_shards` shards, its first position in `upcoming` (kNotUpcoming if absent).
 /// Out-of-range entries are ignored.
 std::vector<size_t> UpcomingPositions(std::span<const size_t> upcoming, size_t num_shards);
+/// The same over several readers' lists: each shard at its soonest position in any of them (the
+/// readers advance together).
+std::vector<size_t> UpcomingPositions(std::span<const std::span<const size_t>> lists,
+                                      size_t num_shards);
 
 /// Sorts `candidates` victims-first (see the file comment). `upcoming_position` is indexed by
 /// shard; shards past its end count as not upcoming.

@@ -265,20 +265,14 @@ class ShardCacheImpl final : public ShardCache {
   }
 
   void SetUpcoming(const void* reader, std::vector<size_t> shards) override {
+    // Only kept here: what eviction makes of the lists is computed when a download needs room.
+    auto list = std::make_shared<const std::vector<size_t>>(std::move(shards));
     std::lock_guard lock(mu_);
-    if (shards.empty()) {
+    if (list->empty()) {
       upcoming_.erase(reader);
     } else {
-      upcoming_[reader] = std::move(shards);
+      upcoming_[reader] = std::move(list);
     }
-    // Each shard at its soonest position in any reader's list: the readers advance together.
-    std::vector<size_t> merged(index_.shards.size(), internal_cache::kNotUpcoming);
-    for (const auto& [who, list] : upcoming_) {
-      for (size_t i = 0; i < list.size(); ++i) {
-        if (list[i] < merged.size()) merged[list[i]] = std::min(merged[list[i]], i);
-      }
-    }
-    upcoming_position_ = std::make_shared<const std::vector<size_t>>(std::move(merged));
   }
 
   uint64_t DiskUsage() const override { return internal_cache::MeasureDiskUsage(layout_, index_); }
@@ -331,15 +325,17 @@ class ShardCacheImpl final : public ShardCache {
   // Evicts until `bytes` more fit under cache_limit; goes over it when the rest is pinned.
   Status MakeRoomFor(size_t k, uint64_t bytes) {
     if (!options_.cache_limit) return Status::Ok();
-    std::shared_ptr<const std::vector<size_t>> positions;
+    std::vector<std::shared_ptr<const std::vector<size_t>>> lists;
     {
       std::lock_guard lock(mu_);
-      positions = upcoming_position_;
+      for (const auto& [reader, list] : upcoming_) lists.push_back(list);
     }
+    std::vector<std::span<const size_t>> spans;
+    for (const auto& list : lists) spans.emplace_back(*list);
+    const std::vector<size_t> positions =
+        internal_cache::UpcomingPositions(spans, index_.shards.size());
     FERRY_ASSIGN_OR_RETURN(const internal_cache::RoomResult room,
-                           internal_cache::MakeRoom(layout_, index_,
-                                                    positions ? std::span<const size_t>(*positions)
-                                                              : std::span<const size_t>(),
+                           internal_cache::MakeRoom(layout_, index_, positions,
                                                     {.limit = *options_.cache_limit,
                                                      .needed = bytes,
                                                      .for_shard = k,
@@ -372,8 +368,8 @@ class ShardCacheImpl final : public ShardCache {
   std::atomic<bool> warned_over_limit_{false};
 
   std::mutex mu_;
-  std::map<const void*, std::vector<size_t>> upcoming_;           // guarded by mu_
-  std::shared_ptr<const std::vector<size_t>> upcoming_position_;  // guarded by mu_
+  // Each reader's upcoming shards, soonest first.
+  std::map<const void*, std::shared_ptr<const std::vector<size_t>>> upcoming_;  // guarded by mu_
 };
 
 Status CheckIndexFitsCache(const Index& index, const ShardCacheOptions& options) {
