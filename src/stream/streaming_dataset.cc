@@ -68,6 +68,7 @@ class StreamingDatasetImpl : public StreamingDataset,
       return InvalidArgumentError("predownload must be at least 1 (or unset: auto)");
     }
     uint64_t first_id = 0;
+    bool fits = true;  // every stream fits its cache_limit whole (or there is none)
     for (size_t s = 0; s < options_.streams.size(); ++s) {
       const StreamSpec& spec = options_.streams[s];
       if (spec.local.empty()) {
@@ -111,20 +112,17 @@ class StreamingDatasetImpl : public StreamingDataset,
       cache_options.validate_hash = options_.validate_hash;
       cache_options.download_parts = options_.download_parts;
       cache_options.node_download_concurrency = options_.node_download_concurrency;
-      uint64_t stream_bytes = 0;
-      for (const ShardEntry& shard : index.shards) {
-        stream_bytes += shard.raw_data.bytes;
-        if (options_.keep_zip && shard.zip_data) stream_bytes += shard.zip_data->bytes;
-      }
-      st.disk_bytes = stream_bytes;
-      if (options_.cache_limit && stream_bytes > *options_.cache_limit) cache_fits_ = false;
       indexes_.push_back(index);
+      for (size_t k = 0; k < index.shards.size(); ++k) {
+        st.disk_bytes += DiskBytes(static_cast<uint32_t>(s), static_cast<uint32_t>(k));
+      }
+      if (options_.cache_limit && st.disk_bytes > *options_.cache_limit) fits = false;
       FERRY_ASSIGN_OR_RETURN(
           st.cache, ShardCache::Open(st.remote, st.remote_prefix, std::move(index), cache_options));
       streams_.push_back(std::move(st));
     }
     num_samples_ = first_id;
-    budget_ = internal_cache::CacheBudget(options_.cache_limit, cache_fits_);
+    budget_ = internal_cache::CacheBudget(options_.cache_limit, fits);
     FERRY_ASSIGN_OR_RETURN(auto mix, Mix(0));
     epoch_samples_ = mix->total;
     return Status::Ok();
@@ -201,9 +199,12 @@ class StreamingDatasetImpl : public StreamingDataset,
                           const WorldShape& world) const {
     const OrderOptions& asked = options_.order;
     // The smallest limit that holds the order as asked: its working set in the limit's room, or
-    // the largest stream whole (then nothing is ever evicted).
+    // the largest stream that does not fit whole (then nothing is ever evicted).
     uint64_t largest_stream = 0;
-    for (const auto& f : footprints) largest_stream = std::max(largest_stream, f.bytes);
+    for (const StreamState& st : streams_) {
+      if (st.disk_bytes > *budget_.limit())
+        largest_stream = std::max(largest_stream, st.disk_bytes);
+    }
     const auto limit_for = [&](const internal_order::WorkingSet& ws) {
       return std::min(budget_.LimitToHold(ws.Largest()), largest_stream);
     };
@@ -380,7 +381,6 @@ class StreamingDatasetImpl : public StreamingDataset,
   const StreamingOptions options_;
   std::vector<StreamState> streams_;
   std::vector<Index> indexes_;
-  bool cache_fits_ = true;  // every stream fits its cache_limit whole (or there is none)
   internal_cache::CacheBudget budget_;
   std::atomic<bool> warned_fit_{false};
   uint64_t num_samples_ = 0;
