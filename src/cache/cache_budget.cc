@@ -7,7 +7,7 @@ namespace ferry::internal_cache {
 
 uint64_t CacheBudget::WorkingSetRoom() const { return limit_ ? *limit_ / 2 : UINT64_MAX; }
 
-uint64_t CacheBudget::LimitToHold(uint64_t working_set) const {
+uint64_t CacheBudget::LimitToHold(uint64_t working_set) {
   return working_set > UINT64_MAX / 2 ? UINT64_MAX : 2 * working_set;
 }
 

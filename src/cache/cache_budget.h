@@ -32,7 +32,7 @@ class CacheBudget {
   /// The most bytes the order's working set may take (per stream).
   uint64_t WorkingSetRoom() const;
   /// The smallest cache_limit whose room holds `working_set` bytes.
-  uint64_t LimitToHold(uint64_t working_set) const;
+  static uint64_t LimitToHold(uint64_t working_set);
 
   /// Bytes of open shards each of `readers` may keep pinned behind it (UINT64_MAX: no bound).
   uint64_t OpenBytesPerReader(uint32_t readers) const;

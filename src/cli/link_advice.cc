@@ -6,9 +6,12 @@
 #include <cmath>
 
 #include "base/human_size.h"
+#include "cache/cache_budget.h"
 #include "ferry/stream/shard_cache.h"
 
 namespace ferry::cli {
+
+using internal_cache::CacheBudget;
 namespace {
 
 constexpr uint64_t kMiB = uint64_t{1} << 20;
@@ -93,9 +96,11 @@ LinkAdvice AdviseLink(const LinkMeasurements& m, const std::optional<DatasetShap
       std::max<uint64_t>(dataset->bytes + dataset->bytes / 10, 4 * a.window_bytes);
   // Half the limit holds the order's working set and at least a quarter the look-ahead
   // (src/cache/cache_budget.h); a cache that holds the dataset whole needs neither.
-  const uint64_t floor_for_window = 4 * a.window_bytes;
-  a.min_cache_limit_bytes = std::min(
-      *a.cache_limit_bytes, std::max(floor_for_window, 2 * dataset->working_set_bytes.value_or(0)));
+  const auto least_for = [&](uint64_t working_set) {
+    return std::min(*a.cache_limit_bytes,
+                    std::max(4 * a.window_bytes, CacheBudget::LimitToHold(working_set)));
+  };
+  a.min_cache_limit_bytes = least_for(dataset->working_set_bytes.value_or(0));
   std::string smaller;
   if (*a.min_cache_limit_bytes >= *a.cache_limit_bytes) {
     smaller = fmt::format("; a smaller one would fetch shards again within an epoch ({})",
@@ -111,9 +116,7 @@ LinkAdvice AdviseLink(const LinkMeasurements& m, const std::optional<DatasetShap
         dataset->order,
         dataset->py1s_working_set_bytes
             ? fmt::format(" - with shuffle_algo py1s, {}",
-                          FormatBytes(std::min(
-                              *a.cache_limit_bytes,
-                              std::max(floor_for_window, 2 * *dataset->py1s_working_set_bytes))))
+                          FormatBytes(least_for(*dataset->py1s_working_set_bytes)))
             : std::string());
   } else {
     smaller = fmt::format("; a smaller one works down to 4 windows, {}, if the shuffle fits it",
