@@ -4,23 +4,21 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
+#include <string>
+#include <vector>
+
+#include "files/file_listing.h"
 
 namespace ferry::internal_files {
 namespace {
 
 enum Kind : size_t { kJpegKind = 0, kPngKind = 1, kOtherKind = 2 };
 
-bool EndsWithNoCase(std::string_view name, std::string_view suffix) {
-  if (name.size() < suffix.size()) return false;
-  return std::equal(suffix.begin(), suffix.end(), name.end() - suffix.size(), [](char a, char b) {
-    return a == std::tolower(static_cast<unsigned char>(b));
-  });
-}
-
 Kind KindOf(std::string_view name) {
-  if (EndsWithNoCase(name, ".jpg") || EndsWithNoCase(name, ".jpeg")) return kJpegKind;
-  if (EndsWithNoCase(name, ".png")) return kPngKind;
+  static const std::vector<std::string> kJpegNames = {".jpeg", ".jpg"};
+  static const std::vector<std::string> kPngNames = {".png"};
+  if (HasExtension(name, kJpegNames)) return kJpegKind;
+  if (HasExtension(name, kPngNames)) return kPngKind;
   return kOtherKind;
 }
 
