@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -44,14 +43,6 @@ Status WriteCacheOrigin(const CacheLayout& layout, const CacheOrigin& origin) {
   FERRY_RETURN_IF_ERROR(CreateCacheFolders(path.parent_path()));
   const nlohmann::json json = {{"remote", origin.remote}, {"index_version", origin.index_version}};
   return WriteFileAtomically(path, json.dump() + "\n", Modes().file);
-}
-
-std::string IndexVersion(const ObjectInfo& info) {
-  if (!info.etag.empty()) return "etag:" + info.etag;
-  if (!info.mtime) return "";
-  const auto ns =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(info.mtime->time_since_epoch()).count();
-  return fmt::format("size:{} mtime_ns:{}", info.size, ns);
 }
 
 std::vector<std::string> FilesNoLongerDescribed(const Index& before, const Index& after) {
@@ -176,7 +167,7 @@ Result<Index> LoadIndex(ObjectStore* remote, const std::string& remote_prefix,
     }
     return error;
   }
-  const std::string version = internal_cache::IndexVersion(*head);
+  const std::string version = ObjectVersion(*head);
   if (cached && origin && !version.empty() && origin->index_version == version) {
     return ParseIndex(*cached, layout.IndexPath().string());
   }
@@ -191,8 +182,8 @@ Result<Index> LoadIndex(ObjectStore* remote, const std::string& remote_prefix,
   // Parsed before it lands: a broken remote index never becomes the local copy.
   FERRY_ASSIGN_OR_RETURN(Index index, ParseIndex(text, url));
   FERRY_RETURN_IF_ERROR(internal_cache::CreateCacheFolders(local));
-  FERRY_RETURN_IF_ERROR(internal_cache::Replace(layout, remote_url, text, index,
-                                                internal_cache::IndexVersion(*read)));
+  FERRY_RETURN_IF_ERROR(
+      internal_cache::Replace(layout, remote_url, text, index, ObjectVersion(*read)));
   Log().debug("cache: fetched {} into {}", url, local.string());
   return index;
 }

@@ -2,8 +2,8 @@
 // include/ferry/stream/shard_cache.h).
 //
 // A cache folder records in .ferry/origin.json the remote that filled it and the version of the
-// remote index.json that its copy is (the store's etag, or size and modification time where the
-// store has no etag). Opening it:
+// remote index.json that its copy is (ObjectVersion: the store's etag, or the modification time
+// where the store has no etag). Opening it:
 //   - for another remote is an error naming both: the shards of one dataset must never be served
 //     as those of another (two datasets often share shard names);
 //   - asks the remote for the index's version (a HEAD); the same version reads the cached copy;
@@ -31,16 +31,12 @@ namespace ferry::internal_cache {
 
 struct CacheOrigin {
   std::string remote;         // the dataset's URL (redacted), as the store writes it
-  std::string index_version;  // IndexVersion of the index.json the folder holds a copy of
+  std::string index_version;  // ObjectVersion of the index.json the folder holds a copy of
 };
 
 /// The record, nullopt when the folder has none; kDataLoss for one that is not ours.
 Result<std::optional<CacheOrigin>> ReadCacheOrigin(const CacheLayout& layout);
 Status WriteCacheOrigin(const CacheLayout& layout, const CacheOrigin& origin);
-
-/// What tells one version of an object from another: its etag, else its size and modification
-/// time; empty when the store gives neither (then every open fetches the index).
-std::string IndexVersion(const ObjectInfo& info);
 
 /// Basenames of the shard files (raw and compressed) that `before` names and `after` does not
 /// describe exactly (see the file comment).

@@ -33,16 +33,6 @@ std::string ToLower(std::string_view s) {
   return out;
 }
 
-// A stable version of a file for change detection: the etag, or for stores without one (local
-// files) the modification time.
-std::string VersionOf(const ObjectInfo& info) {
-  if (!info.etag.empty()) return info.etag;
-  if (!info.mtime) return {};
-  return fmt::format(
-      "mtime:{}",
-      std::chrono::duration_cast<std::chrono::nanoseconds>(info.mtime->time_since_epoch()).count());
-}
-
 // Folders (relative to the root, "" for the root itself) that hold an MDS dataset: index.json
 // beside shard files. Listed as files, its shards would be samples of a class named after the
 // folder, or (at the root, with folder labels) no samples at all.
@@ -138,8 +128,10 @@ Result<Listing> ListFiles(ObjectStore& store, std::string_view prefix, std::stri
       }
       label = classes.emplace(path.substr(0, slash), 0).first->second;
     }
-    listing.files.push_back(
-        {.path = std::move(path), .size = object.size, .etag = VersionOf(object), .label = label});
+    listing.files.push_back({.path = std::move(path),
+                             .size = object.size,
+                             .etag = ObjectVersion(object),
+                             .label = label});
   }
   if (unlabeled > 0) {
     Log().warn("{}: {} file(s) directly under the root have no class folder and are left out",

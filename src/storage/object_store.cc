@@ -5,12 +5,21 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <memory>
 
 #include "base/file_util.h"
 
 namespace ferry {
+
+std::string ObjectVersion(const ObjectInfo& info) {
+  if (!info.etag.empty()) return info.etag;
+  if (!info.mtime) return {};
+  return fmt::format(
+      "mtime:{}",
+      std::chrono::duration_cast<std::chrono::nanoseconds>(info.mtime->time_since_epoch()).count());
+}
 namespace {
 
 // Closes a descriptor when the last copy of a ByteSource that reads it goes away.

@@ -39,6 +39,10 @@ struct ObjectInfo {
   std::optional<std::chrono::system_clock::time_point> mtime;
 };
 
+/// What tells one version of an object from another, for change detection: its etag, or for
+/// stores without one (local files) its modification time; empty when the store gives neither.
+std::string ObjectVersion(const ObjectInfo& info);
+
 struct ListResult {
   std::vector<ObjectInfo> objects;    // sorted by key
   std::vector<std::string> prefixes;  // with recursive = false: "dir/" entries, sorted

@@ -148,8 +148,8 @@ struct LoadIndexOptions {
 /// The index.json of the dataset at `remote_prefix` in `remote`, kept in step in the cache folder
 /// `local` (src/cache/cached_index.h): the folder records which remote filled it, and another
 /// remote is kFailedPrecondition naming both; the cached copy is revalidated against the remote's
-/// (its etag, or size and time) - one HEAD when unchanged - and a changed index replaces it,
-/// dropping the cached shards it no longer describes. No index.json at the remote is kNotFound
+/// (its etag, or its modification time) - one HEAD when unchanged - and a changed index replaces
+/// it, dropping the cached shards it no longer describes. No index.json at the remote is kNotFound
 /// saying how to read a folder of files instead. Without a remote, reads `local`/index.json.
 Result<Index> LoadIndex(ObjectStore* remote, const std::string& remote_prefix,
                         const std::filesystem::path& local, const LoadIndexOptions& options = {});
