@@ -1,9 +1,9 @@
 // ferry sync SRC DST [--delete] [--dry-run] [--jobs N]: make the DST folder hold what the SRC
 // folder holds. An object is copied unless DST already has it with the same size and - where
 // the two stores' etags are comparable (both plain MD5 hex) - the same etag, or else a
-// modification time no older than the source's. --delete removes DST objects absent from SRC.
-// A missing destination bucket or container is one error (exit 3); Ctrl+C ends the copies in
-// flight, deletes nothing, says what is left and exits 130.
+// modification time no older than the source's, to the second. --delete removes DST objects absent
+// from SRC. A missing destination bucket or container is one error (exit 3); Ctrl+C ends the copies
+// in flight, deletes nothing, says what is left and exits 130.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -39,7 +39,13 @@ bool IsMd5Hex(std::string_view etag) {
 bool AlreadyThere(const ObjectInfo& src, const ObjectInfo& dst) {
   if (src.size != dst.size) return false;
   if (IsMd5Hex(src.etag) && IsMd5Hex(dst.etag)) return src.etag == dst.etag;
-  if (src.mtime && dst.mtime) return *dst.mtime >= *src.mtime;
+  if (src.mtime && dst.mtime) {
+    // Object stores keep whole seconds (Last-Modified), local files nanoseconds: an object
+    // uploaded in the second its file last changed would otherwise always look older.
+    using std::chrono::floor;
+    using std::chrono::seconds;
+    return floor<seconds>(*dst.mtime) >= floor<seconds>(*src.mtime);
+  }
   return true;
 }
 
