@@ -46,60 +46,24 @@ Result<std::vector<CopyItem>> PlanFolderCopy(ObjectStore& src, const std::string
 
 namespace {
 
-Status Stopped(std::string_view url) {
-  return CancelledError(fmt::format("{}: the copy was stopped", url));
-}
-
-// `source`, ending with kCancelled at the next read once `stop` is requested: an upload in
-// flight ends (and a multipart one is aborted by the store) instead of running to its end.
-ByteSource Stoppable(ByteSource source, std::stop_token stop, std::string url) {
-  source.read = [read = std::move(source.read), stop, url = std::move(url)](
-                    uint64_t offset, char* buffer, size_t size) -> Result<size_t> {
-    if (stop.stop_requested()) return Stopped(url);
-    return read(offset, buffer, size);
-  };
-  return source;
-}
-
-// `sink`, ending the read with kCancelled at the next call once `stop` is requested (a remote
-// store calls it at least once a second, also while no bytes come).
-ByteSink Stoppable(ByteSink sink, std::stop_token stop, std::string url) {
-  return [sink = std::move(sink), stop, url = std::move(url)](std::string_view chunk) {
-    return stop.stop_requested() ? Stopped(url) : sink(chunk);
-  };
-}
-
-// Downloads to `path` through a temporary file (ObjectStore::GetToFile, but stoppable); the
-// object's size.
-Result<uint64_t> Download(ObjectStore& src, std::string_view key, const std::filesystem::path& path,
-                          std::stop_token stop) {
-  FERRY_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(path));
-  FERRY_ASSIGN_OR_RETURN(
-      ObjectInfo info, src.Read(key, ByteRange{},
-                                Stoppable([&](std::string_view chunk) { return file.Write(chunk); },
-                                          stop, src.ToUrl(key))));
-  FERRY_RETURN_IF_ERROR(file.Commit());
-  return info.size;
-}
-
 // CopyObject, saying whether a failure came from the destination (`*at_destination`): a
 // destination's kNotFound means that its bucket or container is missing, a source's only that one
 // object is.
 Result<uint64_t> Copy(ObjectStore& src, std::string_view src_key, ObjectStore& dst,
                       std::string_view dst_key, std::stop_token stop, bool* at_destination) {
   *at_destination = false;
-  if (stop.stop_requested()) return Stopped(src.ToUrl(src_key));
+  if (stop.stop_requested()) {
+    return CancelledError(fmt::format("{}: the copy was stopped", src.ToUrl(src_key)));
+  }
   uint64_t size = 0;
   const auto src_path = src.LocalPath(src_key);
   const auto dst_path = dst.LocalPath(dst_key);
-  auto upload = [&](ByteSource source) {
-    *at_destination = true;
-    return dst.Write(dst_key, Stoppable(std::move(source), stop, dst.ToUrl(dst_key)));
-  };
   if (src_path) {
-    FERRY_ASSIGN_OR_RETURN(ByteSource source, ByteSource::FromFile(*src_path));
-    size = source.size;
-    FERRY_RETURN_IF_ERROR(upload(std::move(source)));
+    std::error_code ec;
+    size = std::filesystem::file_size(*src_path, ec);
+    if (ec) return ErrnoToStatus(ec.value(), "stat", *src_path);
+    *at_destination = true;
+    FERRY_RETURN_IF_ERROR(dst.PutFile(dst_key, *src_path, stop));
   } else if (dst_path) {
     std::error_code ec;
     std::filesystem::create_directories(dst_path->parent_path(), ec);
@@ -107,28 +71,21 @@ Result<uint64_t> Copy(ObjectStore& src, std::string_view src_key, ObjectStore& d
       *at_destination = true;
       return ErrnoToStatus(ec.value(), "create folder", dst_path->parent_path());
     }
-    FERRY_ASSIGN_OR_RETURN(size, Download(src, src_key, *dst_path, stop));
+    FERRY_ASSIGN_OR_RETURN(const ObjectInfo info, src.GetToFile(src_key, *dst_path, stop));
+    size = info.size;
   } else {
     FERRY_ASSIGN_OR_RETURN(ObjectInfo info, src.Head(src_key));
     size = info.size;
     if (size <= kMemoryCopyLimit) {
-      std::string data;
-      FERRY_RETURN_IF_ERROR(src.Read(src_key, ByteRange{},
-                                     Stoppable(
-                                         [&](std::string_view chunk) {
-                                           data.append(chunk);
-                                           return Status::Ok();
-                                         },
-                                         stop, src.ToUrl(src_key)))
-                                .status());
-      FERRY_RETURN_IF_ERROR(upload(ByteSource::FromView(data)));
+      FERRY_ASSIGN_OR_RETURN(const std::string data, src.Get(src_key, stop));
+      *at_destination = true;
+      FERRY_RETURN_IF_ERROR(dst.Put(dst_key, data, stop));
     } else {
       const std::filesystem::path spool = SpoolPath();
-      auto downloaded = Download(src, src_key, spool, stop);
-      Status status = downloaded.status();
+      Status status = src.GetToFile(src_key, spool, stop).status();
       if (status.ok()) {
-        auto source = ByteSource::FromFile(spool);
-        status = source ? upload(std::move(*source)) : source.status();
+        *at_destination = true;
+        status = dst.PutFile(dst_key, spool, stop);
       }
       ::unlink(spool.c_str());
       FERRY_RETURN_IF_ERROR(status);

@@ -60,12 +60,46 @@ Result<ByteSource> ByteSource::FromFile(const std::filesystem::path& path) {
   return source;
 }
 
-Result<std::string> ObjectStore::Get(std::string_view key) {
+namespace {
+
+Status Stopped(const ObjectStore& store, std::string_view key) {
+  return CancelledError(fmt::format("{}: stopped", store.ToUrl(key)));
+}
+
+// `sink`, ending the read at its next call once `stop` is requested (a remote store calls it at
+// least once a second, also while no bytes come).
+ByteSink StopAware(ByteSink sink, std::stop_token stop, const ObjectStore& store,
+                   std::string_view key) {
+  if (!stop.stop_possible()) return sink;
+  return [sink = std::move(sink), stop, &store, key](std::string_view chunk) {
+    return stop.stop_requested() ? Stopped(store, key) : sink(chunk);
+  };
+}
+
+// `source`, ending the upload at its next read once `stop` is requested.
+ByteSource StopAware(ByteSource source, std::stop_token stop, const ObjectStore& store,
+                     std::string_view key) {
+  if (!stop.stop_possible()) return source;
+  source.read = [read = std::move(source.read), stop, &store, key](uint64_t offset, char* buffer,
+                                                                   size_t size) -> Result<size_t> {
+    if (stop.stop_requested()) return Stopped(store, key);
+    return read(offset, buffer, size);
+  };
+  return source;
+}
+
+}  // namespace
+
+Result<std::string> ObjectStore::Get(std::string_view key, std::stop_token stop) {
   std::string out;
-  FERRY_RETURN_IF_ERROR(Read(key, ByteRange{}, [&](std::string_view chunk) {
-                          out.append(chunk);
-                          return Status::Ok();
-                        }).status());
+  FERRY_RETURN_IF_ERROR(Read(key, ByteRange{},
+                             StopAware(
+                                 [&](std::string_view chunk) {
+                                   out.append(chunk);
+                                   return Status::Ok();
+                                 },
+                                 stop, *this, key))
+                            .status());
   return out;
 }
 
@@ -80,22 +114,26 @@ Result<std::string> ObjectStore::GetRange(std::string_view key, uint64_t offset,
   return out;
 }
 
-Result<ObjectInfo> ObjectStore::GetToFile(std::string_view key, const std::filesystem::path& path) {
+Result<ObjectInfo> ObjectStore::GetToFile(std::string_view key, const std::filesystem::path& path,
+                                          std::stop_token stop) {
   FERRY_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(path));
-  auto info = Read(key, ByteRange{}, [&](std::string_view chunk) { return file.Write(chunk); });
+  auto info =
+      Read(key, ByteRange{},
+           StopAware([&](std::string_view chunk) { return file.Write(chunk); }, stop, *this, key));
   if (!info) return info.status();
   FERRY_RETURN_IF_ERROR(file.Commit());
   info->key = std::string(key);
   return info;
 }
 
-Status ObjectStore::Put(std::string_view key, std::string_view data) {
-  return Write(key, ByteSource::FromView(data));
+Status ObjectStore::Put(std::string_view key, std::string_view data, std::stop_token stop) {
+  return Write(key, StopAware(ByteSource::FromView(data), stop, *this, key));
 }
 
-Status ObjectStore::PutFile(std::string_view key, const std::filesystem::path& path) {
+Status ObjectStore::PutFile(std::string_view key, const std::filesystem::path& path,
+                            std::stop_token stop) {
   FERRY_ASSIGN_OR_RETURN(ByteSource source, ByteSource::FromFile(path));
-  return Write(key, source);
+  return Write(key, StopAware(std::move(source), stop, *this, key));
 }
 
 }  // namespace ferry

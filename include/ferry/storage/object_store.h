@@ -24,6 +24,7 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -95,16 +96,20 @@ class ObjectStore {
   /// Removing a missing key is not an error (as in S3).
   virtual Status Remove(std::string_view key) = 0;
 
-  // Conveniences built on the above.
+  // Conveniences built on the above. Those given a stop token end with kCancelled soon after a
+  // stop is requested (at the next bytes a read brings, or within about a second while none
+  // come; at the next part of an upload, whose multipart upload the store then aborts).
 
   /// The whole object in memory (use Read for large objects).
-  Result<std::string> Get(std::string_view key);
+  Result<std::string> Get(std::string_view key, std::stop_token stop = {});
   Result<std::string> GetRange(std::string_view key, uint64_t offset, uint64_t length);
   /// Downloads to `path` through a temporary file in the same folder, renamed into place only
   /// when complete: a failed or interrupted download never leaves a partial file at `path`.
-  Result<ObjectInfo> GetToFile(std::string_view key, const std::filesystem::path& path);
-  Status Put(std::string_view key, std::string_view data);
-  Status PutFile(std::string_view key, const std::filesystem::path& path);
+  Result<ObjectInfo> GetToFile(std::string_view key, const std::filesystem::path& path,
+                               std::stop_token stop = {});
+  Status Put(std::string_view key, std::string_view data, std::stop_token stop = {});
+  Status PutFile(std::string_view key, const std::filesystem::path& path,
+                 std::stop_token stop = {});
 };
 
 }  // namespace ferry
