@@ -14,36 +14,28 @@
 namespace ferry::cli {
 namespace {
 
-// MergeIndexUnder for a prefix in a store that is not local. As there, only files named
-// index.json count, in key order (the order of their paths), each prefixed by the name of the
-// folder that directly holds it, and an existing ROOT/index.json is never replaced (checked
-// before anything is read; a store offers no create-only write, so a writer racing this one
-// could still slip in between).
+// MergeIndexUnder for a prefix in a store that is not local: the same choice of sub-indexes
+// (FindSubIndexes) over one recursive listing, read and merged by the same code, and written
+// back. A store offers no create-only write, so a writer racing this one could still slip an
+// index in between the check and the write.
 Result<size_t> MergeIndexInStore(const DatasetUrl& root) {
   FERRY_ASSIGN_OR_RETURN(const ListResult listing,
                          root.store().List(root.prefix(), /*recursive=*/true));
-  std::vector<IndexPart> parts;
-  std::vector<std::string> keys;  // of parts
-  for (const ObjectInfo& obj : listing.objects) {
-    const std::string relative = obj.key.substr(root.prefix().size());
-    if (relative == "index.json") {
-      return AlreadyExistsError(fmt::format(
-          "{}: already exists; merge_index never overwrites an index", root.UrlOf(relative)));
-    }
-    if (!relative.ends_with("/index.json")) continue;
-    const std::string folder_path = relative.substr(0, relative.size() - 11);
-    const size_t slash = folder_path.rfind('/');
-    parts.push_back({root.UrlOf(relative),
-                     slash == std::string::npos ? folder_path : folder_path.substr(slash + 1), ""});
-    keys.push_back(obj.key);
-  }
-  if (parts.empty()) {
+  std::vector<std::string> files;
+  for (const ObjectInfo& obj : listing.objects)
+    files.push_back(obj.key.substr(root.prefix().size()));
+  std::string name = root.name();
+  while (name.size() > 1 && name.ends_with('/')) name.pop_back();
+  auto found = FindSubIndexes(std::move(files), name);
+  if (!found && found.error().code() == StatusCode::kNotFound && listing.objects.empty()) {
     return NotFoundError(
-        fmt::format("{}: no sub-folder holds an index.json{}", root.name(),
-                    listing.objects.empty() ? " (nothing is there: does it exist?)" : ""));
+        fmt::format("{} (nothing is there: does it exist?)", found.error().message()));
   }
-  for (size_t i = 0; i < parts.size(); ++i) {
-    FERRY_ASSIGN_OR_RETURN(parts[i].text, root.store().Get(keys[i]));
+  FERRY_RETURN_IF_ERROR(found.status());
+  std::vector<IndexPart> parts;
+  for (const SubIndex& sub : *found) {
+    FERRY_ASSIGN_OR_RETURN(std::string text, root.store().Get(root.prefix() + sub.path));
+    parts.push_back({root.UrlOf(sub.path), sub.folder, std::move(text)});
   }
   FERRY_ASSIGN_OR_RETURN(const MergedIndex merged, MergeIndexParts(parts));
   FERRY_RETURN_IF_ERROR(root.store().Put(root.prefix() + "index.json", merged.text));

@@ -64,6 +64,29 @@ Result<size_t> MergeIndexFiles(const std::vector<std::filesystem::path>& index_f
   return merged.shards;
 }
 
+Result<std::vector<SubIndex>> FindSubIndexes(std::vector<std::string> files,
+                                             std::string_view root) {
+  std::sort(files.begin(), files.end());
+  std::vector<SubIndex> found;
+  for (std::string& path : files) {
+    if (path == "index.json") {
+      return AlreadyExistsError(fmt::format(
+          "{}/index.json: already exists; merge_index never overwrites an index", root));
+    }
+    if (!path.ends_with("/index.json")) continue;
+    const std::string_view folder_path =
+        std::string_view(path).substr(0, path.size() - std::string_view("/index.json").size());
+    const size_t slash = folder_path.rfind('/');
+    std::string folder(slash == std::string_view::npos ? folder_path
+                                                       : folder_path.substr(slash + 1));
+    found.push_back({std::move(path), std::move(folder)});
+  }
+  if (found.empty()) {
+    return NotFoundError(fmt::format("{}: no sub-folder holds an index.json", root));
+  }
+  return found;
+}
+
 Result<size_t> MergeIndexUnder(const std::filesystem::path& root) {
   std::error_code ec;
   if (!std::filesystem::exists(root, ec)) {
@@ -72,27 +95,20 @@ Result<size_t> MergeIndexUnder(const std::filesystem::path& root) {
   if (!std::filesystem::is_directory(root, ec)) {
     return InvalidArgumentError(fmt::format("{}: not a folder", root.string()));
   }
-  // "out/" and "out" are the same folder; compare normalized paths without a trailing slash.
-  auto normal = [](const std::filesystem::path& p) {
-    std::filesystem::path n = p.lexically_normal();
-    return n.has_filename() ? n : n.parent_path();
-  };
-  const std::filesystem::path top = normal(root);
-  std::vector<std::filesystem::path> found;
+  std::vector<std::string> files;
   for (auto it = std::filesystem::recursive_directory_iterator(root, ec);
        !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-    if (it->is_regular_file() && it->path().filename() == "index.json" &&
-        normal(it->path().parent_path()) != top) {
-      found.push_back(it->path());
+    if (it->is_regular_file()) {
+      files.push_back(it->path().lexically_relative(root).generic_string());
     }
   }
   if (ec) return ErrnoToStatus(ec.value(), "list folder", root);
-  if (found.empty()) {
-    return NotFoundError(fmt::format("{}: no sub-folder holds an index.json", root.string()));
-  }
-  std::sort(found.begin(), found.end(),
-            [](const auto& a, const auto& b) { return a.string() < b.string(); });
-  return MergeIndexFiles(found, root);
+  std::string name = root.string();
+  while (name.size() > 1 && name.ends_with('/')) name.pop_back();
+  FERRY_ASSIGN_OR_RETURN(const std::vector<SubIndex> found, FindSubIndexes(std::move(files), name));
+  std::vector<std::filesystem::path> paths;
+  for (const SubIndex& sub : found) paths.push_back(root / sub.path);
+  return MergeIndexFiles(paths, root);
 }
 
 }  // namespace ferry

@@ -15,6 +15,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ferry/result.h"
@@ -35,6 +36,20 @@ struct MergedIndex {
 
 /// Merges `parts` in order; each is validated with ParseIndex first.
 Result<MergedIndex> MergeIndexParts(const std::vector<IndexPart>& parts);
+
+/// A sub-index the root form takes: its path relative to the root ('/'-separated) and the name
+/// of the folder that directly holds it.
+struct SubIndex {
+  std::string path;
+  std::string folder;
+};
+
+/// The root form's choice among the files below a root (`files`: paths relative to it,
+/// '/'-separated, in any order): those named index.json that are not directly in the root, in
+/// path order. kAlreadyExists naming `root` when the root holds index.json itself (an index is
+/// never overwritten); kNotFound when none is found. For MergeIndexUnder and for roots in a
+/// store, which list their files otherwise.
+Result<std::vector<SubIndex>> FindSubIndexes(std::vector<std::string> files, std::string_view root);
 
 /// The list form: merges the given index.json files (duplicates dropped, first kept) into
 /// `out`/index.json. Returns the number of shards written.
