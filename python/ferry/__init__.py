@@ -28,7 +28,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "StreamingDataset": "dataset",
     "FileDataset": "files",
-    "Stream": "dataset",
+    "Stream": "stream",
     "StreamingDataLoader": "dataloader",
     "DataLoader": "loader",
     "diagnose": "loader",
