@@ -4,7 +4,8 @@
 arguments as Mosaic Streaming's - and ``ferry.DataLoader`` with ``ferry.transforms``, which
 decodes, transforms and collates in native threads; ``ferry.FileDataset`` for folders of many
 small files. torch is imported only when a torch-facing class is first used (``import ferry``
-alone, for writing datasets, does not need it).
+alone, for writing datasets, does not need it). ``ferry.util`` holds the helpers of Mosaic's
+``streaming.base.util`` (``merge_index``, ``bytes_to_int``, ...).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ _LAZY = {
     "DataLoader": "loader",
     "diagnose": "loader",
     "transforms": None,
+    "util": None,
 }
 
 
@@ -71,4 +73,5 @@ __all__ = [
     "errors",
     "metrics",
     "transforms",
+    "util",
 ]

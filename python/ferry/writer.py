@@ -8,6 +8,7 @@ on background threads while Python goes on encoding.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -19,8 +20,11 @@ from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Unio
 from . import _ferry
 from ._values import encoder
 from .errors import InvalidArgumentError
+from .util import bytes_to_int
 
 _DEFAULT_SIZE_LIMIT = 1 << 26
+# The keyword arguments Mosaic's writers take besides the named ones.
+_MOSAIC_KWARGS = ("progress_bar", "max_workers", "retry", "exist_ok")
 # A finished shard: the writer renames it into place from "<name>.tmp.<pid>.<n>" when complete.
 _SHARD_FILE = re.compile(r"^shard\.\d+\.mds(\.[a-z0-9]+)?$")
 _SCAN_INTERVAL_S = 0.1
@@ -30,17 +34,33 @@ def _is_remote(path: str) -> bool:
     return "://" in path and not path.startswith("file://")
 
 
-def resolve_size_limit(size_limit: Union[int, str, None]) -> Optional[int]:
-    """Bytes, or a human size ("64mb"); 0 or None mean no limit (one shard)."""
-    if size_limit is None:
+class UnsupportedEncodingError(InvalidArgumentError, TypeError):
+    """A column encoding MDS does not have (a TypeError, as Mosaic raises; also a ValueError)."""
+
+
+class MissingColumnError(InvalidArgumentError, KeyError):
+    """A sample without a value for a column (a KeyError, as Mosaic raises; also a ValueError)."""
+
+    def __str__(self) -> str:  # KeyError's would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+def resolve_size_limit(size_limit: Union[int, float, str, None]) -> Optional[int]:
+    """Bytes, or a size Mosaic's ``bytes_to_int`` reads ("64mb"); None, 0 and "" mean no limit
+    (one shard). ValueError, with Mosaic's messages, below 0 and at 2**32 or more."""
+    if not size_limit:
         return None
-    if isinstance(size_limit, bool) or not isinstance(size_limit, (int, str)):
+    value = bytes_to_int(size_limit)
+    if value < 0:
         raise InvalidArgumentError(
-            f"size_limit must be bytes or a size such as '64mb', not {size_limit!r}"
+            f"`size_limit` must be greater than zero, instead, found as {value}."
         )
-    if isinstance(size_limit, int) and size_limit < 0:
-        raise InvalidArgumentError(f"size_limit must not be negative, got {size_limit}")
-    return _ferry.resolve_size_limit(str(size_limit))
+    if value >= 2**32:
+        raise InvalidArgumentError(
+            f"`size_limit` must be less than 2**32, instead, found as {value}. This is because "
+            f"sample byte offsets are stored with uint32."
+        )
+    return value or None
 
 
 class MDSWriter:
@@ -55,16 +75,26 @@ class MDSWriter:
         compression: ``"zstd"``, ``"zstd:7"``, ``"gz"``, ``"br"``, ``"bz2"``, ``"snappy"`` or
             None.
         hashes: digests recorded in ``index.json`` (``"sha1"``, ``"xxh64"``, ...).
-        size_limit: shard size in bytes or a human size (``"64mb"``); 0/None for one shard.
+        size_limit: shard size in bytes or a human size (``"64mb"``, read by
+            ``ferry.util.bytes_to_int``); 0/None for one shard; below 2**32.
         keep_local: with a remote ``out``, keep the local copy after uploading (otherwise each
             shard is deleted once uploaded, so local disk holds only shards in flight).
-        exist_ok: replace a dataset already in the local folder (otherwise a non-empty folder
-            is an ``AlreadyExistsError``).
+        exist_ok: replace a dataset already in the local folder (its index.json and shard
+            files; other files are kept). Otherwise a non-empty folder is an
+            ``AlreadyExistsError`` (a ``FileExistsError``: "Directory is not empty: ...").
+        max_workers: threads uploading shards to a remote ``out``.
+        progress_bar, retry: accepted for Mosaic compatibility; ferry's stores retry on their
+            own.
+
+    Any other keyword argument is a ValueError ("Invalid Writer argument(s): ..."), as in
+    Mosaic; an unknown encoding is ``UnsupportedEncodingError`` (a TypeError and a ValueError).
 
     Values: bytes-like values are stored verbatim in any column; otherwise str, int, float,
     ``Decimal``, numpy scalars and arrays, JSON-able objects, PIL images (or uint8 arrays) for
     the image encodings, anything picklable for ``pkl``. Extra keys in a sample are ignored.
     """
+
+    format = "mds"
 
     def __init__(
         self,
@@ -76,14 +106,34 @@ class MDSWriter:
         hashes: Optional[Sequence[str]] = None,
         size_limit: Union[int, str, None] = _DEFAULT_SIZE_LIMIT,
         exist_ok: bool = False,
-        max_workers: int = 16,
+        max_workers: Optional[int] = 16,
         **kwargs: Any,
     ) -> None:
-        unknown = set(kwargs) - {"progress_bar", "retry"}
+        if "extra_bytes_per_sample" in kwargs:
+            # Mosaic's MDSWriter passes its own (4: the sample's offset) and fails the same way.
+            raise TypeError(
+                "MDSWriter got multiple values for keyword argument 'extra_bytes_per_sample'"
+            )
+        # extra_bytes_per_shard is a JointWriter argument that MDSWriter overrides (header and
+        # config size): accepted and without effect, as there.
+        unknown = [k for k in kwargs if k not in _MOSAIC_KWARGS + ("extra_bytes_per_shard",)]
         if unknown:
-            raise InvalidArgumentError(f"MDSWriter got unknown arguments: {sorted(unknown)}")
+            raise InvalidArgumentError(
+                f"Invalid Writer argument(s): {unknown} (MDSWriter takes columns, out, "
+                f"keep_local, compression, hashes, size_limit, exist_ok, max_workers, "
+                f"progress_bar, retry)"
+            )
         if not isinstance(columns, Mapping) or not columns:
             raise InvalidArgumentError("columns must be a non-empty dict of name -> encoding")
+        for name in sorted(columns):
+            try:
+                _ferry.encoding_kind(str(columns[name]))
+            except ValueError as e:
+                raise UnsupportedEncodingError(
+                    f"MDSWriter passed column `{name}` with encoding `{columns[name]}` is "
+                    f"unsupported ({e})"
+                ) from None
+        resolved_size_limit = resolve_size_limit(size_limit)  # before a temporary folder exists
         if isinstance(out, (tuple, list)):
             if len(out) != 2:
                 raise InvalidArgumentError("out must be a path, a URL or a (local, remote) pair")
@@ -98,13 +148,20 @@ class MDSWriter:
         self.local = local
         self.remote = remote
         self.keep_local = keep_local
-        self._max_workers = max(1, int(max_workers))
+        self.columns = dict(columns)
+        self.compression = compression or None
+        self.hashes = list(hashes or [])
+        self.size_limit = resolved_size_limit
+        # None: the default of Python's thread pools, as Mosaic leaves it.
+        self._max_workers = (
+            min(32, (os.cpu_count() or 1) + 4) if max_workers is None else max(1, int(max_workers))
+        )
         self._native = _ferry.Writer(
             local,
             [(str(name), str(encoding)) for name, encoding in columns.items()],
-            compression,
-            list(hashes or []),
-            resolve_size_limit(size_limit),
+            self.compression,
+            self.hashes,
+            self.size_limit,
             exist_ok,
         )
         self._names = list(self._native.column_names)
@@ -127,6 +184,29 @@ class MDSWriter:
         return list(self._names)
 
     @property
+    def column_encodings(self) -> Sequence[str]:
+        """Encodings, in column_names order."""
+        return list(self._native.column_encodings)
+
+    @property
+    def column_sizes(self) -> Sequence[Optional[int]]:
+        """Bytes of each fixed-size column, None for variable-size ones (column_names order)."""
+        return self.get_config()["column_sizes"]
+
+    def get_config(self) -> Dict[str, Any]:
+        """The config every shard embeds, as Mosaic's ``get_config`` gives it: ``version`` (2),
+        ``format`` ("mds"), ``compression``, ``hashes``, ``size_limit`` (bytes or None),
+        ``column_names``, ``column_encodings`` and ``column_sizes``."""
+        return json.loads(self._native.config)
+
+    def flush_shard(self) -> None:
+        """Ends the current shard now: the next sample starts a new one. Nothing is written when
+        the shard holds no sample yet (Mosaic writes an empty shard then)."""
+        if self._finished:
+            raise InvalidArgumentError(f"{self.local}: flush_shard after finish")
+        self._native.flush_shard()
+
+    @property
     def samples_written(self) -> int:
         return self._native.samples_written
 
@@ -137,7 +217,7 @@ class MDSWriter:
         try:
             values = [encode(sample[name]) for name, encode in zip(self._names, self._encoders)]
         except KeyError as e:
-            raise InvalidArgumentError(
+            raise MissingColumnError(
                 f"{self.local}: the sample has no value for column {e.args[0]!r} "
                 f"(columns: {', '.join(self._names)})"
             ) from None
@@ -201,4 +281,4 @@ class MDSWriter:
         self.finish()
 
 
-__all__ = ["MDSWriter", "resolve_size_limit"]
+__all__ = ["MDSWriter", "MissingColumnError", "UnsupportedEncodingError", "resolve_size_limit"]

@@ -61,10 +61,12 @@ Result<std::unique_ptr<LocalDataset>> LocalDataset::Open(const std::filesystem::
   for (size_t k = 0; k < ds->index_.shards.size(); ++k) {
     const ShardConfig& config = *ds->index_.shards[k].config;
     if (config.HasUnsafeColumn() && !options.allow_unsafe_types) {
+      size_t c = 0;
+      while (!config.column_encodings[c].unsafe()) ++c;
       return InvalidArgumentError(fmt::format(
-          "{}: shard {} has a pkl column, which runs arbitrary code when unpickled; pass "
-          "allow_unsafe_types to read it as raw bytes",
-          index_path.string(), k));
+          "{}: shard {}: Column {} contains an unsafe type: {}, which runs arbitrary code when "
+          "unpickled; pass allow_unsafe_types to read it as raw bytes",
+          index_path.string(), k, config.column_names[c], config.column_encodings[c].text()));
     }
   }
   ds->options_ = std::move(options);

@@ -107,6 +107,7 @@ TEST(LocalDatasetOpen, PickleColumnsAreRefusedUnlessAllowed) {
   ASSERT_FALSE(refused.has_value());
   EXPECT_EQ(refused.error().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(refused.error().message(), HasSubstr("pkl"));
+  EXPECT_THAT(refused.error().message(), HasSubstr("contains an unsafe type"));  // as Mosaic's
   EXPECT_THAT(refused.error().message(), HasSubstr("allow_unsafe_types"));
   EXPECT_THAT(refused.error().message(), HasSubstr((root / "index.json").string()));
 

@@ -62,8 +62,9 @@ Status PrepareOutput(const std::filesystem::path& out, bool exist_ok) {
     }
     return Status::Ok();
   }
+  // "Directory is not empty" is the reference's wording, which scripts match on.
   return AlreadyExistsError(fmt::format(
-      "{}: folder is not empty; choose an empty folder or allow replacing the dataset in it",
+      "Directory is not empty: {}; choose an empty folder or allow replacing the dataset in it",
       out.string()));
 }
 
@@ -108,6 +109,7 @@ class MdsWriter::Impl {
   }
 
   const std::vector<std::string>& column_names() const { return config_->column_names; }
+  const ShardConfig& config() const { return *config_; }
 
   Status WriteValues(std::span<const Value> values) {
     if (finished_) return FailedPreconditionError("MdsWriter: Write after Finish");
@@ -154,6 +156,13 @@ class MdsWriter::Impl {
     shard_size_ += s;
     ++samples_;
     return Status::Ok();
+  }
+
+  Status EndShard() {
+    if (finished_) return FailedPreconditionError("MdsWriter: FlushShard after Finish");
+    FERRY_RETURN_IF_ERROR(BackgroundStatus());
+    if (offsets_.empty()) return Status::Ok();
+    return FlushShard();
   }
 
   Status Write(const std::map<std::string, Value, std::less<>>& sample) {
@@ -352,6 +361,8 @@ Result<std::unique_ptr<MdsWriter>> MdsWriter::Create(MdsWriterOptions options) {
 MdsWriter::MdsWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 MdsWriter::~MdsWriter() = default;
 const std::vector<std::string>& MdsWriter::column_names() const { return impl_->column_names(); }
+const ShardConfig& MdsWriter::config() const { return impl_->config(); }
+Status MdsWriter::FlushShard() { return impl_->EndShard(); }
 Status MdsWriter::WriteValues(std::span<const Value> values) { return impl_->WriteValues(values); }
 Status MdsWriter::Write(const std::map<std::string, Value, std::less<>>& sample) {
   return impl_->Write(sample);

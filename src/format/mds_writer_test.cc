@@ -207,6 +207,7 @@ TEST(MdsWriter, RefusesANonEmptyFolderUnlessAllowed) {
   ASSERT_FALSE(again.has_value());
   EXPECT_EQ(again.error().code(), StatusCode::kAlreadyExists);
   EXPECT_THAT(again.error().message(), HasSubstr(tmp.path().string()));
+  EXPECT_THAT(again.error().message(), HasSubstr("Directory is not empty"));  // the reference's
 
   ASSERT_TRUE(WriteFileAtomically(tmp / "notes.txt", "keep me").ok());
   auto writer = MakeWriter({.out = tmp.path(), .columns = {{"x", "int"}}, .exist_ok = true});
@@ -214,6 +215,20 @@ TEST(MdsWriter, RefusesANonEmptyFolderUnlessAllowed) {
   ASSERT_EQ(writer->Finish().value().shards.size(), 1u);
   EXPECT_FALSE(std::filesystem::exists(tmp / "shard.00001.mds"));  // old shards are gone
   EXPECT_EQ(FileText(tmp / "notes.txt"), "keep me");               // other files are not
+}
+
+TEST(MdsWriter, FlushShardEndsTheShardAndNeverWritesAnEmptyOne) {
+  testing::TempDir tmp;
+  auto writer = MakeWriter({.out = tmp.path(), .columns = {{"x", "int"}}});
+  ASSERT_TRUE(writer->FlushShard().ok());  // nothing pending: no empty first shard
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(writer->Write({{"x", Value(i)}}).ok());
+  ASSERT_TRUE(writer->FlushShard().ok());
+  ASSERT_TRUE(writer->FlushShard().ok());  // again, with nothing new: no empty shard either
+  ASSERT_TRUE(writer->Write({{"x", Value(3)}}).ok());
+  const Index index = writer->Finish().value();
+  EXPECT_EQ(ShardSamples(index), (std::vector<uint64_t>{3, 1}));
+  EXPECT_EQ(writer->FlushShard().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(SerializeShardConfig(writer->config()), SerializeShardConfig(*index.shards[0].config));
 }
 
 TEST(MdsWriter, WritesOnlyTheCompressedFileAndItsHashes) {

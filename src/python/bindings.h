@@ -9,5 +9,6 @@ void RegisterWriter(pybind11::module_& m);
 void RegisterDataset(pybind11::module_& m);
 void RegisterLoader(pybind11::module_& m);
 void RegisterFiles(pybind11::module_& m);
+void RegisterUtil(pybind11::module_& m);
 
 }  // namespace ferry::python

@@ -54,4 +54,5 @@ PYBIND11_MODULE(_ferry, m) {
   RegisterDataset(m);
   RegisterLoader(m);
   RegisterFiles(m);
+  RegisterUtil(m);
 }

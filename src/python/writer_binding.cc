@@ -66,6 +66,18 @@ class PyWriter {
     ThrowIfError(status);
   }
 
+  void FlushShard() {
+    Status status;
+    {
+      py::gil_scoped_release release;
+      status = writer_->FlushShard();
+    }
+    ThrowIfError(status);
+  }
+
+  /// The config block every shard embeds, as JSON text.
+  std::string config() const { return SerializeShardConfig(writer_->config()); }
+
   /// Writes the last shard and index.json; returns the number of shards.
   size_t Finish() {
     Result<Index> index = InternalError("not finished");
@@ -95,6 +107,8 @@ void RegisterWriter(py::module_& m) {
       .def_property_readonly("column_names", &PyWriter::column_names)
       .def_property_readonly("column_encodings", &PyWriter::column_encodings)
       .def_property_readonly("samples_written", &PyWriter::samples_written)
+      .def_property_readonly("config", &PyWriter::config)
+      .def("flush_shard", &PyWriter::FlushShard)
       .def("write", &PyWriter::Write, py::arg("values"))
       .def("finish", &PyWriter::Finish);
 }

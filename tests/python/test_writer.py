@@ -7,6 +7,7 @@ import os
 import pathlib
 import pickle
 import subprocess
+import uuid
 from decimal import Decimal
 
 import numpy as np
@@ -163,13 +164,16 @@ def test_bad_values_are_value_errors_naming_the_column(tmp_path, columns, sample
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"size_limit": -5}, "negative"),
-    ({"size_limit": "lots"}, "not a size"),
+    ({"size_limit": -5}, "`size_limit` must be greater than zero, instead, found as -5"),
+    ({"size_limit": "lots"}, "Unsupported value/suffix lots"),
     ({"size_limit": 2**40}, "size_limit"),
+    ({"size_limit": 2**32}, r"`size_limit` must be less than 2\*\*32, instead, found as 4294967"),
+    ({"size_limit": "4gb"}, "`size_limit` must be less than 2\\*\\*32"),
     ({"compression": "lzma"}, "lzma"),
     ({"hashes": ["crc"]}, "crc"),
     ({"columns": {}}, "columns"),
     ({"no_such_option": 1}, "no_such_option"),
+    ({"min_workers": 1}, r"Invalid Writer argument\(s\): \['min_workers'\]"),
 ])
 def test_bad_options_are_value_errors(tmp_path, kwargs, match):
     options = {"columns": {"a": "int"}, **kwargs}
@@ -193,3 +197,102 @@ def test_pickle_values_are_stored_with_pickle_dumps(tmp_path):
     index = json.loads((tmp_path / "bad" / "index.json").read_text())
     shard = (tmp_path / "bad" / index["shards"][0]["raw_data"]["basename"]).read_bytes()
     assert pickle.dumps(value) in shard
+
+
+def test_a_non_empty_folder_is_refused_in_mosaics_words(tmp_path):
+    _write(tmp_path, {"a": "int"}, {"a": 1})
+    with pytest.raises(FileExistsError, match="Directory is not empty: .*bad"):
+        ferry.MDSWriter(out=str(tmp_path / "bad"), columns={"a": "int"})
+
+
+def test_an_unknown_encoding_is_a_type_error_as_in_mosaic(tmp_path):
+    with pytest.raises(TypeError, match="column `a` with encoding `nope` is unsupported") as e:
+        ferry.MDSWriter(out=str(tmp_path / "o"), columns={"a": "nope"})
+    assert isinstance(e.value, ValueError)
+    assert not (tmp_path / "o").exists(), "refused before anything is created"
+
+
+def test_a_missing_column_is_a_key_error_as_in_mosaic(tmp_path):
+    with pytest.raises(KeyError) as e:
+        _write(tmp_path, {"a": "int", "b": "str"}, {"a": 1})
+    assert isinstance(e.value, ValueError) and "no value for column 'b'" in str(e.value)
+
+
+def test_mosaics_other_writer_arguments(tmp_path):
+    with ferry.MDSWriter(out=str(tmp_path / "o"), columns={"a": "int"}, max_workers=None,
+                         progress_bar=True, retry=4, extra_bytes_per_shard=100) as writer:
+        writer.write({"a": 1})
+    with pytest.raises(TypeError, match="extra_bytes_per_sample"):
+        ferry.MDSWriter(out=str(tmp_path / "p"), columns={"a": "int"}, extra_bytes_per_sample=4)
+
+
+@pytest.mark.parametrize("size_limit, expected", [
+    (" 2 KB ", 2048), (1500.9, 1500), ("1.5kb", 1536), (None, None), (0, None),
+])
+def test_size_limit_is_read_as_mosaic_reads_it(tmp_path, size_limit, expected):
+    writer = ferry.MDSWriter(out=str(tmp_path / "o"), columns={"a": "int"},
+                             size_limit=size_limit)
+    assert writer.size_limit == expected and writer.get_config()["size_limit"] == expected
+
+
+def test_get_config_is_mosaics_and_what_every_shard_embeds(tmp_path):
+    columns = {"txt": "str", "id": "int64", "vec": "ndarray:float32:2,3", "img": "jpeg"}
+    writer = ferry.MDSWriter(out=str(tmp_path / "o"), columns=columns, compression="zstd:7",
+                             hashes=["sha1", "xxh64"], size_limit="1kb")
+    assert writer.get_config() == {
+        "version": 2, "format": "mds", "compression": "zstd:7", "hashes": ["sha1", "xxh64"],
+        "size_limit": 1024, "column_names": ["id", "img", "txt", "vec"],
+        "column_encodings": ["int64", "jpeg", "str", "ndarray:float32:2,3"],
+        "column_sizes": [8, None, None, 24],
+    }
+    assert (writer.format, writer.compression, writer.hashes) == ("mds", "zstd:7",
+                                                                  ["sha1", "xxh64"])
+    assert writer.columns == columns and writer.column_sizes == [8, None, None, 24]
+    assert writer.column_encodings == ["int64", "jpeg", "str", "ndarray:float32:2,3"]
+    writer.get_config()["hashes"].append("md5")  # a fresh dict each call, as Mosaic's
+    assert writer.get_config()["hashes"] == ["sha1", "xxh64"]
+    image = Image.new("RGB", (4, 4))
+    with writer:
+        writer.write({"txt": "x", "id": 1, "vec": np.zeros((2, 3), np.float32), "img": image})
+    shard = json.loads((tmp_path / "o" / "index.json").read_text())["shards"][0]
+    assert {k: shard[k] for k in writer.get_config()} == writer.get_config()
+    plain = ferry.MDSWriter(out=str(tmp_path / "p"), columns={"a": "int"})
+    assert (plain.get_config()["compression"], plain.get_config()["hashes"],
+            plain.get_config()["size_limit"]) == (None, [], 1 << 26)
+
+
+def test_flush_shard_starts_a_new_shard_and_never_writes_an_empty_one(tmp_path):
+    out = tmp_path / "o"
+    with ferry.MDSWriter(out=str(out), columns={"a": "int"}) as writer:
+        writer.flush_shard()  # nothing yet: no empty first shard
+        for i in range(5):
+            writer.write({"a": i})
+            if i in (1, 2):
+                writer.flush_shard()
+        writer.flush_shard()
+        writer.flush_shard()  # nothing new since the last one
+    shards = json.loads((out / "index.json").read_text())["shards"]
+    assert [s["samples"] for s in shards] == [2, 1, 2]
+    ds = ferry.StreamingDataset(local=str(out), shuffle=False, batch_size=1)
+    assert [int(ds[i]["a"]) for i in range(len(ds))] == list(range(5))
+    with pytest.raises(ValueError, match="after finish"):
+        writer.flush_shard()
+
+
+def test_flush_shard_with_a_remote_out_uploads_the_shard(tmp_path, s3rver):
+    url = f"s3://{s3rver['bucket']}/python/flush-{uuid.uuid4().hex[:12]}"
+    with ferry.MDSWriter(out=url, columns={"a": "int"}) as writer:
+        writer.write({"a": 1})
+        writer.flush_shard()
+        writer.write({"a": 2})
+    assert writer.uploaded == ["shard.00000.mds", "shard.00001.mds"]
+    ds = ferry.StreamingDataset(remote=url, local=str(tmp_path / "cache"), batch_size=1)
+    assert len(ds) == 2
+
+
+def test_reading_a_pkl_column_needs_allow_unsafe_types_in_mosaics_words(tmp_path):
+    _write(tmp_path, {"num": "pkl", "id": "int"}, {"num": 3, "id": 1})
+    with pytest.raises(ValueError, match="Column num contains an unsafe type: pkl"):
+        ferry.StreamingDataset(local=str(tmp_path / "bad"), batch_size=1)
+    ds = ferry.StreamingDataset(local=str(tmp_path / "bad"), batch_size=1, allow_unsafe_types=True)
+    assert ds[0]["num"] == 3

@@ -74,6 +74,8 @@ class MdsWriter {
 
   /// The stored (sorted) column order that WriteValues expects values in.
   const std::vector<std::string>& column_names() const;
+  /// The config block every shard embeds (SerializeShardConfig gives its text).
+  const ShardConfig& config() const;
 
   /// Appends one sample; `values` are in column_names() order (the fast path).
   Status WriteValues(std::span<const Value> values);
@@ -81,6 +83,11 @@ class MdsWriter {
   /// Appends one sample given by column name. Extra keys are ignored (as the reference does);
   /// a missing column is kInvalidArgument.
   Status Write(const std::map<std::string, Value, std::less<>>& sample);
+
+  /// Ends the shard being built now, so that the next sample starts a new shard (what the
+  /// reference's flush_shard is for). A shard that holds no sample yet is left open: no empty
+  /// shard is written. kFailedPrecondition after Finish.
+  Status FlushShard();
 
   /// Flushes the last shard, waits for the background writes and writes index.json.
   /// Returns the index written. Calling Write after Finish is kFailedPrecondition.
