@@ -55,6 +55,12 @@ Result<uint64_t> Copy(ObjectStore& src, std::string_view src_key, ObjectStore& d
   if (stop.stop_requested()) {
     return CancelledError(fmt::format("{}: the copy was stopped", src.ToUrl(src_key)));
   }
+  // An object small enough for one request is uploaded whole once started: a PUT cut mid-body
+  // can leave a truncated object behind on some servers (s3rver keeps an empty one), where a
+  // multipart upload that is stopped is aborted and never becomes visible.
+  const auto upload_stop = [&](uint64_t bytes) {
+    return bytes <= kMemoryCopyLimit ? std::stop_token() : stop;
+  };
   uint64_t size = 0;
   const auto src_path = src.LocalPath(src_key);
   const auto dst_path = dst.LocalPath(dst_key);
@@ -63,7 +69,7 @@ Result<uint64_t> Copy(ObjectStore& src, std::string_view src_key, ObjectStore& d
     size = std::filesystem::file_size(*src_path, ec);
     if (ec) return ErrnoToStatus(ec.value(), "stat", *src_path);
     *at_destination = true;
-    FERRY_RETURN_IF_ERROR(dst.PutFile(dst_key, *src_path, stop));
+    FERRY_RETURN_IF_ERROR(dst.PutFile(dst_key, *src_path, upload_stop(size)));
   } else if (dst_path) {
     std::error_code ec;
     std::filesystem::create_directories(dst_path->parent_path(), ec);
@@ -79,7 +85,7 @@ Result<uint64_t> Copy(ObjectStore& src, std::string_view src_key, ObjectStore& d
     if (size <= kMemoryCopyLimit) {
       FERRY_ASSIGN_OR_RETURN(const std::string data, src.Get(src_key, stop));
       *at_destination = true;
-      FERRY_RETURN_IF_ERROR(dst.Put(dst_key, data, stop));
+      FERRY_RETURN_IF_ERROR(dst.Put(dst_key, data, upload_stop(size)));
     } else {
       const std::filesystem::path spool = SpoolPath();
       Status status = src.GetToFile(src_key, spool, stop).status();
