@@ -58,23 +58,23 @@ def main():
     b, w = 64, args.threads
 
     def ferry_decode():
-        ds = ferry.StreamingDataset(local=args.dataset, shuffle=True)
+        ds = ferry.StreamingDataset(batch_size=b, local=args.dataset, shuffle=True)
         return ferry.DataLoader(ds, batch_size=b, num_threads=w, columns=["data", "label"],
                                 transform=[T.Decode(), T.RandomResizedCrop(224),
                                            T.RandomHorizontalFlip(), T.ToTensor("NCHW")])
 
     def torch_decode():
-        ds = ferry.StreamingDataset(local=args.dataset, shuffle=True)
+        ds = ferry.StreamingDataset(batch_size=b, local=args.dataset, shuffle=True)
         pipeline = tv.Compose([tv.RandomResizedCrop(224), tv.RandomHorizontalFlip(), tv.ToTensor()])
         return torch.utils.data.DataLoader(TorchvisionDataset(ds, pipeline), batch_size=b,
                                            num_workers=w)
 
     def ferry_raw():
-        ds = ferry.StreamingDataset(local=args.dataset, shuffle=True)
+        ds = ferry.StreamingDataset(batch_size=b, local=args.dataset, shuffle=True)
         return ferry.DataLoader(ds, batch_size=b, num_threads=w, columns=["data", "label"])
 
     def torch_raw():
-        ds = ferry.StreamingDataset(local=args.dataset, shuffle=True, image_format="bytes")
+        ds = ferry.StreamingDataset(batch_size=b, local=args.dataset, shuffle=True, image_format="bytes")
         return torch.utils.data.DataLoader(ds, batch_size=b, num_workers=w,
                                            collate_fn=raw_collate)
 

@@ -105,7 +105,7 @@ def worker_ferry_torch(spec):
 
     import ferry
 
-    ds = ferry.StreamingDataset(remote=spec["url"], local=spec["cache"], shuffle=True,
+    ds = ferry.StreamingDataset(batch_size=32, remote=spec["url"], local=spec["cache"], shuffle=True,
                                 image_format="bytes")
     loader = torch.utils.data.DataLoader(ds, batch_size=32, num_workers=2,
                                          collate_fn=lambda b: [s["data"] for s in b])
@@ -120,7 +120,7 @@ def worker_ferry_decode(spec):
     import ferry
     from ferry import transforms as T
 
-    ds = ferry.StreamingDataset(remote=spec["url"], local=spec["cache"], shuffle=True)
+    ds = ferry.StreamingDataset(batch_size=32, remote=spec["url"], local=spec["cache"], shuffle=True)
     loader = ferry.DataLoader(ds, batch_size=32, num_threads=2, columns=["data"],
                               transform=[T.RandomResizedCrop(224), T.RandomHorizontalFlip(),
                                          T.ToTensor()])

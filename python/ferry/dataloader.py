@@ -8,7 +8,7 @@ from typing import Any, Dict, Optional
 import torch
 import torch.utils.data
 
-from .dataset import StreamingDataset, _world
+from .dataset import StreamingDataset
 
 
 def _batch_size(batch: Any) -> int:
@@ -42,7 +42,7 @@ class StreamingDataLoader(torch.utils.data.DataLoader):
     def state_dict(self) -> Optional[Dict[str, Any]]:
         if not isinstance(self.dataset, StreamingDataset):
             return None
-        nodes, ranks_per_node, _, _ = _world()
+        nodes, ranks_per_node, _, _ = self.dataset._world()
         return self.dataset.state_dict(self.num_samples_yielded * nodes * ranks_per_node, False)
 
     def load_state_dict(self, obj: Dict[str, Any]) -> None:

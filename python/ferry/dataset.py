@@ -9,114 +9,56 @@ happen in the native engine (docs/streaming.md); this module is the thin Python 
 
 from __future__ import annotations
 
-import multiprocessing
 import os
+import warnings
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
-import torch.utils.data
+import numpy as np
 
 from . import _ferry
 from ._values import decoder
-from .errors import InvalidArgumentError
-from .stream import Stream, _count, _size
+from .errors import DataLossError, IndexDecodeError, InvalidArgumentError, MissingIndexError
+from .shards import ShardInfo
+from .stream import Stream, _count, _size, streams_registry
+from .util import number_abbrev_to_int
+from .world import _NativeDataset, _replicated, _world, _worker
 
 
-def _world() -> Tuple[int, int, int, int]:
-    """(nodes, ranks_per_node, node, rank within the node) from torch.distributed's variables."""
-    world_size = int(os.environ.get("WORLD_SIZE", 1))
-    rank = int(os.environ.get("RANK", 0))
-    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
-    local_rank = int(os.environ.get("LOCAL_RANK", rank % local_world))
-    if world_size < 1 or local_world < 1 or world_size % local_world:
-        raise InvalidArgumentError(
-            f"WORLD_SIZE {world_size} is not a multiple of LOCAL_WORLD_SIZE {local_world}"
-        )
-    return world_size // local_world, local_world, rank // local_world, local_rank
+def _epoch_size(value: Any) -> Optional[int]:
+    """Samples per epoch: an int, or a count with Mosaic's abbreviations ("100k" = 10**5,
+    "1b" = 10**9), not a byte size."""
+    if value is None or value == 0:
+        return None
+    if isinstance(value, bool):
+        raise InvalidArgumentError(f"epoch_size must be a number of samples, not {value!r}")
+    samples = number_abbrev_to_int(value)
+    if samples < 0:
+        raise InvalidArgumentError(f"Epoch size cannot be negative. Received {samples}.")
+    return samples
 
 
-def _worker() -> Tuple[int, int]:
-    info = torch.utils.data.get_worker_info()
-    return (info.id, info.num_workers) if info is not None else (0, 1)
+def _sample_index(index: Any, size: int) -> int:
+    """An index as an int in [0, size): ints and numpy integers, negative ones from the end."""
+    if isinstance(index, bool) or not hasattr(index, "__index__"):
+        raise InvalidArgumentError(f"a sample index is an integer, not {index!r}")
+    i = index.__index__()
+    if i < 0:
+        i += size
+    if not 0 <= i < size:
+        raise IndexError(f"sample index {index} out of range (the dataset has {size} samples)")
+    return i
 
 
-def _exact_resume(done: int, ranks: int, batch: int, workers: int,
-                  worker_id: int) -> Tuple[int, int]:
-    """(plan worker, samples it already read) for DataLoader worker ``worker_id`` when the world
-    read ``done`` samples of the epoch in batches of ``batch`` under the same world shape. The
-    DataLoader hands out batches round robin from worker 0, so after k batches per rank plan
-    worker p has read ceil((k - p) / W) of them. Rotating the workers makes the first batch of
-    this run come from plan worker k % W, which keeps that true across any number of
-    interruptions."""
-    batches = done // (ranks * batch)
-    plan_worker = (worker_id + batches) % workers
-    read = max(0, -(-(batches - plan_worker) // workers))
-    return plan_worker, read * batch
-
-
-def _advance_epoch(epochs, workers: int) -> int:
-    """The epoch a DataLoader worker's __iter__ reads. ``epochs`` is a shared
-    ``multiprocessing.Array('q', [epoch, workers that started it, workers it has])``: every
-    worker of a rank calls __iter__ once per epoch (persistent or not); the first caller after
-    all workers started the current epoch - or one with another worker count, which can only
-    come from a new DataLoader - moves to the next one."""
-    with epochs.get_lock():
-        if epochs[1] and (epochs[1] >= epochs[2] or workers != epochs[2]):
-            epochs[0] += 1
-            epochs[1] = 0
-        epochs[1] += 1
-        epochs[2] = workers
-        return epochs[0]
-
-
-class _NativeDataset(torch.utils.data.IterableDataset):
-    """What StreamingDataset and FileDataset share: the native dataset, opened again in each
-    process that uses it (``_open_native``), and the epoch counter this process shares with the
-    DataLoader workers it forks."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._epochs = multiprocessing.Array("q", [0, 0, 0])  # see _advance_epoch
-        self._resume: Optional[Dict[str, Any]] = None
-        self._pid = None
-        self._dataset = None
-
-    def _open_native(self):
-        raise NotImplementedError
-
-    def _native(self):
-        if self._pid != os.getpid():
-            # A dataset inherited through fork is dropped here safely: the native side never
-            # destroys an object in a process other than its own (src/python/fork_safe.h).
-            self._dataset = self._open_native()
-            self._pid = os.getpid()
-        return self._dataset
-
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state["_dataset"] = None
-        state["_pid"] = None
-        state["_epochs"] = None  # shared only through fork
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        if self._epochs is None:
-            self._epochs = multiprocessing.Array("q", [0, 0, 0])
-
-    def _next_epoch(self, workers: int) -> int:
-        return _advance_epoch(self._epochs, workers)
-
-    @property
-    def next_epoch(self) -> int:
-        with self._epochs.get_lock():
-            return self._epochs[0] + (1 if self._epochs[1] else 0)
-
-    def set_epoch(self, epoch: int) -> None:
-        """Makes the next iteration read `epoch` (from its start)."""
-        with self._epochs.get_lock():
-            self._epochs[0] = _count(epoch, "epoch")
-            self._epochs[1] = 0
-        self._resume = None
+def _check_local_index(stream: Stream) -> None:
+    """Mosaic's error for a stream with no remote and no index.json in its folder."""
+    if stream.remote is not None or stream.local is None or "://" in stream.local:
+        return
+    index = os.path.join(stream.local, stream.split or "", "index.json")
+    if not os.path.exists(index):
+        raise MissingIndexError(
+            f"No `remote` provided, but local file {index} does not exist either (a folder of "
+            f"files without an index is read with ferry.FileDataset, or packed with "
+            f"`ferry convert`)")
 
 
 class StreamingDataset(_NativeDataset):
@@ -124,21 +66,38 @@ class StreamingDataset(_NativeDataset):
 
     Args (as in Mosaic Streaming):
         remote, local, split: one stream (or give ``streams``).
-        streams: a list of ``Stream`` to mix.
-        epoch_size: samples per epoch over all streams (with ``proportion`` streams).
+        streams: a list of ``Stream`` to mix (each takes what it was not given from the
+            dataset's split, download_retry, download_timeout, validate_hash, keep_zip).
+        stream_name, stream_config: without ``streams``, the one stream is
+            ``streams_registry.get(stream_name)(**stream_config, remote=..., local=..., ...)``:
+            a Stream subclass registered in ``ferry.stream.streams_registry``.
+        epoch_size: samples per epoch (an int, or "100k", "1b": Mosaic's abbreviations) over
+            streams weighted by ``proportion`` (or not at all);
+            without it, proportions share all the streams' samples. Once built, every stream's
+            ``proportion``, ``repeat`` and ``choose`` hold what it gives each epoch.
         predownload: samples fetched ahead per worker; None sizes it from the link ("auto").
-        cache_limit: bytes (or "100gb") the cache folder may hold; shards in use are never
-            evicted, and a dataset without ``remote`` is never evicted at all.
+        cache_limit: bytes (or "100gb") each cache folder may hold, its index.json counted;
+            below what the index.json files take, or four times the largest shard (raw and
+            compressed together), is a ValueError, as with the reference. Shards in use are
+            never evicted, and a dataset without ``remote`` (or with ``remote`` the same folder
+            as ``local``) is never evicted at all.
         keep_zip, validate_hash: keep compressed files; check downloads with this digest.
         sampling_method: ``"balanced"`` or ``"fixed"``.
-        num_canonical_nodes: fixes the order across world shapes (None: a default from the
-            world; saved by ``state_dict`` so a resumed run keeps it).
-        batch_size: the per-worker batch the DataLoader makes (the order deals whole batches).
+        num_canonical_nodes: fixes the order across world shapes (None: Mosaic's default, the
+            nodes, 64 x the nodes for py1s; saved by ``state_dict`` so a resumed run keeps it).
+            On a first run it must divide or be divided by the number of nodes.
+        batch_size: the DataLoader's batch per device: the order deals whole batches to the
+            workers in the order the DataLoader takes them. Needed to iterate under a torch
+            DataLoader, as in Mosaic. Every rank yields exactly ``len(dataset)`` samples.
         shuffle, shuffle_algo (naive, py1s, py1b, py1br, py1e), shuffle_seed,
             shuffle_block_size: see docs/streaming.md.
-        drop_last: cut the epoch to whole world batches instead of padding.
         allow_unsafe_types: read ``pkl`` columns (unpickled: runs code from the dataset).
+        batching_method: ``"random"`` (every batch mixes the streams), ``"per_stream"``,
+            ``"stratified"`` or ``"device_per_stream"`` (docs/streaming.md).
+        replication: groups of this many consecutive ranks read the same samples.
     ferry's own:
+        drop_last: cut the epoch to whole world batches (ranks x batch_size) instead of
+            repeating fewer than ``ranks`` samples.
         image_format: ``"pil"`` (jpeg/png/pil columns as PIL images, as the reference),
             ``"numpy"`` (uint8 arrays) or ``"bytes"`` (the stored JPEG/PNG files, undecoded).
         download_concurrency: shards fetched at once per worker (None: auto).
@@ -159,9 +118,6 @@ class StreamingDataset(_NativeDataset):
             filled earlier stays usable while the remote cannot be reached.
     Accepted for compatibility and not needed (docs/python.md says why): download_retry,
     download_timeout, partition_algo (``"relaxed"`` or ``"orig"``), sampling_granularity (>= 1),
-    batching_method (``"random"``; ``"per_stream"``, ``"stratified"`` and
-    ``"device_per_stream"`` only with one stream, where every method gives the same batches:
-    with several, ferry does not implement them yet and says so), replication (None or 1),
     shuffle_block_size=None.
     """
 
@@ -191,6 +147,8 @@ class StreamingDataset(_NativeDataset):
         batching_method: str = "random",
         allow_unsafe_types: bool = False,
         replication: Optional[int] = None,
+        stream_name: str = "stream",
+        stream_config: Optional[Dict[str, Any]] = None,
         drop_last: bool = False,
         image_format: str = "pil",
         download_concurrency: Optional[int] = None,
@@ -201,22 +159,37 @@ class StreamingDataset(_NativeDataset):
         offline: bool = False,
     ) -> None:
         super().__init__()
+        if bool(streams) == bool(remote or local):
+            raise InvalidArgumentError(
+                "You must provide either streams or remote/local, but not both")
+        default = {"remote": remote, "local": local, "split": split,
+                   "download_retry": download_retry, "download_timeout": download_timeout,
+                   "validate_hash": validate_hash, "keep_zip": keep_zip}
         if streams:
-            if remote is not None or local is not None:
-                raise InvalidArgumentError("give either streams or remote/local, not both")
             self.streams = list(streams)
             for stream in self.streams:
                 if not isinstance(stream, Stream):
                     raise InvalidArgumentError(
                         f"streams must be ferry.Stream objects, not {type(stream).__name__}")
+                stream.apply_default(default)
         else:
-            self.streams = [Stream(remote=remote, local=local, split=split)]
+            # Built from the registry, so that a Stream subclass registered under stream_name
+            # gets its own arguments from stream_config.
+            stream = streams_registry.get(stream_name)(**{**(stream_config or {}), **default})
+            if not isinstance(stream, Stream):
+                raise InvalidArgumentError(
+                    f"stream_name {stream_name!r} made a {type(stream).__name__}, not a "
+                    f"ferry.Stream")
+            self.streams = [stream]
+        Stream.validate_weights(self.streams)
         if image_format not in ("pil", "numpy", "bytes"):
             raise InvalidArgumentError(
                 f"image_format must be 'pil', 'numpy' or 'bytes', not {image_format!r}"
             )
-        if replication not in (None, 1):
-            raise InvalidArgumentError("replication is not supported (only None or 1)")
+        if replication is not None and (isinstance(replication, bool)
+                                        or not isinstance(replication, int) or replication < 1):
+            raise InvalidArgumentError("Replication factor must be positive.")
+        self.replication = replication
         hashes = {s.validate_hash for s in self.streams if s.validate_hash} | (
             {validate_hash} if validate_hash else set()
         )
@@ -225,7 +198,9 @@ class StreamingDataset(_NativeDataset):
         self.shuffle = bool(shuffle)
         self.shuffle_seed = _count(shuffle_seed, "shuffle_seed")
         self.num_canonical_nodes = _count(num_canonical_nodes, "num_canonical_nodes", 1)
-        self.batch_size = _count(batch_size, "batch_size", 1) or 1
+        # None (Mosaic's default) is allowed until iterating under a torch DataLoader, which
+        # needs it (ferry.DataLoader passes its own).
+        self.batch_size = _count(batch_size, "batch_size", 1)
         self.image_format = image_format
         self.allow_unsafe_types = bool(allow_unsafe_types)
         self._options = {
@@ -234,9 +209,9 @@ class StreamingDataset(_NativeDataset):
             "shuffle_algo": shuffle_algo,
             "shuffle_seed": self.shuffle_seed,
             "shuffle_block_size": _count(shuffle_block_size, "shuffle_block_size", 1),
-            "batch_size": self.batch_size,
+            "batch_size": self.batch_size or 1,
             "drop_last": bool(drop_last),
-            "epoch_size": _size(epoch_size, "epoch_size"),
+            "epoch_size": _epoch_size(epoch_size),
             "sampling_method": sampling_method,
             "predownload": _count(predownload, "predownload", 1),
             "download_concurrency": _count(download_concurrency, "download_concurrency", 1),
@@ -251,19 +226,36 @@ class StreamingDataset(_NativeDataset):
             "keep_zip": bool(keep_zip or any(s.keep_zip for s in self.streams)),
             "validate_hash": next(iter(hashes), None),
             "allow_unsafe_types": self.allow_unsafe_types,
-            # Not used, but checked by the engine: a typo, or a value that would change what a
-            # batch holds, is an error rather than silently ignored.
             "batching_method": batching_method,
+            # Not used, but checked by the engine: a typo is an error rather than ignored.
             "partition_algo": partition_algo,
             "sampling_granularity": sampling_granularity,
         }
         self._epoch_offset = 0  # sample_in_epoch this process resumed from
+        self._initial_nodes = None  # physical nodes of the run a loaded state came from
+        self._current = None  # (sample id, values) iteration hands a subclass's __getitem__
         self._workers = 1  # DataLoader workers per rank (StreamingDataLoader tells the parent)
-        self._batch = self.batch_size  # the batches the loader makes (ferry.DataLoader's own)
+        self._batch = self.batch_size or 1  # the loader's batches (ferry.DataLoader's own)
+        if predownload is not None and batch_size is not None and predownload < batch_size:
+            warnings.warn(f"predownload < batch_size ({predownload} < {batch_size}): this may "
+                          f"slow batches down; set predownload to at least batch_size",
+                          stacklevel=2)
         # Open now: a bad URL, missing index or bad option fails here, not in a worker. The index
         # is checked against the remote once: workers read the copy this open checked (the order
         # they plan is the parent's), with no round trip each.
-        native = self._native()
+        if sampling_method not in ("balanced", "fixed"):
+            raise InvalidArgumentError(f"Invalid sampling method: {sampling_method}. Must be one "
+                                       f"of `balanced` or `fixed`.")
+        for stream in self.streams:
+            _check_local_index(stream)
+        try:
+            native = self._native()
+        except DataLossError as e:
+            if "index.json" not in str(e) or "JSON" not in str(e):
+                raise
+            raise IndexDecodeError(str(e)) from None
+        for stream, weights in zip(self.streams, native.stream_weights):
+            stream._set_weights(*weights)
         self._options["offline"] = True
         self._decoders = [
             decoder(enc, image_format, self.allow_unsafe_types) for _, enc in native.columns
@@ -288,10 +280,20 @@ class StreamingDataset(_NativeDataset):
         return self._native().num_samples
 
     def __len__(self) -> int:
-        """Samples one rank reads per epoch (as the reference: the epoch over the ranks)."""
-        nodes, ranks_per_node, _, _ = _world()
+        """Samples one rank reads per epoch, exactly what iterating yields: ceil(epoch size /
+        ranks) as the reference (with ``drop_last``, the rank's share of whole world batches;
+        with a ``batching_method`` other than random, of the whole batches it makes)."""
+        nodes, ranks_per_node, _, _ = self._world()
+        if self._options["batching_method"] != "random":
+            # Batches drawn from particular streams leave out each stream's partial batches:
+            # the plan counts what remains (the same for every rank and any workers).
+            return self._native().plan((nodes, ranks_per_node, 1), self.next_epoch)[
+                "samples_per_rank"]
         ranks = nodes * ranks_per_node
-        return -(-self._native().epoch_samples // ranks)
+        samples = self._native().epoch_samples
+        if self._options["drop_last"]:
+            return samples // (ranks * self._batch) * self._batch
+        return -(-samples // ranks)
 
     def _sample(self, values: List[Any]) -> Dict[str, Any]:
         return {
@@ -299,25 +301,104 @@ class StreamingDataset(_NativeDataset):
             for name, decode, value in zip(self._columns, self._decoders, values)
         }
 
-    def __getitem__(self, index: int) -> Dict[str, Any]:
-        if isinstance(index, bool) or not isinstance(index, int):
-            raise InvalidArgumentError(f"a sample index is an int, not {index!r}")
-        if index < 0:
-            index += self.num_samples
-        if index < 0:
-            raise IndexError(f"sample index out of range (the dataset has {self.num_samples})")
-        _, _, values = self._native().get(index)
+    def __getitem__(self, index: Any) -> Any:
+        """``ds[i]`` (an int or numpy integer, negative from the end), or a list of samples for a
+        slice, a sequence or an array of indices. Goes through ``get_item``, so a subclass may
+        override either, as with the reference; iteration goes through ``__getitem__`` too when
+        a subclass overrides one of them."""
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self.num_samples))]
+        if not isinstance(index, (str, bytes)) and hasattr(index, "__len__"):
+            return [self[i] for i in (index.tolist() if hasattr(index, "tolist") else index)]
+        return self.get_item(_sample_index(index, self.num_samples))
+
+    def get_item(self, sample_id: int, retry: int = 7) -> Dict[str, Any]:
+        """The sample ``sample_id`` (0 <= sample_id < num_samples) as a dict of decoded values;
+        fetches its shard if it is not in the cache (``retry`` is accepted for compatibility:
+        the engine retries by its own policy)."""
+        current = self._current
+        if current is not None and current[0] == sample_id:
+            return self._sample(current[1])
+        _, _, values = self._native().get(sample_id)
         return self._sample(values)
 
-    def get_item(self, index: int) -> Dict[str, Any]:
-        return self[index]
+    def _overridden(self) -> bool:
+        cls = type(self)
+        return (cls.__getitem__ is not StreamingDataset.__getitem__
+                or cls.get_item is not StreamingDataset.get_item)
+
+    # -- shards and the cache (Mosaic's names) -------------------------------------------------
+
+    @property
+    def size(self) -> int:
+        """Samples over all streams (``num_samples``)."""
+        return self.num_samples
+
+    @property
+    def epoch_size(self) -> int:
+        """Samples of one epoch over all ranks, after the streams are mixed."""
+        return self._native().epoch_samples
+
+    @property
+    def shards(self) -> List[ShardInfo]:
+        """Every stream's shards, in order (those of ``streams[0]`` first), as ``ShardInfo``."""
+        if getattr(self, "_shard_infos", None) is None:
+            self._shard_infos = [
+                ShardInfo(info, self.streams[info["stream"]].local,
+                          self.streams[info["stream"]].split)
+                for info in self._native().shards
+            ]
+        return list(self._shard_infos)
+
+    @property
+    def num_shards(self) -> int:
+        return len(self.shards)
+
+    @property
+    def samples_per_shard(self) -> np.ndarray:
+        """Samples of each shard (numpy int64), in the order of ``shards``."""
+        return np.array([shard.samples for shard in self.shards], np.int64)
+
+    @property
+    def cache_usage(self) -> int:
+        """Bytes in the streams' cache folders now, as Mosaic counts them: each index.json and
+        the shard files (raw and compressed) present. ``cache_limit`` holds these (and ferry's
+        few bytes of records in ``.ferry/``)."""
+        return self._native().cache_usage
+
+    def _shard_id(self, shard_id: Any) -> int:
+        if isinstance(shard_id, bool) or not hasattr(shard_id, "__index__"):
+            raise InvalidArgumentError(f"a shard id is an integer, not {shard_id!r}")
+        i = shard_id.__index__()
+        n = self.num_shards
+        if not -n <= i < n:
+            raise IndexError(f"shard {shard_id} out of range (the dataset has {n} shards)")
+        return i % n
+
+    def prepare_shard(self, shard_id: int, blocking: bool = True) -> None:
+        """Makes shard ``shard_id`` local now (downloaded, checked, decompressed), evicting
+        others under ``cache_limit`` as a download does. With ``blocking=False``, a download of
+        it already running in another worker or process is not waited for."""
+        self._native().prepare_shard(self._shard_id(shard_id), bool(blocking))
+
+    def evict_shard(self, shard_id: int) -> None:
+        """Deletes shard ``shard_id``'s files from its cache folder (nothing if it is not local;
+        it is fetched again when read). Raises ``FailedPreconditionError`` (a RuntimeError),
+        deleting nothing, while an iterator of any process on the node reads it, or when its
+        stream has no remote: then its files are the only copy of the data."""
+        self._native().evict_shard(self._shard_id(shard_id))
+
+    def evict_coldest_shard(self) -> None:
+        """Evicts the least recently used shard that can be evicted (see ``evict_shard``);
+        ``ValueError`` when there is none."""
+        self._native().evict_coldest_shard()
 
     # -- epochs and resumption ----------------------------------------------------------------
 
     def state_dict(self, num_samples: int, from_beginning: bool) -> Dict[str, Any]:
         """Where the world is: ``num_samples`` read this epoch over all ranks (since the start of
         the epoch if ``from_beginning``, else since this run resumed)."""
-        nodes, ranks_per_node, _, _ = _world()
+        nodes, ranks_per_node, _, _ = self._world()
         with self._epochs.get_lock():
             epoch = self._epochs[0]
         offset = 0 if from_beginning else self._epoch_offset
@@ -326,15 +407,13 @@ class StreamingDataset(_NativeDataset):
             "sample_in_epoch": offset + int(num_samples),
             "num_canonical_nodes": self._canonical_nodes(),
             "shuffle_seed": self.shuffle_seed,
-            "initial_physical_nodes": nodes,
-            "world": [nodes, ranks_per_node, self._workers],
-            "batch_size": self._batch,
+            "initial_physical_nodes": self._initial_nodes or nodes,
         }
 
     def _canonical_nodes(self) -> int:
         if self.num_canonical_nodes is not None:
             return self.num_canonical_nodes
-        nodes, ranks_per_node, _, _ = _world()
+        nodes, ranks_per_node, _, _ = self._world()
         plan = self._native().plan((nodes, ranks_per_node, self._workers), 0)
         return plan["num_canonical_nodes"]
 
@@ -355,20 +434,19 @@ class StreamingDataset(_NativeDataset):
             # The order depends on it: keep the saved run's, whatever the world is now.
             self.num_canonical_nodes = int(saved_nodes)
             self._pid = None  # re-open with it
-        saved_world = tuple(obj.get("world") or ())
-        if len(saved_world) == 3:
-            total = self._native().plan(saved_world, epoch)["epoch_samples"]
-            if sample_in_epoch >= total:  # saved at the very end: go on with the next epoch
-                epoch, sample_in_epoch = epoch + 1, 0
+        self._initial_nodes = obj.get("initial_physical_nodes")
+        end = self._native().epoch_samples
+        if self._options["batching_method"] != "random":
+            # Batches drawn from particular streams leave samples out: the epoch ends sooner.
+            nodes, ranks_per_node, _, _ = self._world()
+            end = self._native().plan((nodes, ranks_per_node, 1), epoch)["epoch_samples"]
+        if sample_in_epoch >= end:
+            # Saved at the very end (padding included): go on with the next epoch.
+            epoch, sample_in_epoch = epoch + 1, 0
         with self._epochs.get_lock():
             self._epochs[0] = epoch
             self._epochs[1] = 0
-        self._resume = {
-            "epoch": epoch,
-            "sample_in_epoch": sample_in_epoch,
-            "world": saved_world,
-            "batch_size": obj.get("batch_size"),
-        }
+        self._resume = {"epoch": epoch, "sample_in_epoch": sample_in_epoch}
 
     def _begin_epoch(self, workers: int, batch_size: Optional[int] = None) -> None:
         """Called in the main process before a DataLoader starts its workers for an epoch."""
@@ -392,32 +470,65 @@ class StreamingDataset(_NativeDataset):
 
     def _loader_batches(self, native, world: Tuple[int, int, int], batch_size: int,
                         drop_last: bool) -> int:
+        self._check_partition(world[0])
         plan = native.plan(world, self.next_epoch)
-        per_thread = plan["samples_per_worker"]
-        batches = per_thread // batch_size if drop_last else -(-per_thread // batch_size)
-        return batches * world[2]
+        return sum(n // batch_size if drop_last else -(-n // batch_size)
+                   for n in plan["samples_per_worker"])
 
     # -- iteration ----------------------------------------------------------------------------
 
+    def _world(self) -> Tuple[int, int, int, int]:
+        """(nodes, ranks per node, node, rank in node) of the order: torch.distributed's, with
+        ``replication`` applied."""
+        return _replicated(_world(), self.replication)
+
+    def _check_partition(self, nodes: int) -> None:
+        """Mosaic's rule for a first run: canonical and physical nodes divide one another (so
+        each node reads its own shards). ferry's order is valid for any pair, so a run resumed
+        on another node count (``partition_algo="relaxed"``, the default) is not held to it."""
+        canonical = self._canonical_nodes()
+        resumed_elsewhere = (self._options["partition_algo"] == "relaxed"
+                             and self._initial_nodes not in (None, nodes))
+        if canonical % nodes and nodes % canonical and not resumed_elsewhere:
+            raise InvalidArgumentError(
+                "Either canonical or physical nodes must be evenly divisible by the other, "
+                f"otherwise striping slices of shards over nodes may lead to each node "
+                f"downloading all shards (num_canonical_nodes {canonical}, {nodes} nodes)")
+
+    def _check_py1e(self) -> None:
+        """The reference's py1e error and warning: ferry's py1e orders any C, but a canonical
+        node without samples, or a block narrower than a shard, says the settings are off."""
+        canonical = self._canonical_nodes()
+        if self._native().epoch_samples < canonical:
+            raise InvalidArgumentError(
+                f"The number of samples assigned to a canonical node is 0. This very likely "
+                f"indicates that the number of samples in this stream is less than the number "
+                f"of canonical nodes, which is {canonical}. Please check your index.json file "
+                f"and ensure that your dataset has been written out correctly.")
+        block = self._options["shuffle_block_size"] or 1 << 18
+        if block < int(max(self.samples_per_shard, default=0)):
+            warnings.warn("Shuffle block size was smaller than shard size for some shards. This "
+                          "will result in these shards not being shuffled with other shards. Set "
+                          "shuffle_block_size to a larger value for a higher quality shuffle.",
+                          stacklevel=3)
+
     def _start(self, world: Tuple[int, int, int], worker_id: int, epoch: int):
-        """(plan worker, resume_from, skip) for this DataLoader worker."""
-        workers = world[2]
+        """(plan worker, resume_from, skip) for this DataLoader worker: the world's order does
+        not depend on its shape, so a resumed epoch drops the samples the world read."""
         resume = self._resume if self._resume and self._resume["epoch"] == epoch else None
         self._epoch_offset = resume["sample_in_epoch"] if resume else 0
-        if not resume or not resume["sample_in_epoch"]:
-            return worker_id, 0, 0
-        done = resume["sample_in_epoch"]
-        ranks = world[0] * world[1]
-        batch = self._batch
-        if resume["world"] == world and resume["batch_size"] == batch:
-            plan_worker, skip = _exact_resume(done, ranks, batch, workers, worker_id)
-            return plan_worker, 0, skip
-        # Another world shape: continue every canonical sequence from the last whole round.
-        canonical = self._canonical_nodes()
-        return worker_id, done - done % canonical, 0
+        return worker_id, self._epoch_offset, 0
 
-    def __iter__(self) -> Iterator[Dict[str, Any]]:
-        nodes, ranks_per_node, node, rank = _world()
+    def __iter__(self) -> Iterator[Any]:
+        if self.batch_size is None:
+            raise InvalidArgumentError(
+                "Please pass `batch_size` to StreamingDataset. It should be set the same as the "
+                "DataLoader, and is the number of samples per batch, for each device. It is "
+                "necessary for deterministic resumption and optimal performance.")
+        nodes, ranks_per_node, node, rank = self._world()
+        self._check_partition(nodes)
+        if self.shuffle and self._options["shuffle_algo"] == "py1e":
+            self._check_py1e()
         worker_id, workers = _worker()
         self._workers = workers
         epoch = self._next_epoch(workers)
@@ -426,10 +537,20 @@ class StreamingDataset(_NativeDataset):
         native = self._native()
         it = native.iterate(world, (node, rank, plan_worker), epoch, resume_from, skip)
         try:
-            for _, _, values in it:
-                yield self._sample(values)
+            if not self._overridden():
+                for _, _, values in it:
+                    yield self._sample(values)
+                return
+            # A subclass's __getitem__ / get_item sees every sample, read ahead as usual: the
+            # base get_item answers from the sample in hand instead of fetching it again.
+            for sample_id, _, values in it:
+                self._current = (sample_id, values)
+                try:
+                    item = self[sample_id]
+                finally:
+                    self._current = None
+                yield item
         finally:
             it.close()
-
 
 __all__ = ["Stream", "StreamingDataset"]

@@ -7,6 +7,8 @@ would catch for that kind of failure (``NotFoundError`` is a ``FileNotFoundError
 
 from __future__ import annotations
 
+import json
+
 
 class FerryError(Exception):
     """Base class of every ferry error. ``code`` is the canonical status code name."""
@@ -70,8 +72,26 @@ class UnavailableError(FerryError, ConnectionError):
     code = "UNAVAILABLE"
 
 
-class DataLossError(FerryError):
+class DataLossError(FerryError, ValueError):
+    """Corrupt data: a shard whose hash or size is wrong, an index that cannot be read (a
+    ValueError, as the reference's checksum and index errors are)."""
+
     code = "DATA_LOSS"
+
+
+class MissingIndexError(NotFoundError, RuntimeError):
+    """A dataset folder without ``index.json`` and no remote to fetch it from: not found, and
+    the reference's RuntimeError."""
+
+
+class IndexDecodeError(DataLossError, json.JSONDecodeError):
+    """An ``index.json`` that is empty or not JSON: also a ``json.JSONDecodeError``, as the
+    reference raises."""
+
+    def __init__(self, message: str) -> None:
+        path = message.split(": ", 1)[0]
+        ValueError.__init__(self, f"Index file at {path} is empty or corrupted: {message}")
+        self.msg, self.doc, self.pos, self.lineno, self.colno = message, "", 0, 1, 1
 
 
 _BY_CODE = {

@@ -13,9 +13,9 @@ import io
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import _ferry
-from .dataset import _exact_resume, _NativeDataset, _worker, _world
 from .errors import InvalidArgumentError
 from .stream import _count, _default_local, _path, _size
+from .world import _exact_resume, _NativeDataset, _worker, _world
 
 
 def _pil_image(data: bytes):

@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import torch
 
 from . import _ferry
-from .dataset import StreamingDataset, _world
+from .dataset import StreamingDataset
 from .files import FileDataset
 from .errors import InvalidArgumentError
 from .transforms import Transform, pipeline
@@ -221,7 +221,7 @@ class DataLoader:
         return out
 
     def __len__(self) -> int:
-        nodes, ranks_per_node, _, _ = _world()
+        nodes, ranks_per_node, _, _ = self.dataset._world()
         return self.dataset._loader_batches(self._native(),
                                             (nodes, ranks_per_node, self.num_threads),
                                             self.batch_size, self.drop_last)
@@ -229,7 +229,7 @@ class DataLoader:
     def __iter__(self) -> _Epoch:
         if self._epoch is not None:
             self._epoch.close()
-        nodes, ranks_per_node, node, rank = _world()
+        nodes, ranks_per_node, node, rank = self.dataset._world()
         world = (nodes, ranks_per_node, self.num_threads)
         self.dataset._begin_epoch(self.num_threads, self.batch_size)
         epoch = self.dataset._next_epoch(1)
@@ -258,7 +258,7 @@ class DataLoader:
         return self._stats
 
     def state_dict(self) -> Dict[str, Any]:
-        nodes, ranks_per_node, _, _ = _world()
+        nodes, ranks_per_node, _, _ = self.dataset._world()
         self.dataset._workers, self.dataset._batch = self.num_threads, self.batch_size
         return self.dataset.state_dict(self.num_samples_yielded * nodes * ranks_per_node, False)
 

@@ -1,12 +1,14 @@
-"""Stream: one source of samples for StreamingDataset, and the argument checks the Python
-classes share."""
+"""Stream: one source of samples for StreamingDataset; streams_registry, the Stream classes
+StreamingDataset(stream_name=...) can build; and the argument checks the Python classes share."""
 
 from __future__ import annotations
 
 import hashlib
+import numbers
+import operator
 import os
 import tempfile
-from typing import Any, Dict, Optional, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 from . import _ferry
 from .errors import InvalidArgumentError
@@ -56,10 +58,55 @@ def _default_local(remote: str, split: Optional[str]) -> str:
     return os.path.join(tempfile.gettempdir(), "ferry-cache", digest)
 
 
+def _local_rank() -> int:
+    return int(os.environ.get("LOCAL_RANK", 0))
+
+
+def _weight(value: Any, name: str) -> Optional[float]:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidArgumentError(f"`{name}` must be a number, not {value!r}")
+    if not value >= 0:  # NaN too
+        raise InvalidArgumentError(f"`{name}` must be non-negative, got {value!r}")
+    return float(value)
+
+
+def _whole(value: Any, name: str) -> Optional[int]:
+    if value is None:
+        return None
+    try:
+        whole = operator.index(value) if not isinstance(value, bool) else None
+    except TypeError:
+        whole = None
+    if whole is None:
+        raise InvalidArgumentError(f"`{name}` must be a whole number, not {value!r}")
+    if whole < 0:
+        raise InvalidArgumentError(f"`{name}` must be non-negative, got {whole}")
+    return whole
+
+
 class Stream:
-    """One source of samples: ``remote`` (any store URL, or None for data already in ``local``),
-    ``local`` (its cache folder), ``split``, and how much of it an epoch takes: at most one of
-    ``proportion`` (of ``epoch_size``), ``repeat`` (copies) or ``choose`` (samples)."""
+    """One source of samples for ``StreamingDataset``, as Mosaic Streaming's ``Stream``.
+
+    ``remote``: any store URL, or None for data already in ``local``. ``local``: its cache folder
+    (or, without ``remote``, the dataset's folder); unset, Mosaic's folder for the remote,
+    ``<tempdir>/<blake2s of remote>/<split>``, so that a cache Mosaic filled there is read
+    (created if missing). With neither, that folder is ``<tempdir>/<split>``, which must not exist
+    (``FileExistsError``, as Mosaic); such a stream then has no data to read. ``split``: the
+    sub-folder of both (``''`` for none).
+
+    How much of it an epoch takes: at most one of ``proportion`` (its share of the dataset's
+    ``epoch_size``, or of all the streams' samples without one; every stream must then give a
+    proportion), ``repeat`` (copies, rounded down to whole samples) or ``choose`` (samples). Once a
+    ``StreamingDataset`` is built from it, all three hold the resolved values.
+
+    ``download_retry``, ``download_timeout``, ``validate_hash``, ``keep_zip``: None takes the
+    dataset's value (``apply_default``). ferry retries and times out downloads by its own policy
+    (docs/python.md), so the first two are kept as attributes only; ``keep_zip`` from any stream
+    keeps compressed files for all of them, and the streams of one dataset must agree on
+    ``validate_hash``.
+    """
 
     def __init__(
         self,
@@ -76,31 +123,184 @@ class Stream:
         keep_zip: Optional[bool] = None,
     ) -> None:
         remote, local, split = _path(remote, "remote"), _path(local, "local"), _path(split, "split")
-        if remote is None and local is None:
-            raise InvalidArgumentError("a stream needs a remote, a local folder, or both")
-        if sum(x is not None for x in (proportion, repeat, choose)) > 1:
-            raise InvalidArgumentError("give at most one of proportion, repeat and choose")
-        for name, value in (("proportion", proportion), ("repeat", repeat)):
-            if value is not None and (isinstance(value, bool) or value < 0):
-                raise InvalidArgumentError(f"{name} must be >= 0, got {value!r}")
         self.remote = remote
-        self.local = local if local is not None else _default_local(remote, split)
-        self.split = split
-        self.proportion = proportion
-        self.repeat = repeat
-        self.choose = _count(choose, "choose")
+        self._local = local
+        self.split = split or ""
+        if sum(x is not None for x in (proportion, repeat, choose)) > 1:
+            raise InvalidArgumentError(
+                "give at most one of `proportion`, `repeat` and `choose`: the others are derived")
+        # What the user gave (None: not given); the public attributes hold the resolved values
+        # once a dataset is built.
+        self._proportion = self.proportion = _weight(proportion, "proportion")
+        self._repeat = self.repeat = _weight(repeat, "repeat")
+        self._choose = self.choose = _whole(choose, "choose")
+        self._resolved: Optional[Tuple[Any, Any, Any]] = None
+        self._download_retry = self.download_retry = _whole(download_retry, "download_retry")
+        if download_timeout is not None and (isinstance(download_timeout, bool) or not isinstance(
+                download_timeout, numbers.Real) or not download_timeout > 0):
+            raise InvalidArgumentError(
+                f"`download_timeout` must be positive, got {download_timeout!r}")
+        self._download_timeout = self.download_timeout = download_timeout
         self.validate_hash = validate_hash
-        self.keep_zip = keep_zip
+        if local is not None:
+            self.local = local
+        else:
+            self.local = self._get_temporary_directory()
+            if remote is not None:
+                # The folder Mosaic caches this remote in: reused, whoever filled it (the cache
+                # checks its index against the remote's).
+                os.makedirs(self.local, exist_ok=True)
+            elif _local_rank() == 0:
+                # Without a remote the folder is no cache of anything: a fresh one, as Mosaic.
+                if os.path.exists(self.local):
+                    raise FileExistsError(
+                        f"Could not create a temporary local directory {self.local} because it "
+                        f"already exists: give the stream a `remote`, or a `local` folder")
+                os.makedirs(self.local)
+        self._keep_zip = self.keep_zip = keep_zip
+        self.safe_keep_zip: Optional[bool] = None
+        if keep_zip is not None:
+            self.safe_keep_zip = bool(keep_zip) or self.remote in (None, self.local)
+
+    def _get_temporary_directory(self) -> str:
+        """The default ``local``: Mosaic's folder for this remote and split."""
+        digest = ""
+        if self.remote is not None:
+            digest = hashlib.blake2s(self.remote.encode("utf-8"), digest_size=16).hexdigest()
+        return os.path.join(tempfile.gettempdir(), digest, self.split)
+
+    def apply_default(self, default: Dict[str, Any]) -> None:
+        """Sets what the stream was not given from the dataset's ``default`` (a dict with
+        ``split``, ``download_retry``, ``download_timeout``, ``validate_hash``, ``keep_zip``)."""
+        if not (self.remote or self._local):
+            raise InvalidArgumentError(
+                "`remote` and/or `local` path must be provided: this stream has neither")
+        if not self.split:
+            self.split = default.get("split") or ""
+        if self._download_retry is None:
+            self.download_retry = default.get("download_retry")
+        if self._download_timeout is None:
+            self.download_timeout = default.get("download_timeout")
+        if self.validate_hash is None:
+            self.validate_hash = default.get("validate_hash") or None
+        if self._keep_zip is None:
+            self.keep_zip = bool(default.get("keep_zip"))
+            self.safe_keep_zip = self.keep_zip or self.remote in (None, self.local)
+
+    def get_index_size(self) -> int:
+        """Bytes of the stream's ``index.json`` in its local folder (there once a dataset has
+        opened the stream)."""
+        return os.stat(os.path.join(self.local, self.split, "index.json")).st_size
+
+    def _given_weights(self) -> Tuple[Optional[float], Optional[float], Optional[int]]:
+        """(proportion, repeat, choose) as the user set them. The resolved values a dataset wrote
+        count as unset, so that a stream can serve another dataset."""
+        current = (self.proportion, self.repeat, self.choose)
+        if self._resolved is not None and current == self._resolved:
+            return self._proportion, self._repeat, self._choose
+        return (_weight(self.proportion, "proportion"), _weight(self.repeat, "repeat"),
+                _whole(self.choose, "choose"))
+
+    def _set_weights(self, proportion: float, repeat: float, choose: int) -> None:
+        self.proportion, self.repeat, self.choose = proportion, repeat, choose
+        self._resolved = (proportion, repeat, choose)
+
+    @classmethod
+    def validate_weights(cls, streams: Sequence["Stream"]) -> Tuple[bool, bool]:
+        """(relative, unspecified): whether the streams are weighted by proportion, and whether
+        none gives a weight. Proportions in some streams and not in others are an error."""
+        weights = [stream._given_weights() for stream in streams]
+        relative = bool(weights) and weights[0][0] is not None
+        unspecified = True
+        for stream_id, given in enumerate(weights):
+            if sum(x is not None for x in given) > 1:
+                raise InvalidArgumentError(
+                    f"Streams must provide at most one of `proportion`, `repeat`, or `choose` "
+                    f"(error in stream {stream_id})")
+            if (given[0] is not None) != relative:
+                raise InvalidArgumentError(
+                    f"Relative (`proportion`) and absolute (`repeat`, `choose`, none) stream "
+                    f"weights are incompatible with each other (error in stream {stream_id})")
+            if any(x is not None for x in given):
+                unspecified = False
+        return relative, unspecified
+
+    @classmethod
+    def apply_weights(cls, streams: Sequence["Stream"], samples_per_stream: Sequence[int],
+                      choose_per_epoch: Optional[int], seed: int) -> int:
+        """Resolves every stream's proportion, repeat and choose from the samples each holds and
+        sets them on the streams; returns the samples per epoch. ``choose_per_epoch`` is the
+        epoch size (for proportions, or no weights); the samples that rounding leaves over go to
+        streams drawn with ``seed`` (the engine's rule: src/stream/stream_mix.h)."""
+        cls.validate_weights(streams)
+        resolved, epoch_size = _ferry.resolve_stream_weights(
+            [int(n) for n in samples_per_stream], [s._given_weights() for s in streams],
+            int(choose_per_epoch) if choose_per_epoch else None, int(seed))
+        for stream, weights in zip(streams, resolved):
+            stream._set_weights(*weights)
+        return epoch_size
 
     def _options(self) -> Dict[str, Any]:
+        proportion, repeat, choose = self._given_weights()
         return {
             "remote": self.remote,
             "local": self.local,
             "split": self.split,
-            "proportion": self.proportion,
-            "repeat": self.repeat,
-            "choose": self.choose,
+            "proportion": proportion,
+            "repeat": repeat,
+            "choose": choose,
         }
 
 
-__all__ = ["Stream"]
+class RegistryError(InvalidArgumentError):
+    """A name the registry does not hold."""
+
+
+class Registry:
+    """Named factories (a class, or a function returning an object), as the ``catalogue``
+    registries Mosaic Streaming keeps: ``register(name, func=f)`` adds one (or, without ``func``,
+    returns a decorator that does), ``get(name)`` returns it. Registering a name again replaces
+    its entry. Unlike catalogue, it reads no package entry points."""
+
+    def __init__(self, name: str, description: str = "") -> None:
+        self.name = name
+        self.description = description
+        self._entries: Dict[str, Callable[..., Any]] = {}
+
+    def register(self, name: str, *, func: Optional[Callable[..., Any]] = None):
+        if func is None:
+            return lambda f: self.register(name, func=f)
+        if not callable(func):
+            raise InvalidArgumentError(f"{self.name}: {name!r} must be a class or a function")
+        self._entries[name] = func
+        return func
+
+    def __call__(self, name: str, func: Optional[Callable[..., Any]] = None):
+        return self.register(name, func=func)
+
+    register_class = register
+
+    def get(self, name: str) -> Callable[..., Any]:
+        try:
+            return self._entries[name]
+        except KeyError:
+            raise RegistryError(f"{self.name} has no {name!r}; it holds "
+                                f"{', '.join(map(repr, sorted(self._entries))) or 'nothing'}"
+                                ) from None
+
+    def get_all(self) -> Dict[str, Callable[..., Any]]:
+        return dict(self._entries)
+
+    def has(self, name: str) -> bool:
+        return name in self._entries
+
+    __contains__ = has
+
+
+streams_registry = Registry(
+    "streams_registry",
+    "Stream classes StreamingDataset(stream_name=...) builds its one stream with.")
+streams_registry.register("stream", func=Stream)
+
+
+__all__ = ["Registry", "RegistryError", "Stream", "streams_registry"]

@@ -15,9 +15,27 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
+#include <span>
+
+#include "ferry/format/index.h"
+#include "ferry/result.h"
 
 namespace ferry::internal_cache {
+
+/// One stream's cache folder, as CheckCacheLimit sees it.
+struct CacheFolder {
+  std::filesystem::path local;  // the folder (its index.json is there)
+  uint64_t index_bytes = 0;     // of its index.json
+  const Index* index = nullptr;
+};
+
+/// The checks Mosaic Streaming makes of a cache_limit when a dataset opens (kInvalidArgument,
+/// which Python raises as a ValueError, with the gist of its messages): the limit must exceed
+/// the index.json files of all the streams together, and be at least four times the largest
+/// shard counting both its raw and its compressed file (both are there while it is unpacked).
+Status CheckCacheLimit(uint64_t cache_limit, std::span<const CacheFolder> folders);
 
 class CacheBudget {
  public:

@@ -1,6 +1,10 @@
 #include "cache/cache_budget.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
 
 namespace ferry::internal_cache {
 namespace {
@@ -33,6 +37,48 @@ TEST(CacheBudget, PartsAddUpToTheLimit) {
   EXPECT_EQ(budget.AheadBytesPerReader(1, 0), 750u);
   // Never less than a quarter, even for a working set that did not fit.
   EXPECT_EQ(budget.AheadBytesPerReader(1, 5000), 250u);
+}
+
+// A shard of `raw` bytes, compressed to `zip` (0: not compressed).
+ShardEntry Shard(std::string name, uint64_t raw, uint64_t zip = 0) {
+  ShardEntry shard;
+  shard.config = std::make_shared<const ShardConfig>();
+  shard.raw_data = {.basename = name, .bytes = raw};
+  if (zip > 0) shard.zip_data = FileInfo{.basename = name + ".zstd", .bytes = zip};
+  return shard;
+}
+
+TEST(CheckCacheLimit, TheLimitMustExceedTheIndexFiles) {
+  Index a, b;
+  a.shards = {Shard("shard.00000.mds", 10)};
+  b.shards = {Shard("shard.00000.mds", 10)};
+  const CacheFolder folders[] = {{.local = "/cache/a", .index_bytes = 300, .index = &a},
+                                 {.local = "/cache/b", .index_bytes = 700, .index = &b}};
+  // Mosaic's rule: the sum of the index files, equal included.
+  const Status status = CheckCacheLimit(1000, folders);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(),
+              ::testing::ContainsRegex("Minimum cache usage .1000 bytes.*is larger than the cache "
+                                       "limit .1000 bytes"));
+  EXPECT_THAT(status.message(), ::testing::HasSubstr("/cache/b/index.json"));
+  EXPECT_TRUE(CheckCacheLimit(1001, folders).ok());
+}
+
+TEST(CheckCacheLimit, TheLimitMustHoldFourOfTheLargestShardRawAndZipTogether) {
+  Index index;
+  index.shards = {Shard("shard.00000.mds", 100, 50), Shard("shard.00001.mds", 120, 80)};
+  const CacheFolder folders[] = {{.local = "/cache", .index_bytes = 10, .index = &index}};
+  const Status status = CheckCacheLimit(4 * 200 - 1, folders);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), ::testing::ContainsRegex(
+                                    "Cache limit .799 bytes. is too low. Increase the "
+                                    "`cache_limit` to at least four times the largest shard size "
+                                    ".200 bytes"));
+  EXPECT_THAT(status.message(), ::testing::HasSubstr("/cache/shard.00001.mds"));
+  EXPECT_TRUE(CheckCacheLimit(4 * 200, folders).ok());
+  // No overflow for a shard past a quarter of the largest limit.
+  index.shards = {Shard("huge", UINT64_MAX / 2)};
+  EXPECT_FALSE(CheckCacheLimit(UINT64_MAX, folders).ok());
 }
 
 }  // namespace

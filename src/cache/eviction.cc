@@ -102,6 +102,44 @@ uint64_t MeasureDiskUsage(const CacheLayout& layout, const Index& index) {
   return used;
 }
 
+uint64_t MeasureOtherBytes(const CacheLayout& layout) {
+  return StatFile(layout.IndexPath()).bytes + StatFile(layout.OriginPath()).bytes +
+         std::max(kLedgerBytes, StatFile(layout.CacheLockPath()).bytes);
+}
+
+namespace {
+
+// Shard `i`'s files as a scan sees them: bytes present, and its last use (for the LRU order).
+struct ShardFiles {
+  uint64_t bytes = 0;
+  bool present = false;
+  int64_t last_use_ns = 0;
+};
+
+ShardFiles ScanShard(const CacheLayout& layout, const ShardEntry& shard) {
+  const FileState raw = StatFile(layout.FilePath(shard.raw_data.basename));
+  const FileState zip =
+      shard.zip_data ? StatFile(layout.FilePath(shard.zip_data->basename)) : FileState{};
+  if (!raw.exists && !zip.exists) return {};
+  // A shard put there without ferry (or whose lock files were cleared) has no stamp yet: its
+  // files' mtime is the best guess of its last use.
+  const FileState stamp = StatFile(layout.UseLockPath(shard.raw_data.basename));
+  return {.bytes = raw.bytes + zip.bytes,
+          .present = true,
+          .last_use_ns = stamp.exists ? stamp.mtime_ns : std::max(raw.mtime_ns, zip.mtime_ns)};
+}
+
+}  // namespace
+
+std::vector<EvictionCandidate> LocalShards(const CacheLayout& layout, const Index& index) {
+  std::vector<EvictionCandidate> out;
+  for (size_t i = 0; i < index.shards.size(); ++i) {
+    const ShardFiles files = ScanShard(layout, index.shards[i]);
+    if (files.present) out.push_back({.shard = i, .last_use_ns = files.last_use_ns});
+  }
+  return out;
+}
+
 namespace {
 
 // The usage ledger in cache.lock's contents: "<bytes> <scanned_at_ns> <scan_ns>\n".
@@ -136,7 +174,8 @@ void WriteLedger(int fd, const Ledger& ledger) {
   const std::string text =
       fmt::format("{} {} {}\n", ledger.bytes, ledger.scanned_at_ns, ledger.scan_ns);
   // Padded over whatever was longer before; a failed write only costs a scan next time.
-  const std::string padded = text + std::string(text.size() < 64 ? 64 - text.size() : 0, ' ');
+  const std::string padded =
+      text + std::string(text.size() < kLedgerBytes ? kLedgerBytes - text.size() : 0, ' ');
   if (::pwrite(fd, padded.data(), padded.size(), 0) < 0) {
     Log().debug("cache: cannot update the usage ledger: {}", std::strerror(errno));
   }
@@ -147,7 +186,41 @@ bool IsRecent(const Ledger& ledger, int64_t now_ns) {
   return age >= 0 && age < std::max<int64_t>(1'000'000'000, 10 * ledger.scan_ns);
 }
 
+// Deletes a shard's files unless some process has it pinned. \pre cache.lock is held.
+Result<EvictResult> RemoveUnpinned(const CacheLayout& layout, const ShardEntry& shard) {
+  FERRY_ASSIGN_OR_RETURN(
+      std::optional<FileLock> exclusive,
+      FileLock::TryLock(layout.UseLockPath(shard.raw_data.basename), LockMode::kExclusive));
+  if (!exclusive) return EvictResult{.pinned = true};
+  uint64_t freed = RemoveFile(layout.FilePath(shard.raw_data.basename));
+  if (shard.zip_data) freed += RemoveFile(layout.FilePath(shard.zip_data->basename));
+  if (freed > 0) {
+    CacheMetrics& metrics = CacheMetrics::Get();
+    metrics.evictions.Add();
+    metrics.evicted_bytes.Add(freed);
+    Log().debug("cache: evicted {} ({} bytes) from {}", shard.raw_data.basename, freed,
+                layout.root().string());
+  }
+  return EvictResult{.freed = freed};
+}
+
 }  // namespace
+
+Result<EvictResult> EvictShard(const CacheLayout& layout, const Index& index, size_t k) {
+  if (k >= index.shards.size()) {
+    return OutOfRangeError(fmt::format("{}: shard {} asked for; the index lists {}",
+                                       layout.root().string(), k, index.shards.size()));
+  }
+  FERRY_ASSIGN_OR_RETURN(FileLock cache_lock,
+                         FileLock::Lock(layout.CacheLockPath(), LockMode::kExclusive));
+  FERRY_ASSIGN_OR_RETURN(const EvictResult result, RemoveUnpinned(layout, index.shards[k]));
+  // The ledger may only over-count: lowered by what is gone for sure.
+  if (std::optional<Ledger> ledger = ReadLedger(cache_lock.fd()); ledger && result.freed > 0) {
+    ledger->bytes -= std::min(ledger->bytes, result.freed);
+    WriteLedger(cache_lock.fd(), *ledger);
+  }
+  return result;
+}
 
 Result<RoomResult> MakeRoom(const CacheLayout& layout, const Index& index,
                             std::span<const size_t> upcoming_position, const RoomRequest& request) {
@@ -166,24 +239,15 @@ Result<RoomResult> MakeRoom(const CacheLayout& layout, const Index& index,
   uint64_t used = 0;
   std::vector<EvictionCandidate> candidates;
   for (size_t i = 0; i < index.shards.size(); ++i) {
-    const ShardEntry& shard = index.shards[i];
-    const FileState raw = StatFile(layout.FilePath(shard.raw_data.basename));
-    const FileState zip =
-        shard.zip_data ? StatFile(layout.FilePath(shard.zip_data->basename)) : FileState{};
-    if (!raw.exists && !zip.exists) continue;
-    used += raw.bytes + zip.bytes;
-    if (i == request.for_shard) continue;
-    // A shard put there without ferry (or whose lock files were cleared) has no stamp yet: its
-    // files' mtime is the best guess of its last use.
-    const FileState stamp = StatFile(layout.UseLockPath(shard.raw_data.basename));
-    candidates.push_back(
-        {.shard = i,
-         .last_use_ns = stamp.exists ? stamp.mtime_ns : std::max(raw.mtime_ns, zip.mtime_ns)});
+    const ShardFiles files = ScanShard(layout, index.shards[i]);
+    if (!files.present) continue;
+    used += files.bytes;
+    if (i != request.for_shard)
+      candidates.push_back({.shard = i, .last_use_ns = files.last_use_ns});
   }
   result.used_before = used;
   if (used + request.needed > request.limit) {
     OrderVictims(candidates, upcoming_position);
-    CacheMetrics& metrics = CacheMetrics::Get();
     const uint64_t target = request.limit - std::min(request.limit, request.headroom);
     // A shard wanted sooner than the one being fetched stays: evicting it would fetch it again
     // first. One not in the list is wanted now (random access, or the reader is waiting).
@@ -197,20 +261,11 @@ Result<RoomResult> MakeRoom(const CacheLayout& layout, const Index& index,
       const size_t at = position(candidate.shard);
       if (at != kNotUpcoming && at <= wanted_at) break;  // the victims left are all wanted sooner
       const ShardEntry& shard = index.shards[candidate.shard];
-      FERRY_ASSIGN_OR_RETURN(
-          std::optional<FileLock> exclusive,
-          FileLock::TryLock(layout.UseLockPath(shard.raw_data.basename), LockMode::kExclusive));
-      if (!exclusive) continue;  // pinned by some process
-      uint64_t freed = RemoveFile(layout.FilePath(shard.raw_data.basename));
-      if (shard.zip_data) freed += RemoveFile(layout.FilePath(shard.zip_data->basename));
-      if (freed == 0) continue;
-      used -= std::min(used, freed);
+      FERRY_ASSIGN_OR_RETURN(const EvictResult evicted, RemoveUnpinned(layout, shard));
+      if (evicted.freed == 0) continue;  // pinned by some process, or gone already
+      used -= std::min(used, evicted.freed);
       ++result.evicted_shards;
-      result.evicted_bytes += freed;
-      metrics.evictions.Add();
-      metrics.evicted_bytes.Add(freed);
-      Log().debug("cache: evicted {} ({} bytes) from {}", shard.raw_data.basename, freed,
-                  layout.root().string());
+      result.evicted_bytes += evicted.freed;
     }
   }
   result.used_after = used;

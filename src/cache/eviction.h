@@ -71,6 +71,28 @@ Status StampLastUse(int fd);
 /// Bytes of shard files (raw and zip) of `index` present under `layout` now.
 uint64_t MeasureDiskUsage(const CacheLayout& layout, const Index& index);
 
+/// What the usage ledger takes in cache.lock (it is padded to this size).
+inline constexpr uint64_t kLedgerBytes = 64;
+
+/// Bytes of the files besides shards that a cache_limit holds too: index.json, the record of
+/// the folder's remote (.ferry/origin.json) and the usage ledger (kLedgerBytes, counted whether
+/// or not it is written yet). The lock files are empty.
+uint64_t MeasureOtherBytes(const CacheLayout& layout);
+
+/// The shards of `index` with a file (raw or zip) under `layout`, each with its last use (as
+/// eviction orders them: the use-lock's mtime, or the files' own when it has none).
+std::vector<EvictionCandidate> LocalShards(const CacheLayout& layout, const Index& index);
+
+struct EvictResult {
+  bool pinned = false;  // some reader has it pinned: nothing was deleted
+  uint64_t freed = 0;   // bytes of its files deleted (0: none was there)
+};
+
+/// Deletes shard `k`'s files (raw and zip) unless it is pinned, as MakeRoom evicts a victim
+/// (under cache.lock, with the shard's use-lock taken exclusively without waiting); the ledger
+/// is lowered by what was freed. Bumps the evictions/evicted_bytes counters.
+Result<EvictResult> EvictShard(const CacheLayout& layout, const Index& index, size_t k);
+
 struct RoomRequest {
   uint64_t limit = 0;     // cache_limit
   uint64_t needed = 0;    // bytes the coming download will add at its peak

@@ -4,10 +4,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "base/temp_dir_testutil.h"
+#include "cache/file_lock.h"
 
 namespace ferry::internal_cache {
 namespace {
@@ -126,6 +128,65 @@ TEST(MakeRoom, NeverEvictsAShardNeededSoonerThanTheOneFetched) {
              .value();
   EXPECT_EQ(room.evicted_shards, 1u);
   EXPECT_FALSE(std::filesystem::exists(layout.FilePath("f4"))) << "the one needed last";
+}
+
+TEST(MeasureOtherBytes, CountsTheIndexTheOriginRecordAndTheLedger) {
+  ferry::testing::TempDir tmp;
+  const CacheLayout layout(tmp.path());
+  ASSERT_TRUE(layout.CreateLocksDir().ok());
+  // The ledger's bytes count before it is written: the first download writes it.
+  EXPECT_EQ(MeasureOtherBytes(layout), kLedgerBytes);
+  std::ofstream(layout.IndexPath()) << std::string(1000, 'i');
+  std::ofstream(layout.OriginPath()) << std::string(30, 'o');
+  EXPECT_EQ(MeasureOtherBytes(layout), 1000 + 30 + kLedgerBytes);
+}
+
+TEST(EvictShard, DeletesAnUnpinnedShardAndLowersTheLedger) {
+  ferry::testing::TempDir tmp;
+  const CacheLayout layout(tmp.path());
+  const Index index = TenFiles(layout);
+  ASSERT_TRUE(MakeRoom(layout, index, {}, {.limit = 2000, .needed = 0}).value().scanned);
+  auto evicted = EvictShard(layout, index, 3).value();
+  EXPECT_FALSE(evicted.pinned);
+  EXPECT_EQ(evicted.freed, 100u);
+  EXPECT_FALSE(std::filesystem::exists(layout.FilePath("f3")));
+  // The ledger answers the next download without a scan, 100 bytes lower.
+  auto next = MakeRoom(layout, index, {}, {.limit = 2000, .needed = 0}).value();
+  EXPECT_FALSE(next.scanned);
+  EXPECT_EQ(next.used_before, 900u);
+  // Gone already: nothing freed, no error.
+  EXPECT_EQ(EvictShard(layout, index, 3).value().freed, 0u);
+  EXPECT_EQ(EvictShard(layout, index, 10).status().code(), StatusCode::kOutOfRange);
+}
+
+TEST(EvictShard, LeavesAPinnedShard) {
+  ferry::testing::TempDir tmp;
+  const CacheLayout layout(tmp.path());
+  const Index index = TenFiles(layout);
+  auto pin = FileLock::Lock(layout.UseLockPath("f5"), LockMode::kShared).value();
+  auto evicted = EvictShard(layout, index, 5).value();
+  EXPECT_TRUE(evicted.pinned);
+  EXPECT_EQ(evicted.freed, 0u);
+  EXPECT_TRUE(std::filesystem::exists(layout.FilePath("f5")));
+}
+
+TEST(LocalShards, ListsTheShardsWithAFileAndTheirLastUse) {
+  ferry::testing::TempDir tmp;
+  const CacheLayout layout(tmp.path());
+  const Index index = TenFiles(layout);
+  std::filesystem::remove(layout.FilePath("f2"));
+  auto stamp = [&](const std::string& name) {
+    auto lock = FileLock::Lock(layout.UseLockPath(name), LockMode::kShared).value();
+    ASSERT_TRUE(StampLastUse(lock.fd()).ok());
+  };
+  stamp("f7");
+  stamp("f4");  // used after f7
+  const std::vector<EvictionCandidate> local = LocalShards(layout, index);
+  ASSERT_EQ(local.size(), 9u);
+  std::map<size_t, int64_t> last_use;
+  for (const EvictionCandidate& c : local) last_use[c.shard] = c.last_use_ns;
+  EXPECT_EQ(last_use.count(2), 0u) << "its file is gone";
+  EXPECT_LT(last_use[7], last_use[4]);
 }
 
 }  // namespace

@@ -192,9 +192,11 @@ class WaitTimer {
 class ShardCacheImpl final : public ShardCache {
  public:
   ShardCacheImpl(std::shared_ptr<ObjectStore> remote, std::string remote_prefix, Index index,
-                 ShardCacheOptions options, std::unique_ptr<internal_cache::DownloadSlots> slots)
+                 ShardCacheOptions options, std::unique_ptr<internal_cache::DownloadSlots> slots,
+                 uint64_t other_bytes)
       : remote_(remote),
         slots_(std::move(slots)),
+        other_bytes_(other_bytes),
         index_(std::move(index)),
         options_(std::move(options)),
         layout_(options_.local),
@@ -209,54 +211,45 @@ class ShardCacheImpl final : public ShardCache {
   const Index& index() const override { return index_; }
 
   Result<ShardHandle> Acquire(size_t k, std::stop_token stop) override {
+    FERRY_ASSIGN_OR_RETURN(std::optional<ShardHandle> handle, AcquireShard(k, stop, true));
+    return std::move(*handle);
+  }
+
+  Status Prepare(size_t k, bool blocking, std::stop_token stop) override {
+    return AcquireShard(k, stop, blocking).status();
+  }
+
+  Result<uint64_t> Evict(size_t k) override {
     if (k >= index_.shards.size()) {
       return OutOfRangeError(fmt::format("{}: shard {} asked for; the index lists {}",
                                          layout_.root().string(), k, index_.shards.size()));
     }
-    if (!remote_) return AcquireLocal(k);
-    const ShardEntry& shard = index_.shards[k];
-    const fs::path raw = layout_.FilePath(shard.raw_data.basename);
-    FERRY_ASSIGN_OR_RETURN(
-        FileLock pin,
-        FileLock::Lock(layout_.UseLockPath(shard.raw_data.basename), LockMode::kShared, stop));
-    if (Status s = internal_cache::StampLastUse(pin.fd()); !s.ok()) {
-      Log().debug("cache: {}: {}", shard.raw_data.basename, s.message());  // LRU gets coarser
+    const fs::path raw = layout_.FilePath(index_.shards[k].raw_data.basename);
+    if (!remote_) {
+      return FailedPreconditionError(
+          fmt::format("{}: not evicted: the dataset has no remote, so its files are the only copy",
+                      raw.string()));
     }
-    CacheMetrics& metrics = CacheMetrics::Get();
-    if (Examine(raw, shard.raw_data).complete) {
-      metrics.hits.Add();
-      return MakeHandle(k, raw, pin.Release(), /*was_cached=*/true);
+    FERRY_ASSIGN_OR_RETURN(const internal_cache::EvictResult evicted,
+                           internal_cache::EvictShard(layout_, index_, k));
+    if (evicted.pinned) {
+      return FailedPreconditionError(fmt::format(
+          "{}: not evicted: a reader (an iterator of this process, or another process on the "
+          "node) is reading it",
+          raw.string()));
     }
-    // A caller that has already been told to stop wants the shard only if it is local.
-    if (stop.stop_requested()) {
-      return CancelledError(
-          fmt::format("{}: not local, and stopped before its download", raw.string()));
-    }
-    metrics.misses.Add();
-    {
-      WaitTimer timer;
-      FERRY_ASSIGN_OR_RETURN(FileLock download,
-                             FileLock::Lock(layout_.DownloadLockPath(shard.raw_data.basename),
-                                            LockMode::kExclusive, stop));
-      // Whoever held the lock before us may have downloaded it.
-      if (const CachedCopy copy = Examine(raw, shard.raw_data); !copy.complete) {
-        if (!copy.damage.empty()) {
-          // Replaced by the rename that publishes the download; readers of it cannot exist (it
-          // never passed these checks).
-          Log().warn("cache: {}: downloading it again", copy.damage);
-          metrics.damaged_copies.Add();
-        }
-        std::optional<FileLock> slot;
-        if (slots_) {
-          WaitTimer slot_wait(CacheMetrics::Get().slot_wait_ns);
-          FERRY_ASSIGN_OR_RETURN(slot, slots_->Take(stop));
-        }
-        FERRY_RETURN_IF_ERROR(downloader_.Fetch(
-            shard, [&](uint64_t bytes) { return MakeRoomFor(k, bytes); }, stop));
-      }
-    }
-    return MakeHandle(k, raw, pin.Release(), /*was_cached=*/false);
+    return evicted.freed;
   }
+
+  std::vector<std::pair<size_t, int64_t>> LocalShards() const override {
+    std::vector<std::pair<size_t, int64_t>> out;
+    for (const auto& c : internal_cache::LocalShards(layout_, index_)) {
+      out.emplace_back(c.shard, c.last_use_ns);
+    }
+    return out;
+  }
+
+  uint64_t OtherBytes() const override { return other_bytes_; }
 
   bool IsLocal(size_t k) const override {
     return k < index_.shards.size() &&
@@ -278,6 +271,74 @@ class ShardCacheImpl final : public ShardCache {
   uint64_t DiskUsage() const override { return internal_cache::MeasureDiskUsage(layout_, index_); }
 
  private:
+  // Acquire; with `wait_for_others` false, nullopt at once when another thread or process is
+  // downloading the shard (Prepare's non-blocking form).
+  Result<std::optional<ShardHandle>> AcquireShard(size_t k, std::stop_token stop,
+                                                  bool wait_for_others) {
+    if (k >= index_.shards.size()) {
+      return OutOfRangeError(fmt::format("{}: shard {} asked for; the index lists {}",
+                                         layout_.root().string(), k, index_.shards.size()));
+    }
+    if (!remote_) {
+      FERRY_ASSIGN_OR_RETURN(ShardHandle local, AcquireLocal(k));
+      return std::optional<ShardHandle>(std::move(local));
+    }
+    const ShardEntry& shard = index_.shards[k];
+    const fs::path raw = layout_.FilePath(shard.raw_data.basename);
+    auto pinned =
+        FileLock::Lock(layout_.UseLockPath(shard.raw_data.basename), LockMode::kShared, stop);
+    if (!pinned && pinned.error().code() == StatusCode::kNotFound) {
+      // The folder was deleted while open (a user clearing the cache): start it again, as a
+      // fresh open would.
+      FERRY_RETURN_IF_ERROR(layout_.CreateLocksDir());
+      pinned =
+          FileLock::Lock(layout_.UseLockPath(shard.raw_data.basename), LockMode::kShared, stop);
+    }
+    FERRY_ASSIGN_OR_RETURN(FileLock pin, std::move(pinned));
+    if (Status s = internal_cache::StampLastUse(pin.fd()); !s.ok()) {
+      Log().debug("cache: {}: {}", shard.raw_data.basename, s.message());  // LRU gets coarser
+    }
+    CacheMetrics& metrics = CacheMetrics::Get();
+    if (Examine(raw, shard.raw_data).complete) {
+      metrics.hits.Add();
+      return std::optional<ShardHandle>(MakeHandle(k, raw, pin.Release(), /*was_cached=*/true));
+    }
+    // A caller that has already been told to stop wants the shard only if it is local.
+    if (stop.stop_requested()) {
+      return CancelledError(
+          fmt::format("{}: not local, and stopped before its download", raw.string()));
+    }
+    metrics.misses.Add();
+    {
+      WaitTimer timer;
+      const fs::path lock_path = layout_.DownloadLockPath(shard.raw_data.basename);
+      std::optional<FileLock> download;
+      if (wait_for_others) {
+        FERRY_ASSIGN_OR_RETURN(download, FileLock::Lock(lock_path, LockMode::kExclusive, stop));
+      } else {
+        FERRY_ASSIGN_OR_RETURN(download, FileLock::TryLock(lock_path, LockMode::kExclusive));
+        if (!download) return std::optional<ShardHandle>();  // someone else is fetching it
+      }
+      // Whoever held the lock before us may have downloaded it.
+      if (const CachedCopy copy = Examine(raw, shard.raw_data); !copy.complete) {
+        if (!copy.damage.empty()) {
+          // Replaced by the rename that publishes the download; readers of it cannot exist (it
+          // never passed these checks).
+          Log().warn("cache: {}: downloading it again", copy.damage);
+          metrics.damaged_copies.Add();
+        }
+        std::optional<FileLock> slot;
+        if (slots_) {
+          WaitTimer slot_wait(CacheMetrics::Get().slot_wait_ns);
+          FERRY_ASSIGN_OR_RETURN(slot, slots_->Take(stop));
+        }
+        FERRY_RETURN_IF_ERROR(downloader_.Fetch(
+            shard, [&](uint64_t bytes) { return MakeRoomFor(k, bytes); }, stop));
+      }
+    }
+    return std::optional<ShardHandle>(MakeHandle(k, raw, pin.Release(), /*was_cached=*/false));
+  }
+
   // A dataset already local: read in place; a shard present only compressed is decompressed
   // beside it (under the download lock, so once); nothing is ever evicted or deleted.
   Result<ShardHandle> AcquireLocal(size_t k) {
@@ -334,9 +395,12 @@ class ShardCacheImpl final : public ShardCache {
     for (const auto& list : lists) spans.emplace_back(*list);
     const std::vector<size_t> positions =
         internal_cache::UpcomingPositions(spans, index_.shards.size());
+    // The shards get what index.json and ferry's records leave of the limit.
+    const uint64_t shard_room =
+        *options_.cache_limit - std::min(*options_.cache_limit, other_bytes_);
     FERRY_ASSIGN_OR_RETURN(const internal_cache::RoomResult room,
                            internal_cache::MakeRoom(layout_, index_, positions,
-                                                    {.limit = *options_.cache_limit,
+                                                    {.limit = shard_room,
                                                      .needed = bytes,
                                                      .for_shard = k,
                                                      .headroom = options_.eviction_headroom}));
@@ -347,7 +411,9 @@ class ShardCacheImpl final : public ShardCache {
           "cache: {}: going over cache_limit ({} bytes) to fetch {} ({} bytes at most): {}",
           layout_.root().string(), *options_.cache_limit, index_.shards[k].raw_data.basename, bytes,
           room.used_after == 0
-              ? std::string("it is larger than the limit by itself")
+              ? fmt::format("it is larger than what the limit leaves beside index.json and "
+                            "ferry's records ({} bytes)",
+                            other_bytes_)
               : fmt::format("the {} bytes of shards left are all in use", room.used_after));
       if (!warned_over_limit_.exchange(true)) {
         Log().warn("{}", message);
@@ -360,6 +426,7 @@ class ShardCacheImpl final : public ShardCache {
 
   const std::shared_ptr<ObjectStore> remote_;
   const std::unique_ptr<internal_cache::DownloadSlots> slots_;  // node_download_concurrency
+  const uint64_t other_bytes_;                                  // OtherBytes()
   const Index index_;
   const ShardCacheOptions options_;
   const CacheLayout layout_;
@@ -438,9 +505,18 @@ Result<std::unique_ptr<ShardCache>> ShardCache::Open(std::shared_ptr<ObjectStore
     FERRY_ASSIGN_OR_RETURN(slots, internal_cache::DownloadSlots::Open(
                                       layout.SlotsDir(), *options.node_download_concurrency));
   }
+  const uint64_t other_bytes = internal_cache::MeasureOtherBytes(layout);
   return std::unique_ptr<ShardCache>(new ShardCacheImpl(std::move(remote), std::move(remote_prefix),
                                                         std::move(index), std::move(options),
-                                                        std::move(slots)));
+                                                        std::move(slots), other_bytes));
+}
+
+Status ShardCache::Prepare(size_t k, bool /*blocking*/, std::stop_token stop) {
+  return Acquire(k, stop).status();
+}
+
+Result<uint64_t> ShardCache::Evict(size_t k) {
+  return UnimplementedError(fmt::format("shard {}: this cache does not evict on demand", k));
 }
 
 }  // namespace ferry

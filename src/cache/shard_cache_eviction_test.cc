@@ -14,6 +14,7 @@
 #include "base/temp_dir_testutil.h"
 #include "cache/cache_layout.h"
 #include "cache/cache_testutil.h"
+#include "cache/eviction.h"
 #include "cache/file_lock.h"
 #include "cache/shard_cache_fixture_testutil.h"
 #include "ferry/format/merge_index.h"
@@ -211,6 +212,85 @@ TEST_F(ShardCacheTest, KnowingTheNextEpochRefetchesLessThanLru) {
   EXPECT_EQ(lru, n);
   EXPECT_LT(scheduled, lru);
   EXPECT_LE(scheduled, n - 3);
+}
+
+// The limit governs the folder, not only its shards: index.json (which LoadIndex keeps there)
+// takes its share, as in Mosaic's accounting.
+TEST_F(ShardCacheTest, CacheLimitHoldsIndexJsonBesideTheShards) {
+  WriteRemote({.samples = 60, .sample_bytes = 100, .size_limit = 1024});
+  ASSERT_TRUE(internal_cache::CreateCacheFolders(Cache()).ok());
+  fs::copy_file(Remote() / "index.json", Cache() / "index.json");
+  const uint64_t index_bytes = fs::file_size(Cache() / "index.json");
+  // Counted short by index.json, the shards alone would fill a third shard's worth more.
+  ASSERT_GE(index_bytes, LargestPeak() / 2);
+  const uint64_t limit = index_bytes + 5 * LargestPeak() / 2;
+  auto cache = Open({.cache_limit = limit});
+  EXPECT_EQ(cache->OtherBytes(), index_bytes + internal_cache::kLedgerBytes);
+  IterateUnderLimit(*cache, index_, Cache(), 1, limit);
+  EXPECT_LE(cache->DiskUsage() + index_bytes, limit);
+}
+
+TEST_F(ShardCacheTest, EvictDeletesAnUnpinnedShardAndRefusesAPinnedOne) {
+  WriteRemote();
+  auto cache = Open();
+  auto pinned = cache->Acquire(0);
+  ASSERT_TRUE(pinned.has_value());
+  ASSERT_TRUE(cache->Acquire(1).has_value());  // unpinned again at once
+  auto freed = cache->Evict(1);
+  ASSERT_TRUE(freed.has_value()) << freed.status().ToString();
+  EXPECT_EQ(*freed, ShardBytes(1));
+  EXPECT_FALSE(cache->IsLocal(1));
+  auto refused = cache->Evict(0);
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(), HasSubstr(index_.shards[0].raw_data.basename));
+  EXPECT_TRUE(cache->IsLocal(0));
+  EXPECT_EQ(cache->Evict(2).value(), 0u) << "not local: nothing to free";
+  EXPECT_EQ(cache->Evict(index_.shards.size()).status().code(), StatusCode::kOutOfRange);
+  // What is left is what an LRU eviction chooses from.
+  const auto local = cache->LocalShards();
+  ASSERT_EQ(local.size(), 1u);
+  EXPECT_EQ(local[0].first, 0u);
+}
+
+TEST_F(ShardCacheTest, EvictNeverDeletesTheOnlyCopy) {
+  WriteRemote();
+  auto cache = ShardCache::Open(nullptr, "", index_, {.local = Remote()}).value();
+  auto refused = cache->Evict(0);
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(), HasSubstr("only copy"));
+  EXPECT_TRUE(fs::exists(RawPath(0, Remote())));
+}
+
+TEST_F(ShardCacheTest, PrepareWithoutBlockingLeavesADownloadInProgressToItsOwner) {
+  WriteRemote();
+  auto cache = Open();
+  const CacheLayout layout(Cache());
+  {
+    // Another process's download of shard 0 holds its download lock.
+    auto downloading = FileLock::Lock(layout.DownloadLockPath(index_.shards[0].raw_data.basename),
+                                      LockMode::kExclusive)
+                           .value();
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(cache->Prepare(0, /*blocking=*/false).ok());
+    EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(500));
+    EXPECT_FALSE(cache->IsLocal(0));
+  }
+  ASSERT_TRUE(cache->Prepare(0, /*blocking=*/false).ok());
+  EXPECT_TRUE(cache->IsLocal(0));
+  ASSERT_TRUE(cache->Prepare(1, /*blocking=*/true).ok());
+  EXPECT_TRUE(cache->IsLocal(1));
+  // Prepared shards are not pinned: they can be evicted.
+  EXPECT_EQ(cache->Evict(1).value(), ShardBytes(1));
+}
+
+TEST_F(ShardCacheTest, AFolderDeletedWhileOpenIsStartedAgain) {
+  WriteRemote();
+  auto cache = Open();
+  ASSERT_TRUE(cache->Acquire(0).has_value());
+  fs::remove_all(Cache());  // a user clearing the cache under a running job
+  auto again = cache->Acquire(0);
+  ASSERT_TRUE(again.has_value()) << again.status().ToString();
+  EXPECT_TRUE(testing::RawShardIsIntact(again->path(), index_.shards[0]));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "order/partition.h"
 
 #include <algorithm>
+#include <numeric>
 #include <string>
 
 #include "base/int128.h"
@@ -14,17 +15,13 @@ std::string Shape(const WorldShape& w) {
          std::to_string(w.workers_per_rank) + " workers";
 }
 
+uint64_t CeilDiv(uint64_t a, uint64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
+
 }  // namespace
 
-uint32_t DefaultCanonicalNodes(const WorldShape& world, uint32_t batch_size,
-                               uint64_t dataset_samples) {
-  const uint64_t per_node = uint64_t{world.ranks_per_node} * world.workers_per_rank * batch_size;
-  uint64_t best = 1;
-  for (uint64_t d = 2; d <= 64; ++d) {
-    const uint64_t c = d * world.nodes;
-    if (per_node % d == 0 && c <= dataset_samples && c <= kMaxCanonicalNodes) best = d;
-  }
-  return static_cast<uint32_t>(best * world.nodes);
+uint32_t DefaultCanonicalNodes(const WorldShape& world, const OrderOptions& options) {
+  const uint64_t c = options.algo == ShuffleAlgo::kPy1s ? uint64_t{64} * world.nodes : world.nodes;
+  return static_cast<uint32_t>(std::clamp<uint64_t>(c, 1, kMaxCanonicalNodes));
 }
 
 Result<Partition> Partition::Make(const WorldShape& world, const OrderOptions& options,
@@ -44,80 +41,63 @@ Result<Partition> Partition::Make(const WorldShape& world, const OrderOptions& o
   Partition p;
   p.world_ = world;
   p.batch_size_ = options.batch_size;
-  p.world_batch_ = static_cast<uint64_t>(world_batch);
-  p.canonical_nodes_ = options.num_canonical_nodes != 0
-                           ? options.num_canonical_nodes
-                           : DefaultCanonicalNodes(world, options.batch_size, dataset_samples);
-  const uint32_t c = p.canonical_nodes_;
-  if (c > kMaxCanonicalNodes) {
-    return InvalidArgumentError("num_canonical_nodes = " + std::to_string(c) +
+  p.canonical_nodes_ = options.num_canonical_nodes != 0 ? options.num_canonical_nodes
+                                                        : DefaultCanonicalNodes(world, options);
+  if (p.canonical_nodes_ > kMaxCanonicalNodes) {
+    return InvalidArgumentError("num_canonical_nodes = " + std::to_string(p.canonical_nodes_) +
                                 " is past the supported " + std::to_string(kMaxCanonicalNodes));
   }
-  if (c % world.nodes != 0) {
-    return InvalidArgumentError("num_canonical_nodes = " + std::to_string(c) +
-                                " is not a multiple of nodes = " + std::to_string(world.nodes) +
-                                ", so canonical nodes cannot be split evenly over nodes");
-  }
-  if (p.world_batch_ % c != 0) {
-    return InvalidArgumentError(
-        "the world batch (" + Shape(world) + " x batch_size " + std::to_string(options.batch_size) +
-        " = " + std::to_string(p.world_batch_) +
-        " samples) is not divisible by num_canonical_nodes = " + std::to_string(c) +
-        ", so a round cannot take a whole unit from every canonical node; pick a "
-        "num_canonical_nodes that divides " +
-        std::to_string(p.world_batch_) + " (or 0 for the default)");
-  }
-  p.unit_ = p.world_batch_ / c;
-  if (resume_from % c != 0) {
-    return InvalidArgumentError("resume_from = " + std::to_string(resume_from) +
-                                " is not a multiple of num_canonical_nodes = " + std::to_string(c));
-  }
-  if (!options.drop_last && dataset_samples < c) {
-    return InvalidArgumentError(
-        "the dataset has " + std::to_string(dataset_samples) +
-        " samples, fewer than num_canonical_nodes = " + std::to_string(c) +
-        ": a canonical node would be empty and have nothing to pad with; lower "
-        "num_canonical_nodes or set drop_last");
-  }
-  p.skipped_ = resume_from / c;
+  p.samples_ = dataset_samples;
+  p.skipped_ = std::min(resume_from, dataset_samples);
+  p.remaining_ = dataset_samples - p.skipped_;
+  const uint64_t ranks = uint64_t{world.nodes} * world.ranks_per_node;
   if (options.drop_last) {
-    const uint64_t shortest = dataset_samples / c;
-    p.rounds_ = shortest > p.skipped_ ? (shortest - p.skipped_) / p.unit_ : 0;
+    const uint64_t step = ranks * options.batch_size;
+    p.epoch_ = p.remaining_ / step * step;
   } else {
-    const uint64_t longest = dataset_samples / c + (dataset_samples % c != 0 ? 1 : 0);
-    p.rounds_ = longest > p.skipped_ ? (longest - p.skipped_ + p.unit_ - 1) / p.unit_ : 0;
+    p.epoch_ = CeilDiv(p.remaining_, ranks) * ranks;
   }
+  p.per_rank_ = p.epoch_ / ranks;
   return p;
 }
 
-CanonicalPosition Partition::Global(uint64_t i) const {
-  const uint64_t round = i / world_batch_;
-  const uint64_t offset = i % world_batch_;
-  return {static_cast<uint32_t>(offset / unit_), skipped_ + round * unit_ + offset % unit_};
+uint64_t Partition::WorkerSamples(const WorkerId& id) const {
+  const uint64_t batches = CeilDiv(per_rank_, batch_size_);
+  if (id.worker >= batches) return 0;
+  const uint64_t mine = (batches - 1 - id.worker) / world_.workers_per_rank + 1;
+  const uint64_t last = id.worker + (mine - 1) * world_.workers_per_rank;
+  const uint64_t partial = per_rank_ % batch_size_;
+  return mine * batch_size_ - (last == batches - 1 && partial != 0 ? batch_size_ - partial : 0);
 }
 
-CanonicalPosition Partition::OfWorker(const WorkerId& id, uint64_t j) const {
-  const uint64_t round = j / batch_size_;
-  const uint64_t batch = uint64_t{id.worker} * world_.ranks_per_node + id.rank;
-  const uint64_t offset = batch * batch_size_ + j % batch_size_;  // in the node's slice
-  const uint32_t first = id.node * (canonical_nodes_ / world_.nodes);
-  return {first + static_cast<uint32_t>(offset / unit_), skipped_ + round * unit_ + offset % unit_};
+CanonicalPosition Partition::Interleaved(uint64_t k) const {
+  const uint64_t c = canonical_nodes_;
+  const uint64_t full = samples_ / c;  // positions every span has
+  if (k < full * c) return {static_cast<uint32_t>(k % c), k / c};
+  // Position `full` of the long spans: the i-th long span is the smallest c with
+  // floor((c + 1) * r / C) > i (CanonicalSpans cuts at floor(c * N / C)).
+  const uint64_t r = samples_ % c;
+  const uint64_t i = k - full * c;
+  return {static_cast<uint32_t>(CeilDiv((i + 1) * c, r) - 1), full};
 }
 
-Partition::Run Partition::WorkerRun(const WorkerId& id, uint64_t j) const {
-  const uint64_t in_batch = j % batch_size_;
-  const uint64_t batch = uint64_t{id.worker} * world_.ranks_per_node + id.rank;
-  const uint64_t offset = batch * batch_size_ + in_batch;
-  const uint64_t in_unit = offset % unit_;
-  const uint32_t first = id.node * (canonical_nodes_ / world_.nodes);
-  return {
-      {first + static_cast<uint32_t>(offset / unit_), skipped_ + j / batch_size_ * unit_ + in_unit},
-      std::min(batch_size_ - in_batch, unit_ - in_unit)};
+uint64_t Partition::Source(uint64_t i) const {
+  if (i < remaining_) return skipped_ + i;
+  const uint64_t repeats = epoch_ - remaining_;
+  return skipped_ + (i + remaining_ - repeats % remaining_) % remaining_;
 }
 
-uint32_t Partition::NodesPerBatch(const WorkerId& id) const {
-  const uint64_t begin = (uint64_t{id.worker} * world_.ranks_per_node + id.rank) * batch_size_;
-  return static_cast<uint32_t>((begin + batch_size_ - 1) / unit_ - begin / unit_ + 1);
+uint64_t Partition::Position(const WorkerId& id, uint64_t j) const {
+  const uint64_t batch = j / batch_size_ * world_.workers_per_rank + id.worker;
+  const uint64_t t = batch * batch_size_ + j % batch_size_;  // index in the rank's sequence
+  return (t * world_.ranks_per_node + id.rank) * world_.nodes + id.node;
+}
+
+uint32_t Partition::NodesPerBatch() const {
+  // A batch holds consecutive positions of its rank, `ranks` apart in the global order.
+  const uint64_t ranks = uint64_t{world_.nodes} * world_.ranks_per_node;
+  const uint64_t cycle = canonical_nodes_ / std::gcd(uint64_t{canonical_nodes_}, ranks);
+  return static_cast<uint32_t>(std::max<uint64_t>(1, std::min<uint64_t>(batch_size_, cycle)));
 }
 
 }  // namespace ferry::internal_order

@@ -1,27 +1,35 @@
-// Partition: how the canonical sequences are interleaved into rounds and dealt to the physical
-// world (EpochPlan model, steps 3 and 4), as integer arithmetic on positions - no sample ids.
+// Partition: how the canonical sequences are interleaved into one global order and dealt to the
+// physical world (EpochPlan model, steps 3 and 4), as integer arithmetic on positions - no
+// sample ids, no arrays. The layout is Mosaic Streaming's (streaming/base/partition/orig.py), so
+// the counts a user sees are the same: every rank reads exactly ceil(N / ranks) samples.
 //
-//   world_batch = nodes * ranks_per_node * workers_per_rank * batch_size; unit = world_batch / C.
-//   Round t takes positions [s + t*unit, s + (t+1)*unit) of every canonical sequence, where s is
-//   what a resumed plan skips (resume_from / C). The global order is round-major, then canonical
-//   node c = 0..C-1, then position: global sample i is node (i % world_batch) / unit at position
-//   s + (i / world_batch) * unit + i % unit.
-//   Physical node p owns canonical nodes [p*C/P, (p+1)*C/P); its slice of a round is their units
-//   concatenated (ranks*workers*batch_size samples), cut into batches of batch_size. The batches
-//   are dealt like cards around the node's ranks, once per worker index: batch q goes to rank
-//   q % ranks, worker q / ranks. Each worker thus gets one whole batch per round, and since a
-//   rank's DataLoader takes one batch from each worker in turn, every training step consumes one
-//   contiguous stretch of each node's slice, in order.
-//   Rounds: without drop_last, enough to exhaust the longest canonical sequence (ceil(N/C)
-//   samples); a shorter one is padded by repeating itself from its start (position j reads
-//   position j mod length). With drop_last, only rounds that the shortest sequence (floor(N/C))
-//   fills. A resumed plan counts the same from position s.
+//   Interleaving. With N samples over C canonical nodes (span c has floor(N/C) or ceil(N/C)
+//   samples), the global order takes position j of every canonical node c = 0..C-1, then
+//   position j + 1: sample k is node k % C at position k / C while k < C * floor(N/C); the last
+//   N % C samples are position floor(N/C) of the long spans, in node order. Unlike Mosaic, a
+//   short span is not padded by repeating its last sample: the global order has exactly N
+//   samples, whatever C is.
+//   Resumption. A plan resumed at `resume_from` = s covers positions [s, N) of that order (any
+//   s: the order does not depend on the world shape, so a job may resume on another one).
+//   Padding across ranks. The M = N - s remaining samples are padded to E = ceil(M / ranks) x
+//   ranks (ranks = nodes x ranks_per_node) by repeating d = E - M < ranks of them: padded
+//   position i (M <= i < E) reads position (i - d) mod M, which lands on another rank than the
+//   one that read it first, so no rank sees a sample twice (while M >= ranks). With drop_last,
+//   E = floor(M / (ranks x batch_size)) x ranks x batch_size instead: whole world batches, no
+//   repeats. Position i of the padded order goes to node i % P, rank (i / P) % R of the node, at
+//   index t = i / (P x R) of that rank: every rank reads E / ranks samples, so after n training
+//   steps of `batch_size` the world has read exactly the first n x batch_size x ranks positions.
+//   Workers. A rank's sequence is cut into batches of `batch_size`, dealt round robin to its
+//   workers from worker 0 (batch b to worker b % W): the order in which torch's DataLoader
+//   takes them. The last batch may be partial and some workers may get one batch fewer; nothing
+//   is padded, so the samples of a rank's workers add up to exactly E / ranks.
+//   Locality. When P divides C, node p reads canonical nodes c with c % P == p, so each node
+//   keeps its shards (but for the last N % C samples, dealt in global order: they may cost a
+//   node a shard of another node's); when C divides P, the P / C nodes of each canonical node
+//   share it.
 //
-// Default C (num_canonical_nodes = 0): nodes * d, with d the largest divisor of
-// ranks_per_node * workers_per_rank * batch_size that is at most 64 and keeps C <= N (d = 1 when
-// even nodes > N). C is then a multiple of nodes, at most 64 x nodes (Mosaic's default), divides
-// the world batch, and leaves no canonical node empty when the dataset allows. It depends on the
-// world shape, so a job that resumes on another shape must pass the C it started with.
+// Default C (num_canonical_nodes = 0): Mosaic's, 64 x nodes for py1s (shards shuffled within a
+// node: more canonical nodes mix more shards), else nodes. It depends only on the node count.
 //
 // Thread-safety: a value.
 #pragma once
@@ -33,57 +41,56 @@
 
 namespace ferry::internal_order {
 
-/// A position in the padded sequence of one canonical node.
+/// A position in the sequence of one canonical node.
 struct CanonicalPosition {
   uint32_t node = 0;
   uint64_t position = 0;
   friend bool operator==(const CanonicalPosition&, const CanonicalPosition&) = default;
 };
 
-uint32_t DefaultCanonicalNodes(const WorldShape& world, uint32_t batch_size,
-                               uint64_t dataset_samples);
+uint32_t DefaultCanonicalNodes(const WorldShape& world, const OrderOptions& options);
 
 class Partition {
  public:
-  /// kInvalidArgument, naming the numbers, for a zero dimension or batch, a C that is not a
-  /// multiple of nodes or does not divide the world batch, a resume_from that is not a multiple
-  /// of C, or (without drop_last) fewer samples than canonical nodes.
+  /// kInvalidArgument, naming the numbers, for a zero dimension or batch, or a world too large.
   static Result<Partition> Make(const WorldShape& world, const OrderOptions& options,
                                 uint64_t dataset_samples, uint64_t resume_from);
 
   uint32_t num_canonical_nodes() const { return canonical_nodes_; }
-  uint64_t unit() const { return unit_; }
-  uint64_t world_batch() const { return world_batch_; }
-  uint64_t rounds() const { return rounds_; }
-  /// Positions of every canonical sequence that a resumed plan skips.
-  uint64_t skipped() const { return skipped_; }
-  uint64_t epoch_samples() const { return rounds_ * world_batch_; }
-  uint64_t samples_per_worker() const { return rounds_ * batch_size_; }
+  /// Samples the plan deals (E): what remains after resume_from, padded or cut.
+  uint64_t epoch_samples() const { return epoch_; }
+  /// Of them, repeats added so every rank reads as many (E - M).
+  uint64_t padding() const { return epoch_ > remaining_ ? epoch_ - remaining_ : 0; }
+  uint64_t samples_per_rank() const { return per_rank_; }
+  /// Samples worker `id` reads (its rank's share, cut into batches dealt round robin).
+  uint64_t WorkerSamples(const WorkerId& id) const;
 
-  /// Where global sample i comes from. \pre i < epoch_samples().
-  CanonicalPosition Global(uint64_t i) const;
-  /// Where worker `id`'s j-th sample comes from. \pre id valid, j < samples_per_worker().
-  CanonicalPosition OfWorker(const WorkerId& id, uint64_t j) const;
-
-  /// OfWorker(id, j), and how many samples from j on follow it at consecutive positions of the
-  /// same canonical node (to the end of the batch or of the unit): a cursor walks a run without
-  /// arithmetic.
-  struct Run {
-    CanonicalPosition first;
-    uint64_t length = 0;
-  };
-  Run WorkerRun(const WorkerId& id, uint64_t j) const;
-  /// How many canonical nodes one batch of worker `id` draws from (its working set).
-  uint32_t NodesPerBatch(const WorkerId& id) const;
+  /// Where position i of the padded global order comes from. \pre i < epoch_samples().
+  CanonicalPosition Global(uint64_t i) const { return Interleaved(Source(i)); }
+  /// Where worker `id`'s j-th sample comes from. \pre j < WorkerSamples(id).
+  CanonicalPosition OfWorker(const WorkerId& id, uint64_t j) const {
+    return Global(Position(id, j));
+  }
+  /// The position of the unpadded global order, in [resume_from, N), that padded position i
+  /// reads. \pre i < epoch_samples().
+  uint64_t Source(uint64_t i) const;
+  /// The padded position worker `id`'s j-th sample is at. \pre j < WorkerSamples(id).
+  uint64_t Position(const WorkerId& id, uint64_t j) const;
+  /// How many canonical nodes one batch of a worker draws from, at most (its working set).
+  uint32_t NodesPerBatch() const;
 
  private:
+  /// Position k of the unpadded global order. \pre k < N.
+  CanonicalPosition Interleaved(uint64_t k) const;
+
   WorldShape world_;
   uint32_t batch_size_ = 1;
   uint32_t canonical_nodes_ = 1;
-  uint64_t world_batch_ = 1;
-  uint64_t unit_ = 1;
-  uint64_t skipped_ = 0;
-  uint64_t rounds_ = 0;
+  uint64_t samples_ = 0;    // N
+  uint64_t skipped_ = 0;    // s, at most N
+  uint64_t remaining_ = 0;  // M = N - s
+  uint64_t epoch_ = 0;      // E
+  uint64_t per_rank_ = 0;   // E / ranks
 };
 
 }  // namespace ferry::internal_order

@@ -1,11 +1,14 @@
-// Tests of the round and dealing arithmetic: the default C rule, rounds with padding and
-// drop_last, resumption offsets, the worker-major deal, and the errors for impossible shapes.
+// Tests of the interleaving and dealing arithmetic against a brute-force construction of the
+// documented model (src/order/partition.h): lists of positions built step by step, compared
+// with Partition's O(1) answers; the default C; exact counts; repeats across ranks only.
 #include "order/partition.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
+#include <vector>
 
 namespace ferry::internal_order {
 namespace {
@@ -20,124 +23,180 @@ OrderOptions Options(uint32_t batch, uint32_t c = 0, bool drop_last = false) {
   return o;
 }
 
-TEST(DefaultCanonicalNodes, LargestDivisorUpTo64PerNode) {
-  // ranks*workers*batch = 8*2*32 = 512: d = 64.
-  EXPECT_EQ(DefaultCanonicalNodes({8, 8, 2}, 32, 100'000'000), 512u);
-  // 3*5*7 = 105: its largest divisor <= 64 is 35.
-  EXPECT_EQ(DefaultCanonicalNodes({2, 3, 5}, 7, 1'000'000), 70u);
-  // 1*1*1: d = 1.
-  EXPECT_EQ(DefaultCanonicalNodes({4, 1, 1}, 1, 1'000'000), 4u);
-  // Capped by the dataset: 2 nodes, 100 = 2*50 per node, but only 30 samples -> d = 10.
-  EXPECT_EQ(DefaultCanonicalNodes({2, 10, 1}, 10, 30), 20u);
-  // Fewer samples than nodes: C = nodes (the plan then needs drop_last).
-  EXPECT_EQ(DefaultCanonicalNodes({3, 2, 5}, 1, 1), 3u);
+uint64_t SpanLength(uint64_t n, uint64_t c, uint64_t node) {
+  return (node + 1) * n / c - node * n / c;
 }
 
-TEST(Partition, RoundsPadToTheLongestNode) {
-  // N = 10, C = 4: lengths 2, 3, 2, 3; world batch 8, unit 2: 2 rounds.
-  auto p = Partition::Make({2, 2, 2}, Options(1, 4), 10, 0);
-  ASSERT_TRUE(p.has_value()) << p.status().ToString();
-  EXPECT_EQ(p->unit(), 2u);
-  EXPECT_EQ(p->rounds(), 2u);
-  EXPECT_EQ(p->epoch_samples(), 16u);
-  EXPECT_EQ(p->samples_per_worker(), 2u);
-  // drop_last: floor(10/4) = 2 -> 1 round.
-  p = Partition::Make({2, 2, 2}, Options(1, 4, true), 10, 0);
-  ASSERT_TRUE(p.has_value());
-  EXPECT_EQ(p->rounds(), 1u);
-  // Resumed after 8 samples: 2 positions skipped, 1 more round covers the length 3.
-  p = Partition::Make({2, 2, 2}, Options(1, 4), 10, 8);
-  ASSERT_TRUE(p.has_value());
-  EXPECT_EQ(p->skipped(), 2u);
-  EXPECT_EQ(p->rounds(), 1u);
-  // Resumed at the end: nothing left.
-  p = Partition::Make({2, 2, 2}, Options(1, 4), 10, 16);
-  ASSERT_TRUE(p.has_value());
-  EXPECT_EQ(p->rounds(), 0u);
-  // drop_last with fewer samples than canonical nodes: an empty epoch.
-  p = Partition::Make({2, 1, 1}, Options(1, 2, true), 1, 0);
-  ASSERT_TRUE(p.has_value());
-  EXPECT_EQ(p->rounds(), 0u);
+// The model built literally: the interleaved order, cut at resume_from, padded or cut, dealt.
+struct Reference {
+  std::vector<CanonicalPosition> global;  // padded
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, std::vector<CanonicalPosition>> workers;
+
+  Reference(const WorldShape& w, uint32_t batch, uint64_t n, uint32_t c, uint64_t resume,
+            bool drop_last) {
+    std::vector<CanonicalPosition> order;
+    for (uint64_t j = 0; order.size() < n; ++j) {
+      for (uint32_t node = 0; node < c; ++node) {
+        if (j < SpanLength(n, c, node)) order.push_back({node, j});
+      }
+    }
+    order.erase(order.begin(), order.begin() + static_cast<ptrdiff_t>(std::min(resume, n)));
+    const uint64_t m = order.size();
+    const uint64_t ranks = uint64_t{w.nodes} * w.ranks_per_node;
+    global = order;
+    if (drop_last) {
+      global.resize(m / (ranks * batch) * ranks * batch);
+    } else {
+      const uint64_t e = (m + ranks - 1) / ranks * ranks;
+      const uint64_t d = e - m;
+      const auto sm = static_cast<int64_t>(m);
+      for (uint64_t i = m; i < e; ++i) {
+        global.push_back(
+            order[((static_cast<int64_t>(i - m) - static_cast<int64_t>(d)) % sm + sm) % sm]);
+      }
+    }
+    std::map<std::pair<uint32_t, uint32_t>, std::vector<CanonicalPosition>> rank_seq;
+    for (uint64_t i = 0; i < global.size(); ++i) {
+      rank_seq[{static_cast<uint32_t>(i % w.nodes),
+                static_cast<uint32_t>(i / w.nodes % w.ranks_per_node)}]
+          .push_back(global[i]);
+    }
+    for (auto& [rank, seq] : rank_seq) {
+      for (uint64_t t = 0; t < seq.size(); ++t) {
+        const auto worker = static_cast<uint32_t>(t / batch % w.workers_per_rank);
+        workers[{rank.first, rank.second, worker}].push_back(seq[t]);
+      }
+    }
+  }
+};
+
+TEST(DefaultCanonicalNodes, MosaicsRule) {
+  OrderOptions o;
+  o.algo = ShuffleAlgo::kPy1e;
+  EXPECT_EQ(DefaultCanonicalNodes({8, 8, 2}, o), 8u);
+  o.algo = ShuffleAlgo::kPy1s;
+  EXPECT_EQ(DefaultCanonicalNodes({8, 8, 2}, o), 512u);
+  o.algo = ShuffleAlgo::kNaive;
+  EXPECT_EQ(DefaultCanonicalNodes({1, 3, 5}, o), 1u);
 }
 
-TEST(Partition, GlobalOrderIsRoundThenNodeThenPosition) {
-  auto p = Partition::Make({1, 1, 1}, Options(6, 3), 100, 0);  // unit 2
-  ASSERT_TRUE(p.has_value());
-  const CanonicalPosition expected[] = {{0, 0}, {0, 1}, {1, 0}, {1, 1}, {2, 0}, {2, 1},
-                                        {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 2}, {2, 3}};
-  for (uint64_t i = 0; i < 12; ++i) EXPECT_EQ(p->Global(i), expected[i]) << i;
-}
-
-TEST(Partition, DealsBatchesAroundRanksOncePerWorker) {
-  // 2 nodes x 2 ranks x 3 workers, batch 2: world batch 24; C = 4, unit 6, each node owns two
-  // canonical nodes and a 12-sample slice per round.
-  auto p = Partition::Make({2, 2, 3}, Options(2, 4), 1000, 0);
-  ASSERT_TRUE(p.has_value());
-  ASSERT_EQ(p->unit(), 6u);
-  // Node 1, rank 1, worker 2: batch q = 2*2 + 1 = 5 of the slice, offsets 10, 11: canonical
-  // node 2 + 10/6 = 3, positions 4, 5; the next round adds a unit.
-  EXPECT_EQ(p->OfWorker({1, 1, 2}, 0), (CanonicalPosition{3, 4}));
-  EXPECT_EQ(p->OfWorker({1, 1, 2}, 1), (CanonicalPosition{3, 5}));
-  EXPECT_EQ(p->OfWorker({1, 1, 2}, 2), (CanonicalPosition{3, 10}));
-  // Node 0, rank 1, worker 0: batch 1, offsets 2, 3 of canonical node 0.
-  EXPECT_EQ(p->OfWorker({0, 1, 0}, 0), (CanonicalPosition{0, 2}));
-  EXPECT_EQ(p->NodesPerBatch({0, 1, 0}), 1u);
-  // Rank 1, worker 1 gets batch 3: offsets 6, 7, the start of canonical node 1.
-  EXPECT_EQ(p->OfWorker({0, 1, 1}, 0), (CanonicalPosition{1, 0}));
-
-  // Every (node, position) of a round is dealt exactly once.
-  std::set<std::pair<uint32_t, uint64_t>> seen;
-  for (uint32_t n = 0; n < 2; ++n) {
-    for (uint32_t r = 0; r < 2; ++r) {
-      for (uint32_t w = 0; w < 3; ++w) {
-        for (uint64_t j = 0; j < 2; ++j) {
-          const CanonicalPosition c = p->OfWorker({n, r, w}, j);
-          EXPECT_TRUE(seen.insert({c.node, c.position}).second);
-          EXPECT_LT(c.position, 6u);
+TEST(Partition, AgreesWithTheLiteralModel) {
+  const WorldShape shapes[] = {{1, 1, 1}, {1, 1, 3}, {2, 2, 3}, {3, 2, 1}, {4, 1, 2}, {1, 8, 2}};
+  for (const WorldShape& w : shapes) {
+    for (const uint32_t batch : {1u, 2u, 7u}) {
+      for (const uint64_t n : {1u, 5u, 117u, 1003u}) {
+        for (const uint32_t c : {1u, 3u, 8u, 64u}) {
+          for (const uint64_t resume : {uint64_t{0}, uint64_t{1}, n / 2, n}) {
+            for (const bool drop_last : {false, true}) {
+              SCOPED_TRACE(testing::Message()
+                           << w.nodes << "x" << w.ranks_per_node << "x" << w.workers_per_rank
+                           << " batch " << batch << " n " << n << " C " << c << " resume " << resume
+                           << (drop_last ? " drop_last" : ""));
+              auto p = Partition::Make(w, Options(batch, c, drop_last), n, resume);
+              ASSERT_TRUE(p.has_value()) << p.error().ToString();
+              const Reference ref(w, batch, n, c, resume, drop_last);
+              ASSERT_EQ(p->epoch_samples(), ref.global.size());
+              for (uint64_t i = 0; i < ref.global.size(); ++i) {
+                ASSERT_EQ(p->Global(i), ref.global[i]) << "position " << i;
+              }
+              for (uint32_t node = 0; node < w.nodes; ++node) {
+                for (uint32_t rank = 0; rank < w.ranks_per_node; ++rank) {
+                  uint64_t rank_total = 0;
+                  for (uint32_t k = 0; k < w.workers_per_rank; ++k) {
+                    const WorkerId id{node, rank, k};
+                    const auto it = ref.workers.find({node, rank, k});
+                    const std::vector<CanonicalPosition> none;
+                    const auto& expected = it == ref.workers.end() ? none : it->second;
+                    ASSERT_EQ(p->WorkerSamples(id), expected.size());
+                    for (uint64_t j = 0; j < expected.size(); ++j) {
+                      ASSERT_EQ(p->OfWorker(id, j), expected[j]) << "worker " << k << " at " << j;
+                    }
+                    rank_total += expected.size();
+                  }
+                  EXPECT_EQ(rank_total, p->samples_per_rank());
+                }
+              }
+            }
+          }
         }
       }
     }
   }
-  EXPECT_EQ(seen.size(), 24u);
 }
 
-TEST(Partition, BatchesSpanningNodes) {
-  // unit 1, batch 4: each batch draws from 4 canonical nodes.
-  auto p = Partition::Make({1, 2, 1}, Options(4, 8), 100, 0);
+TEST(Partition, EveryRankReadsCeilOfSamplesOverRanks) {
+  // Mosaic's len(dataset): ceil(N / ranks) per rank, whatever C, workers and batch are.
+  for (const uint64_t n : {117u, 1003u, 9867u}) {
+    for (const uint32_t ranks : {1u, 2u, 3u, 8u}) {
+      for (const uint32_t c : {0u, 1u, 8u, 64u, 100u}) {
+        auto p = Partition::Make({1, ranks, 4}, Options(128, c), n, 0);
+        ASSERT_TRUE(p.has_value());
+        EXPECT_EQ(p->samples_per_rank(), (n + ranks - 1) / ranks);
+        EXPECT_EQ(p->padding(), p->samples_per_rank() * ranks - n);
+      }
+    }
+  }
+}
+
+TEST(Partition, RepeatsLandOnOtherRanks) {
+  // N = 10 over 4 ranks: 12 positions, 2 repeats; padded position i reads position i - 2.
+  auto p = Partition::Make({2, 2, 1}, Options(1, 2), 10, 0);
   ASSERT_TRUE(p.has_value());
-  EXPECT_EQ(p->NodesPerBatch({0, 1, 0}), 4u);
-  EXPECT_EQ(p->OfWorker({0, 1, 0}, 0), (CanonicalPosition{4, 0}));
-  EXPECT_EQ(p->OfWorker({0, 1, 0}, 3), (CanonicalPosition{7, 0}));
-  EXPECT_EQ(p->OfWorker({0, 1, 0}, 4), (CanonicalPosition{4, 1}));
+  EXPECT_EQ(p->epoch_samples(), 12u);
+  EXPECT_EQ(p->padding(), 2u);
+  EXPECT_EQ(p->Global(10), p->Global(8));
+  EXPECT_EQ(p->Global(11), p->Global(9));
+  // Position 10 is node 0 rank 1; position 8 was node 0 rank 0.
+  EXPECT_EQ(p->OfWorker({0, 1, 0}, 2), p->Global(10));
+  EXPECT_EQ(p->OfWorker({0, 0, 0}, 2), p->Global(8));
+}
+
+TEST(Partition, DealsBatchesRoundRobinFromWorkerZero) {
+  // One rank, 3 workers, batch 2, 11 samples, C = 1: batches [0,1] [2,3] [4,5] [6,7] [8,9] [10]
+  // go to workers 0, 1, 2, 0, 1, 2.
+  auto p = Partition::Make({1, 1, 3}, Options(2, 1), 11, 0);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->WorkerSamples({0, 0, 0}), 4u);
+  EXPECT_EQ(p->WorkerSamples({0, 0, 1}), 4u);
+  EXPECT_EQ(p->WorkerSamples({0, 0, 2}), 3u);
+  const uint64_t expected[3][4] = {{0, 1, 6, 7}, {2, 3, 8, 9}, {4, 5, 10, 0}};
+  for (uint32_t k = 0; k < 3; ++k) {
+    for (uint64_t j = 0; j < p->WorkerSamples({0, 0, k}); ++j) {
+      EXPECT_EQ(p->OfWorker({0, 0, k}, j).position, expected[k][j]);
+    }
+  }
+  // Fewer batches than workers: the last workers read nothing.
+  auto few = Partition::Make({1, 1, 8}, Options(64, 1), 117, 0);
+  ASSERT_TRUE(few.has_value());
+  EXPECT_EQ(few->WorkerSamples({0, 0, 0}), 64u);
+  EXPECT_EQ(few->WorkerSamples({0, 0, 1}), 53u);
+  EXPECT_EQ(few->WorkerSamples({0, 0, 2}), 0u);
+}
+
+TEST(Partition, NodesKeepTheirCanonicalNodesWhenNodesDivideC) {
+  auto p = Partition::Make({4, 2, 1}, Options(3, 8), 1000, 0);
+  ASSERT_TRUE(p.has_value());
+  for (uint32_t node = 0; node < 4; ++node) {
+    std::set<uint32_t> canon;
+    for (uint32_t rank = 0; rank < 2; ++rank) {
+      const WorkerId id{node, rank, 0};
+      for (uint64_t j = 0; j < p->WorkerSamples(id); ++j) canon.insert(p->OfWorker(id, j).node);
+    }
+    EXPECT_EQ(canon, (std::set<uint32_t>{node, node + 4})) << "node " << node;
+  }
+  EXPECT_EQ(p->NodesPerBatch(), 1u);  // 8 ranks apart: the same canonical node mod 8
 }
 
 TEST(Partition, RejectsImpossibleShapesNamingTheNumbers) {
-  auto p = Partition::Make({0, 2, 3}, Options(1), 100, 0);
-  ASSERT_FALSE(p.has_value());
-  EXPECT_EQ(p.error().code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(p.error().message(), HasSubstr("0 nodes x 2 ranks x 3 workers"));
-
-  p = Partition::Make({1, 1, 1}, Options(0), 100, 0);
-  ASSERT_FALSE(p.has_value());
-  EXPECT_THAT(p.error().message(), HasSubstr("batch_size"));
-
-  p = Partition::Make({4, 1, 1}, Options(2, 6), 100, 0);
-  ASSERT_FALSE(p.has_value());
-  EXPECT_THAT(p.error().message(), HasSubstr("num_canonical_nodes = 6"));
-  EXPECT_THAT(p.error().message(), HasSubstr("nodes = 4"));
-
-  p = Partition::Make({2, 2, 3}, Options(5, 8), 1000, 0);
-  ASSERT_FALSE(p.has_value());
-  EXPECT_THAT(p.error().message(), HasSubstr("= 60 samples"));
-  EXPECT_THAT(p.error().message(), HasSubstr("num_canonical_nodes = 8"));
-
-  p = Partition::Make({2, 1, 1}, Options(4, 4), 1000, 6);
-  ASSERT_FALSE(p.has_value());
-  EXPECT_THAT(p.error().message(), HasSubstr("resume_from = 6"));
-
-  p = Partition::Make({3, 2, 5}, Options(1), 2, 0);
-  ASSERT_FALSE(p.has_value());
-  EXPECT_THAT(p.error().message(), HasSubstr("2 samples, fewer than num_canonical_nodes = 3"));
+  auto zero = Partition::Make({1, 0, 1}, Options(1), 10, 0);
+  ASSERT_FALSE(zero.has_value());
+  EXPECT_THAT(zero.error().message(), HasSubstr("1 nodes x 0 ranks x 1 workers"));
+  auto batch = Partition::Make({1, 1, 1}, Options(0), 10, 0);
+  ASSERT_FALSE(batch.has_value());
+  EXPECT_THAT(batch.error().message(), HasSubstr("batch_size"));
+  auto huge = Partition::Make({1u << 16, 1u << 16, 1}, Options(1u << 17), 10, 0);
+  ASSERT_FALSE(huge.has_value());
+  EXPECT_THAT(huge.error().message(), HasSubstr("past 2^48"));
 }
 
 }  // namespace

@@ -54,10 +54,9 @@ WorkingSet EstimateWorkingSet(std::span<const StreamFootprint> streams, const Or
     out.bytes.assign(streams.size(), 0);
     return out;
   }
-  const uint32_t canonical =
-      options.num_canonical_nodes != 0
-          ? options.num_canonical_nodes
-          : DefaultCanonicalNodes(world, std::max<uint32_t>(1, options.batch_size), total);
+  const uint32_t canonical = options.num_canonical_nodes != 0
+                                 ? options.num_canonical_nodes
+                                 : DefaultCanonicalNodes(world, options);
   const uint64_t per_node = std::max<uint64_t>(1, canonical / world.nodes);
   const uint64_t span = CeilDiv(total, canonical);
   const uint64_t w = Window(options, span);
@@ -91,6 +90,10 @@ WorkingSetFit NarrowToFit(std::span<const StreamFootprint> streams, const OrderO
     return std::pair<bool, WorkingSet>(ws.Largest() <= room, std::move(ws));
   };
   OrderOptions narrowed = options;
+  // The canonical nodes stay those of the order asked for (py1s would default to 64 per node).
+  if (narrowed.num_canonical_nodes == 0) {
+    narrowed.num_canonical_nodes = DefaultCanonicalNodes(world, options);
+  }
   // Naive has no block to shrink: py1e keeps its spirit (every sample moves) within a window.
   if (narrowed.algo == ShuffleAlgo::kNaive) narrowed.algo = ShuffleAlgo::kPy1e;
   // The working set grows with the block size: the largest that fits, by bisection.

@@ -51,14 +51,13 @@ uint64_t Measure(const std::vector<uint64_t>& shards, const OrderOptions& option
   if (!plan) return 0;
   auto partition = Partition::Make(world, options, (*plan)->dataset_samples(), 0);
   EXPECT_TRUE(partition.has_value());
-  const uint32_t per_node = (*plan)->num_canonical_nodes() / world.nodes;
 
   // Each piece is live from its first use to its last; a shard read by two canonical nodes is
   // live while either of its pieces is (and takes its bytes once).
   std::map<std::pair<uint32_t, uint32_t>, std::pair<uint64_t, uint64_t>> pieces;
   for (uint64_t i = 0; i < (*plan)->epoch_samples(); ++i) {
     const CanonicalPosition cp = partition->Global(i);
-    if (cp.node >= per_node) continue;
+    if (cp.node % world.nodes != 0) continue;  // node 0 reads the canonical nodes c % P == 0
     const uint32_t shard = (*plan)->Locate((*plan)->GlobalSample(i)).first;
     auto [it, inserted] = pieces.try_emplace({shard, cp.node}, i, i);
     it->second.second = i;
@@ -107,7 +106,7 @@ TEST(WorkingSet, BoundsTheShardsLiveAtOnce) {
           options.shuffle_block_size = c.block;
           options.seed = seed;
           options.batch_size = batch;
-          options.drop_last = true;  // no padding: it re-reads a node's first samples at the end
+          options.drop_last = true;  // no repeats: they re-read early samples at the end
           const WorkingSet ws = EstimateWorkingSet({&footprint, 1}, options, world);
           const uint64_t live = Measure(shards, options, world);
           SCOPED_TRACE(Name(c) + " world " + std::to_string(world.nodes) + "x" +
@@ -188,7 +187,7 @@ TEST(WorkingSet, NarrowsToTheWidestBlockThatFits) {
 
   // No block fits: py1s, the least a shuffle needs - which fits here...
   o.algo = ShuffleAlgo::kPy1b;
-  const uint64_t tiny = 2 * f.max_shard_bytes;  // two canonical nodes, one shard each
+  const uint64_t tiny = f.max_shard_bytes;  // one canonical node (one node's default), one shard
   const WorkingSetFit py1s = NarrowToFit({&f, 1}, o, world, tiny);
   EXPECT_EQ(py1s.order.algo, ShuffleAlgo::kPy1s);
   EXPECT_TRUE(py1s.fits);

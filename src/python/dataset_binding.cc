@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <pybind11/stl.h>
 
+#include <functional>
 #include <future>
 #include <memory>
 #include <optional>
@@ -25,6 +26,7 @@
 #include "python/py_value.h"
 #include "python/signal_aware_wait.h"
 #include "python/status_exception.h"
+#include "stream/stream_mix.h"
 
 namespace py = pybind11;
 
@@ -32,24 +34,9 @@ namespace ferry::python {
 namespace {
 
 // Mosaic's options that ferry accepts without using them. They are checked all the same, so that
-// a typo, or a value that changes what a batch holds, is an error rather than silently ignored.
-void CheckUnusedMosaicOptions(const py::dict& d, size_t streams) {
-  const std::string batching = Get<std::string>(d, "batching_method", "random");
-  if (batching == "per_stream" || batching == "stratified" || batching == "device_per_stream") {
-    // Each of them decides which streams a batch draws from: with one stream every method
-    // gives the batches "random" does.
-    if (streams > 1) {
-      ThrowStatus(UnimplementedError(fmt::format(
-          "batching_method {} (which streams each batch draws from) is not implemented by ferry "
-          "yet; with {} streams only random is (every batch drawn from the mix of all streams)",
-          batching, streams)));
-    }
-  } else if (batching != "random") {
-    ThrowStatus(InvalidArgumentError(fmt::format(
-        "batching_method {} is not one of random, per_stream, stratified, device_per_stream",
-        batching)));
-  }
-  // Either way ferry deals its own partition (docs/streaming.md).
+// a typo is an error rather than silently ignored.
+void CheckUnusedMosaicOptions(const py::dict& d) {
+  // ferry deals its own partition (docs/streaming.md).
   const std::string partition = Get<std::string>(d, "partition_algo", "relaxed");
   if (partition != "relaxed" && partition != "orig") {
     ThrowStatus(InvalidArgumentError(
@@ -79,6 +66,7 @@ StreamingOptions ParseOptions(const py::dict& d) {
   o.order.num_canonical_nodes = Get<uint32_t>(d, "num_canonical_nodes", 0);
   o.order.batch_size = Get<uint32_t>(d, "batch_size", 1);
   o.order.drop_last = Get<bool>(d, "drop_last", false);
+  o.order.batching = Unwrap(ParseBatchingMethod(Get<std::string>(d, "batching_method", "random")));
   o.epoch_size = GetOptional<uint64_t>(d, "epoch_size");
   const std::string sampling = Get<std::string>(d, "sampling_method", "balanced");
   if (sampling == "balanced") {
@@ -100,8 +88,56 @@ StreamingOptions ParseOptions(const py::dict& d) {
   o.keep_zip = Get<bool>(d, "keep_zip", false);
   o.validate_hash = GetOptional<std::string>(d, "validate_hash");
   o.allow_unsafe_types = Get<bool>(d, "allow_unsafe_types", false);
-  CheckUnusedMosaicOptions(d, o.streams.size());
+  CheckUnusedMosaicOptions(d);
   return o;
+}
+
+// A stream's (proportion, repeat, choose) as given, each None when not.
+using StreamWeightArgs =
+    std::tuple<std::optional<double>, std::optional<double>, std::optional<uint64_t>>;
+
+py::list WeightsToPython(const std::vector<StreamWeight>& weights) {
+  py::list out;
+  for (const StreamWeight& w : weights)
+    out.append(py::make_tuple(w.proportion, w.repeat, w.choose));
+  return out;
+}
+
+// One shard as python/ferry/shards.py's ShardInfo reads it.
+py::dict ShardToPython(size_t stream, const ShardEntry& shard) {
+  auto file = [](const FileInfo& f) {
+    py::dict hashes;
+    for (const auto& [algorithm, digest] : f.hashes) hashes[py::str(algorithm)] = digest;
+    return py::make_tuple(f.basename, f.bytes, hashes);
+  };
+  const ShardConfig& c = *shard.config;
+  std::vector<std::string> encodings;
+  for (const ColumnEncoding& e : c.column_encodings) encodings.push_back(e.text());
+  return py::dict(py::arg("stream") = stream, py::arg("samples") = shard.samples,
+                  py::arg("raw_data") = file(shard.raw_data),
+                  py::arg("zip_data") =
+                      shard.zip_data ? py::object(file(*shard.zip_data)) : py::object(py::none()),
+                  py::arg("compression") = c.compression, py::arg("hashes") = c.hashes,
+                  py::arg("size_limit") = c.size_limit, py::arg("column_names") = c.column_names,
+                  py::arg("column_encodings") = encodings,
+                  py::arg("column_sizes") = c.column_sizes);
+}
+
+// Runs `call` (a download, say) on another thread while this one, without the GIL, lets Python's
+// signal handlers run: Ctrl+C stops the call (its stop token) and raises here.
+Status WaitLettingSignalsIn(const std::function<Status(std::stop_token)>& call) {
+  py::gil_scoped_release release;
+  std::stop_source stop;
+  auto done = std::async(std::launch::async, call, stop.get_token());
+  try {
+    AwaitLettingSignalsIn(
+        [&](auto timeout) { return done.wait_for(timeout) == std::future_status::ready; });
+  } catch (...) {
+    stop.request_stop();
+    done.wait();
+    throw;
+  }
+  return done.get();
 }
 
 bool IsBytesKind(EncodingKind kind) {
@@ -185,6 +221,20 @@ class PyIterator {
 }  // namespace
 
 void RegisterDataset(py::module_& m) {
+  m.def(
+      "resolve_stream_weights",
+      [](const std::vector<uint64_t>& samples_per_stream,
+         const std::vector<StreamWeightArgs>& given, std::optional<uint64_t> epoch_size,
+         uint64_t seed) {
+        std::vector<StreamSpec> specs;
+        for (const auto& [proportion, repeat, choose] : given) {
+          specs.push_back({.proportion = proportion, .repeat = repeat, .choose = choose});
+        }
+        internal_stream::ResolvedWeights resolved =
+            Unwrap(internal_stream::ResolveWeights(samples_per_stream, specs, epoch_size, seed));
+        return py::make_tuple(WeightsToPython(resolved.streams), resolved.epoch_size);
+      },
+      py::arg("samples_per_stream"), py::arg("weights"), py::arg("epoch_size"), py::arg("seed"));
   py::class_<PyDataset>(m, "Dataset")
       .def(py::init([](const py::dict& options) {
              Result<std::shared_ptr<StreamingDataset>> ds = InternalError("not opened");
@@ -211,6 +261,9 @@ void RegisterDataset(py::module_& m) {
                              [](const PyDataset& self) { return self.get().num_samples(); })
       .def_property_readonly("epoch_samples",
                              [](const PyDataset& self) { return self.get().epoch_samples(); })
+      .def_property_readonly(
+          "stream_weights",
+          [](const PyDataset& self) { return WeightsToPython(self.get().stream_weights()); })
       .def_property_readonly("columns",
                              [](const PyDataset& self) {
                                const StreamingDataset& ds = self.get();
@@ -237,8 +290,15 @@ void RegisterDataset(py::module_& m) {
               plan = ds.Plan(World(world), epoch, resume_from);
             }
             auto p = Unwrap(std::move(plan));
+            const WorldShape& w = p->world();
+            py::list per_worker;  // of node 0, rank 0: every rank's workers read as many
+            for (uint32_t k = 0; k < w.workers_per_rank; ++k) {
+              per_worker.append(p->WorkerSamples({.node = 0, .rank = 0, .worker = k}));
+            }
             return py::dict(py::arg("epoch_samples") = p->epoch_samples(),
-                            py::arg("samples_per_worker") = p->samples_per_worker(),
+                            py::arg("samples_per_rank") = p->samples_per_rank(),
+                            py::arg("samples_per_worker") = per_worker,
+                            py::arg("padding") = p->padding(),
                             py::arg("num_canonical_nodes") = p->num_canonical_nodes());
           },
           py::arg("world"), py::arg("epoch"), py::arg("resume_from") = 0)
@@ -294,7 +354,54 @@ void RegisterDataset(py::module_& m) {
             return PyIterator(Unwrap(std::move(it)));
           },
           py::arg("world"), py::arg("worker"), py::arg("epoch"), py::arg("resume_from") = 0,
-          py::arg("skip") = 0);
+          py::arg("skip") = 0)
+      // The cache by hand (Mosaic's names, in python/ferry/dataset.py).
+      .def_property_readonly("shards",
+                             [](const PyDataset& self) {
+                               py::list out;
+                               const auto& indexes = self.get().indexes();
+                               for (size_t s = 0; s < indexes.size(); ++s) {
+                                 for (const ShardEntry& shard : indexes[s].shards) {
+                                   out.append(ShardToPython(s, shard));
+                                 }
+                               }
+                               return out;
+                             })
+      .def_property_readonly("cache_usage",
+                             [](const PyDataset& self) {
+                               const StreamingDataset& ds = self.get();
+                               py::gil_scoped_release release;  // stats every shard file
+                               return ds.CacheUsage();
+                             })
+      .def(
+          "prepare_shard",
+          [](PyDataset& self, uint64_t shard, bool blocking) {
+            StreamingDataset& ds = self.get();
+            ThrowIfError(WaitLettingSignalsIn(
+                [&](std::stop_token stop) { return ds.PrepareShard(shard, blocking, stop); }));
+          },
+          py::arg("shard"), py::arg("blocking") = true)
+      .def(
+          "evict_shard",
+          [](PyDataset& self, uint64_t shard) {
+            StreamingDataset& ds = self.get();
+            Status status;
+            {
+              py::gil_scoped_release release;
+              status = ds.EvictShard(shard);
+            }
+            ThrowIfError(status);
+          },
+          py::arg("shard"))
+      .def("evict_coldest_shard", [](PyDataset& self) {
+        StreamingDataset& ds = self.get();
+        Result<size_t> evicted = InternalError("not evicted");
+        {
+          py::gil_scoped_release release;
+          evicted = ds.EvictColdestShard();
+        }
+        return Unwrap(std::move(evicted));
+      });
 
   py::class_<PyIterator>(m, "SampleIterator")
       .def("__iter__", [](PyIterator& self) -> PyIterator& { return self; })

@@ -16,6 +16,7 @@
 #include "base/human_size.h"
 #include "base/log.h"
 #include "base/temp_dir_testutil.h"
+#include "cache/eviction.h"
 #include "ferry/format/mds_writer.h"
 #include "ferry/metrics/metrics.h"
 #include "ferry/stream/streaming_dataset.h"
@@ -117,6 +118,12 @@ class CacheLimitTest : public ::testing::Test {
     EXPECT_EQ(all.size(), kSamples);
   }
 
+  // What the cache folder holds besides shards (index.json, ferry's records): the limit holds
+  // it too.
+  uint64_t OtherBytes() const {
+    return internal_cache::MeasureOtherBytes(internal_cache::CacheLayout(tmp_ / "cache"));
+  }
+
   testing::TempDir tmp_;
   uint64_t dataset_bytes_ = 0;
 };
@@ -126,8 +133,10 @@ TEST_F(CacheLimitTest, TwoWorkersOfOneProcessFetchTheDatasetAboutOnce) {
   auto ds = StreamingDataset::Open(Options()).value();
   ReadTogether({.nodes = 1, .ranks_per_node = 1, .workers_per_rank = 2}, *ds, {.worker = 0}, *ds,
                {.worker = 1});
-  // Said once, with the limit that would hold the order asked for: the dataset, whole.
-  EXPECT_THAT(log.text(), HasSubstr("a cache_limit of " + FormatBytes(dataset_bytes_)));
+  // Said once, with the limit that would hold the order asked for: the dataset, whole, beside
+  // its index.json.
+  EXPECT_THAT(log.text(),
+              HasSubstr("a cache_limit of " + FormatBytes(dataset_bytes_ + OtherBytes())));
   EXPECT_THAT(log.text(), HasSubstr("shuffle_block_size 262144"));
 }
 
@@ -146,12 +155,13 @@ TEST_F(CacheLimitTest, StrictRefusesWithTheLimitThatWouldFit) {
   auto it = ds->Iterate({.epoch = 0});
   ASSERT_FALSE(it.has_value());
   EXPECT_EQ(it.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_THAT(it.status().message(), HasSubstr("a cache_limit of " + FormatBytes(dataset_bytes_)));
+  EXPECT_THAT(it.status().message(),
+              HasSubstr("a cache_limit of " + FormatBytes(dataset_bytes_ + OtherBytes())));
   EXPECT_THAT(it.status().message(), HasSubstr("py1s"));
   // Plan says the same: it is the order Iterate would read.
   EXPECT_FALSE(ds->Plan({}, 0).has_value());
   // A limit that holds the order is no error.
-  o.cache_limit = dataset_bytes_;
+  o.cache_limit = dataset_bytes_ + OtherBytes();
   EXPECT_TRUE(StreamingDataset::Open(o).value()->Iterate({.epoch = 0}).has_value());
 }
 

@@ -4,9 +4,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <list>
 #include <map>
 #include <mutex>
+#include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "base/human_size.h"
@@ -20,22 +21,19 @@
 #include "ferry/stream/shard_cache.h"
 #include "order/working_set.h"
 #include "storage/instrumented_store.h"
+#include "stream/open_shards.h"
 #include "stream/prefetcher.h"
 #include "stream/remote_sample_reader.h"
+#include "stream/stream_caches.h"
 #include "stream/stream_mix.h"
 
 namespace ferry {
 namespace {
 
 using internal_stream::EpochMix;
+using internal_stream::OpenShard;
 using internal_stream::Prefetcher;
 using internal_stream::ShardKey;
-
-// A local shard, pinned and mapped, shared by every sample read from it.
-struct OpenShard {
-  ShardHandle handle;
-  MdsShardReader reader;
-};
 
 struct StreamState {
   StreamSpec spec;
@@ -81,20 +79,31 @@ class StreamingDatasetImpl : public StreamingDataset,
       st.local = local;
       if (!spec.remote.empty()) {
         FERRY_ASSIGN_OR_RETURN(StoreAndKey opened, OpenUrl(spec.remote));
-        st.remote = Instrument(opened.store);
         std::string prefix = opened.key;
         if (!prefix.empty() && !prefix.ends_with('/')) prefix += '/';
         if (!spec.split.empty()) prefix += spec.split + "/";
-        st.remote_prefix = prefix;
+        // A remote that is the local folder itself (Mosaic reads it in place) is no remote: a
+        // cache of it would evict - delete - the only copy of the data.
+        std::error_code ec;
+        if (auto path = opened.store->LocalPath(prefix);
+            !path || !std::filesystem::equivalent(*path, local, ec)) {
+          st.remote = Instrument(opened.store);
+          st.remote_prefix = prefix;
+        }
       }
       FERRY_ASSIGN_OR_RETURN(Index index, LoadIndex(st.remote.get(), st.remote_prefix, local,
                                                     {.offline = options_.offline}));
       for (size_t k = 0; k < index.shards.size(); ++k) {
-        if (index.shards[k].config->HasUnsafeColumn() && !options_.allow_unsafe_types) {
+        const ShardConfig& config = *index.shards[k].config;
+        if (config.HasUnsafeColumn() && !options_.allow_unsafe_types) {
+          size_t c = 0;
+          while (!config.column_encodings[c].unsafe()) ++c;
+          // "contains an unsafe type" is the reference's wording, which scripts match on.
           return InvalidArgumentError(fmt::format(
-              "stream {} ({}): shard {} has a pkl column, which runs arbitrary code when "
-              "unpickled; allow unsafe types to read it as raw bytes",
-              s, spec.remote.empty() ? spec.local : spec.remote, k));
+              "stream {} ({}): shard {}: Column {} contains an unsafe type: {}, which runs "
+              "arbitrary code when unpickled; set allow_unsafe_types=True to read it",
+              s, spec.remote.empty() ? spec.local : spec.remote, k, config.column_names[c],
+              config.column_encodings[c].text()));
         }
       }
       st.first_id = first_id;
@@ -103,6 +112,11 @@ class StreamingDatasetImpl : public StreamingDataset,
         st.shard_starts.push_back(n);
         st.shard_samples.push_back(shard.samples);
         n += shard.samples;
+      }
+      if (n == 0) {
+        // The reference's words (and class: a RuntimeError in Python).
+        return FailedPreconditionError(
+            fmt::format("Stream contains no samples: {}", (local / "index.json").string()));
       }
       first_id += n;
       ShardCacheOptions cache_options;
@@ -116,13 +130,40 @@ class StreamingDatasetImpl : public StreamingDataset,
       for (size_t k = 0; k < index.shards.size(); ++k) {
         st.disk_bytes += DiskBytes(static_cast<uint32_t>(s), static_cast<uint32_t>(k));
       }
-      if (options_.cache_limit && st.disk_bytes > *options_.cache_limit) fits = false;
       FERRY_ASSIGN_OR_RETURN(
           st.cache, ShardCache::Open(st.remote, st.remote_prefix, std::move(index), cache_options));
+      // The folder holds its index.json (and ferry's records) beside the shards.
+      other_bytes_ = std::max(other_bytes_, st.cache->OtherBytes());
+      if (options_.cache_limit && st.disk_bytes + st.cache->OtherBytes() > *options_.cache_limit) {
+        fits = false;
+      }
       streams_.push_back(std::move(st));
     }
     num_samples_ = first_id;
-    budget_ = internal_cache::CacheBudget(options_.cache_limit, fits);
+    std::vector<internal_stream::StreamCache> caches;
+    for (const StreamState& st : streams_) {
+      caches.push_back(
+          {.cache = st.cache.get(), .local = st.local, .remote = st.remote != nullptr});
+    }
+    caches_.emplace(std::move(caches));
+    if (options_.cache_limit) FERRY_RETURN_IF_ERROR(caches_->CheckLimit(*options_.cache_limit));
+    // The budget shares out what the limit leaves for shards.
+    budget_ = internal_cache::CacheBudget(
+        options_.cache_limit
+            ? std::optional<uint64_t>(*options_.cache_limit -
+                                      std::min(*options_.cache_limit, other_bytes_))
+            : std::nullopt,
+        fits);
+    std::vector<uint64_t> stream_samples;
+    for (const StreamState& st : streams_) {
+      stream_samples.push_back(
+          st.shard_starts.empty() ? 0 : st.shard_starts.back() + st.shard_samples.back());
+    }
+    FERRY_ASSIGN_OR_RETURN(
+        internal_stream::ResolvedWeights weights,
+        internal_stream::ResolveWeights(stream_samples, options_.streams, options_.epoch_size,
+                                        options_.order.seed));
+    weights_ = std::move(weights.streams);
     FERRY_ASSIGN_OR_RETURN(auto mix, Mix(0));
     epoch_samples_ = mix->total;
     return Status::Ok();
@@ -132,15 +173,18 @@ class StreamingDatasetImpl : public StreamingDataset,
   uint64_t epoch_samples() const override { return epoch_samples_; }
   const std::vector<Index>& indexes() const override { return indexes_; }
   const StreamingOptions& options() const override { return options_; }
+  std::vector<StreamWeight> stream_weights() const override { return weights_; }
 
   Result<std::shared_ptr<const EpochMix>> Mix(uint64_t epoch) {
     std::lock_guard lock(mu_);
     if (auto it = mixes_.find(epoch); it != mixes_.end()) return it->second;
     std::vector<std::vector<uint64_t>> samples;
     for (const auto& st : streams_) samples.push_back(st.shard_samples);
-    FERRY_ASSIGN_OR_RETURN(EpochMix mix, internal_stream::MixStreams(
-                                             samples, options_.streams, options_.epoch_size,
-                                             options_.sampling_method, options_.order.seed, epoch));
+    std::vector<uint64_t> choose;
+    for (const StreamWeight& w : weights_) choose.push_back(w.choose);
+    FERRY_ASSIGN_OR_RETURN(EpochMix mix,
+                           internal_stream::MixStreams(samples, choose, options_.sampling_method,
+                                                       options_.order.seed, epoch));
     if (mix.total == 0) return InvalidArgumentError("the streams give no samples this epoch");
     auto shared = std::make_shared<const EpochMix>(std::move(mix));
     if (mixes_.size() >= 4) mixes_.erase(mixes_.begin());  // epochs go forward; keep a few
@@ -152,7 +196,18 @@ class StreamingDatasetImpl : public StreamingDataset,
                                                 uint64_t resume_from) override {
     FERRY_ASSIGN_OR_RETURN(auto mix, Mix(epoch));
     FERRY_ASSIGN_OR_RETURN(const internal_order::WorkingSetFit fit, FitOrder(*mix, world));
-    return EpochPlan::Create(mix->Counts(), fit.order, world, epoch, resume_from);
+    return EpochPlan::Create(mix->Counts(), fit.order, world, epoch, resume_from,
+                             StreamLayout(*mix));
+  }
+
+  // The mix's virtual shards grouped by stream (they come stream by stream, a stream that gives
+  // nothing with none), for a batching method that draws batches from particular streams.
+  std::vector<StreamShards> StreamLayout(const EpochMix& mix) const {
+    if (options_.order.batching == BatchingMethod::kRandom) return {};
+    std::vector<StreamShards> out(streams_.size());
+    for (size_t s = 0; s < out.size(); ++s) out[s].proportion = weights_[s].proportion;
+    for (const internal_stream::VirtualShard& vs : mix.shards) ++out[vs.stream].shards;
+    return out;
   }
 
   // Bytes a shard takes in its cache folder once fetched.
@@ -178,7 +233,7 @@ class StreamingDatasetImpl : public StreamingDataset,
     }
     for (size_t st = 0; st < streams_.size(); ++st) {
       // A stream its cache holds whole is never evicted: its working set takes no room.
-      if (streams_[st].disk_bytes <= *options_.cache_limit) {
+      if (streams_[st].disk_bytes <= *budget_.limit()) {
         footprints[st].bytes = footprints[st].max_shard_bytes = 0;
       }
     }
@@ -199,14 +254,15 @@ class StreamingDatasetImpl : public StreamingDataset,
                           const WorldShape& world) const {
     const OrderOptions& asked = options_.order;
     // The smallest limit that holds the order as asked: its working set in the limit's room, or
-    // the largest stream that does not fit whole (then nothing is ever evicted).
+    // the largest stream that does not fit whole (then nothing is ever evicted) - beside the
+    // index.json and ferry's records that the folder holds too.
     uint64_t largest_stream = 0;
     for (const StreamState& st : streams_) {
       if (st.disk_bytes > *budget_.limit())
         largest_stream = std::max(largest_stream, st.disk_bytes);
     }
     const auto limit_for = [&](const internal_order::WorkingSet& ws) {
-      return std::min(budget_.LimitToHold(ws.Largest()), largest_stream);
+      return std::min(budget_.LimitToHold(ws.Largest()), largest_stream) + other_bytes_;
     };
     OrderOptions py1s = asked;
     py1s.algo = ShuffleAlgo::kPy1s;
@@ -215,7 +271,7 @@ class StreamingDatasetImpl : public StreamingDataset,
     std::string text = fmt::format(
         "cache_limit {} is too small for the order asked for: shuffle_algo {}{} keeps up to {} "
         "of shards in use at once on this node, and a cache_limit of {} would hold it",
-        FormatBytes(*budget_.limit()), ShuffleAlgoName(asked.algo),
+        FormatBytes(*options_.cache_limit), ShuffleAlgoName(asked.algo),
         asked.algo == ShuffleAlgo::kPy1s
             ? std::string()
             : fmt::format(" with shuffle_block_size {}", asked.shuffle_block_size),
@@ -246,50 +302,37 @@ class StreamingDatasetImpl : public StreamingDataset,
                       narrowed);
   }
 
-  // The shard mapped and pinned; shared with any other reader of it.
   // The open shard `key`, if one is open (in the recently used set or held by a reader).
-  std::shared_ptr<const OpenShard> Cached(const ShardKey& key) {
-    std::lock_guard lock(mu_);
-    if (auto it = recent_index_.find(key); it != recent_index_.end()) {
-      recent_.splice(recent_.begin(), recent_, it->second);  // most recently used first
-      return it->second->second;
-    }
-    if (auto it = open_.find(key); it != open_.end()) return it->second.lock();
-    return nullptr;
-  }
+  std::shared_ptr<const OpenShard> Cached(const ShardKey& key) { return open_shards_.Find(key); }
+  // Drops the open shards whose files were deleted (src/stream/open_shards.h).
+  void DrainDeletions() { open_shards_.DrainDeletions(); }
 
   // The shard mapped and pinned; shared with any other reader of it. Recently used shards stay
   // open (mapped, validated and pinned) so that a shuffled order hopping between shards does not
   // re-open one per sample; how many is bounded in count and, under a cache_limit, in bytes.
   Result<std::shared_ptr<const OpenShard>> Open(const ShardKey& key, ShardHandle handle) {
     if (auto shard = Cached(key)) return shard;
+    StartWatch();
     const ShardEntry& entry = indexes_[key.stream].shards[key.shard];
-    FERRY_ASSIGN_OR_RETURN(MdsShardReader reader, MdsShardReader::Open(handle.path(), entry));
+    auto opened = MdsShardReader::Open(handle.path(), entry);
+    // Deleted since the cache looked (by someone else: it is pinned against eviction): fetched
+    // again, a few times, as Mosaic retries.
+    for (int retry = 0; !opened && opened.error().code() == StatusCode::kNotFound &&
+                        streams_[key.stream].remote && retry < 3;
+         ++retry) {
+      FERRY_ASSIGN_OR_RETURN(handle, streams_[key.stream].cache->Acquire(key.shard));
+      opened = MdsShardReader::Open(handle.path(), entry);
+    }
+    FERRY_ASSIGN_OR_RETURN(MdsShardReader reader, std::move(opened));
     metrics::GetCounter("/ferry/stream/shard_opens").Add();
-    auto shard = std::make_shared<const OpenShard>(OpenShard{std::move(handle), std::move(reader)});
-    std::lock_guard lock(mu_);
-    open_[key] = shard;
-    if (open_.size() > 4096) {
-      std::erase_if(open_, [](const auto& kv) { return kv.second.expired(); });
-    }
-    if (recent_index_.count(key) == 0) {
-      recent_.emplace_front(key, shard);
-      recent_index_[key] = recent_.begin();
-      recent_bytes_ += entry.raw_data.bytes;
-      // Under a cache_limit these pins are shared by every reader of the cache folder: all of
-      // them together keep a quarter of it open behind them, so that eviction still finds room
-      // beside what they fetch ahead (half, shared alike; the race test in
-      // tests/integration/stream_test.cc). Not when every stream fits its cache whole: nothing
-      // is ever evicted then, and a shuffled order would re-open a shard for nearly every
-      // sample (epoch 2 at 0.3 of `cat`).
-      const uint64_t byte_cap = budget_.OpenBytesPerReader(readers_.load());
-      while (recent_.size() > kRecentShards || (recent_.size() > 1 && recent_bytes_ > byte_cap)) {
-        const ShardKey& old = recent_.back().first;
-        recent_bytes_ -= indexes_[old.stream].shards[old.shard].raw_data.bytes;
-        recent_index_.erase(old);
-        recent_.pop_back();
-      }
-    }
+    auto shard = std::make_shared<const OpenShard>(std::move(handle), std::move(reader));
+    // Under a cache_limit the recently used shards kept open are pinned, shared by every reader
+    // of the cache folder: all of them together keep a quarter of it open behind them, so that
+    // eviction still finds room beside what they fetch ahead (half, shared alike; the race test
+    // in tests/integration/stream_test.cc). Not when every stream fits its cache whole: nothing
+    // is ever evicted then, and a shuffled order would re-open a shard for nearly every sample
+    // (epoch 2 at 0.3 of `cat`).
+    open_shards_.Add(key, shard, entry.raw_data.bytes, budget_.OpenBytesPerReader(readers_.load()));
     return shard;
   }
 
@@ -345,12 +388,29 @@ class StreamingDatasetImpl : public StreamingDataset,
     size_t k = static_cast<size_t>(it - st.shard_starts.begin()) - 1;
     while (st.shard_samples[k] == 0) --k;
     const ShardKey key{static_cast<uint32_t>(s), static_cast<uint32_t>(k)};
+    open_shards_.NoticeDeletions();  // a deleted shard is fetched again, not read from its mapping
     FERRY_ASSIGN_OR_RETURN(ShardHandle handle, st.cache->Acquire(k, stop));
     FERRY_ASSIGN_OR_RETURN(auto shard, Open(key, std::move(handle)));
     return Read(shard, key, in_stream - st.shard_starts[k]);
   }
 
   Result<std::unique_ptr<SampleIterator>> Iterate(const IterateOptions& o) override;
+
+  uint64_t CacheUsage() const override { return caches_->Usage(); }
+
+  Status PrepareShard(size_t shard, bool blocking, std::stop_token stop) override {
+    FERRY_ASSIGN_OR_RETURN(const ShardKey key, caches_->Locate(shard));
+    return streams_[key.stream].cache->Prepare(key.shard, blocking, stop);
+  }
+
+  Status EvictShard(size_t shard) override {
+    FERRY_ASSIGN_OR_RETURN(const ShardKey key, caches_->Locate(shard));
+    return EvictKey(key).status();
+  }
+
+  Result<size_t> EvictColdestShard() override {
+    return caches_->EvictColdest([this](const ShardKey& key) { return EvictKey(key); });
+  }
 
   ShardCache* cache(uint32_t stream) const { return streams_[stream].cache.get(); }
   // The folders where readers share a cache_limit that eviction must keep: those of remote
@@ -387,14 +447,34 @@ class StreamingDatasetImpl : public StreamingDataset,
   uint64_t epoch_samples_ = 0;
   std::mutex mu_;
   std::map<uint64_t, std::shared_ptr<const EpochMix>> mixes_;  // guarded by mu_
-  std::map<ShardKey, std::weak_ptr<const OpenShard>> open_;    // guarded by mu_
-  // Recently used open shards, most recent first, kept open on purpose.
-  static constexpr size_t kRecentShards = 256;
-  using Recent = std::list<std::pair<ShardKey, std::shared_ptr<const OpenShard>>>;
-  Recent recent_;                                      // guarded by mu_
-  std::map<ShardKey, Recent::iterator> recent_index_;  // guarded by mu_
-  uint64_t recent_bytes_ = 0;                          // guarded by mu_
+  std::vector<StreamWeight> weights_;                          // per stream, set by Init
   std::atomic<uint32_t> readers_{1};
+  uint64_t other_bytes_ = 0;  // the most a cache folder holds besides shards (OtherBytes)
+
+  // Drops this dataset's own open copy of `key` (its pin) first.
+  Result<uint64_t> EvictKey(const ShardKey& key) {
+    open_shards_.Drop(key, false);
+    return streams_[key.stream].cache->Evict(key.shard);
+  }
+
+  // Watches the cache folders of remote streams for deleted shard files, from the first shard
+  // opened on (a process that only plans, a DataLoader's parent, never needs it). Without a
+  // remote a deleted shard cannot be fetched again: what is open reads on.
+  void StartWatch() {
+    if (watching_.exchange(true)) return;
+    std::unordered_map<std::string, ShardKey> files;
+    for (uint32_t s = 0; s < streams_.size(); ++s) {
+      if (!streams_[s].remote) continue;
+      for (uint32_t k = 0; k < indexes_[s].shards.size(); ++k) {
+        files[(streams_[s].local / indexes_[s].shards[k].raw_data.basename).string()] = {s, k};
+      }
+    }
+    open_shards_.Watch(files);
+  }
+
+  std::optional<internal_stream::StreamCaches> caches_;  // set by Init
+  std::atomic<bool> watching_{false};
+  internal_stream::OpenShards open_shards_;  // last: its watch calls into it
 };
 
 class StreamIterator : public SampleIterator {
@@ -471,6 +551,10 @@ class StreamIterator : public SampleIterator {
     if (!v) return std::optional<Sample>();
     prefetcher_->Advance(cursor_.taken() - 1);  // the position of the sample being read
     const auto [key, index] = Resolve(*v);
+    // Its file was deleted from the cache folder: fetch it again (as Mosaic does) rather than
+    // read on from a mapping of a file that is gone.
+    if (drain_.Due()) dataset_->DrainDeletions();
+    if (current_ && current_->deleted.load(std::memory_order_relaxed)) current_.reset();
     if (!current_ || current_key_ != key) {
       if (auto open = dataset_->Cached(key)) {
         current_ = std::move(open);
@@ -515,14 +599,15 @@ class StreamIterator : public SampleIterator {
   std::shared_ptr<const OpenShard> current_;
   ShardKey current_key_;
   bool first_ = true;                       // no sample returned yet
+  internal_stream::DrainEvery drain_;       // when to hear of deleted shards
   std::unique_ptr<Prefetcher> prefetcher_;  // last: its threads use the members above
 };
 
 Result<std::unique_ptr<SampleIterator>> StreamingDatasetImpl::Iterate(const IterateOptions& o) {
   FERRY_ASSIGN_OR_RETURN(auto mix, Mix(o.epoch));
   FERRY_ASSIGN_OR_RETURN(const internal_order::WorkingSetFit fit, FitOrder(*mix, o.world));
-  FERRY_ASSIGN_OR_RETURN(
-      auto plan, EpochPlan::Create(mix->Counts(), fit.order, o.world, o.epoch, o.resume_from));
+  FERRY_ASSIGN_OR_RETURN(auto plan, EpochPlan::Create(mix->Counts(), fit.order, o.world, o.epoch,
+                                                      o.resume_from, StreamLayout(*mix)));
   FERRY_ASSIGN_OR_RETURN(WorkerCursor cursor, plan->Worker(o.worker));
   cursor.Skip(o.skip);
   return std::unique_ptr<SampleIterator>(
@@ -530,6 +615,18 @@ Result<std::unique_ptr<SampleIterator>> StreamingDatasetImpl::Iterate(const Iter
 }
 
 }  // namespace
+
+Status StreamingDataset::PrepareShard(size_t shard, bool, std::stop_token) {
+  return UnimplementedError(fmt::format("shard {}: this dataset has no shard cache", shard));
+}
+
+Status StreamingDataset::EvictShard(size_t shard) {
+  return UnimplementedError(fmt::format("shard {}: this dataset has no shard cache", shard));
+}
+
+Result<size_t> StreamingDataset::EvictColdestShard() {
+  return UnimplementedError("this dataset has no shard cache");
+}
 
 Result<std::shared_ptr<StreamingDataset>> StreamingDataset::Open(StreamingOptions options) {
   auto dataset = std::make_shared<StreamingDatasetImpl>(std::move(options));

@@ -13,6 +13,7 @@
 
 #include "base/in_flight_counter_testutil.h"
 #include "base/temp_dir_testutil.h"
+#include "cache/eviction.h"
 #include "ferry/format/local_dataset.h"
 #include "ferry/format/mds_writer.h"
 #include "ferry/metrics/metrics.h"
@@ -283,7 +284,9 @@ TEST_F(StreamingDatasetTest, ACacheThatHoldsTheDatasetKeepsItsShardsOpen) {
     shards = probe->indexes()[0].shards.size();
     for (const auto& shard : probe->indexes()[0].shards) total += shard.raw_data.bytes;
   }
-  o.cache_limit = total + total / 20;  // a 16th of it would hold two shards
+  // A 16th of it would hold two shards; the folder holds index.json (and ferry's records) too.
+  o.cache_limit = total + total / 20 +
+                  internal_cache::MeasureOtherBytes(internal_cache::CacheLayout(tmp_ / "cache"));
   auto ds = StreamingDataset::Open(o).value();
   EXPECT_EQ(ReadAll(*ds->Iterate({.epoch = 0}).value()).size(), 1000u);
   auto opens = [] { return metrics::Values()["/ferry/stream/shard_opens"]; };
@@ -333,7 +336,16 @@ TEST_F(StreamingDatasetTest, ALocalDatasetIsReadInPlaceAndNeverEvicted) {
   WriteDataset(tmp_ / "local", 300, 20, "zstd");
   StreamingOptions o;
   o.streams = {{.local = (tmp_ / "local").string()}};
-  o.cache_limit = 1;  // would evict everything of a remote dataset
+  // The least Open accepts (four of the largest shard, beside index.json): it would evict most
+  // of a remote dataset.
+  uint64_t largest = 0, total = 0;
+  const auto written = LocalDataset::Open(tmp_ / "local").value();
+  for (const auto& shard : written->index().shards) {
+    largest = std::max(largest, shard.raw_data.bytes + shard.zip_data->bytes);
+    total += shard.raw_data.bytes + shard.zip_data->bytes;
+  }
+  o.cache_limit = std::filesystem::file_size(tmp_ / "local" / "index.json") + 4 * largest;
+  ASSERT_LT(*o.cache_limit, total);
   auto ds = StreamingDataset::Open(o).value();
   EXPECT_EQ(ReadAll(*ds->Iterate({.epoch = 0}).value()).size(), 300u);
   EXPECT_EQ(ReadAll(*ds->Iterate({.epoch = 1}).value()).size(), 300u);
@@ -392,8 +404,17 @@ TEST_F(StreamingDatasetTest, StreamsMixByChooseRepeatAndProportion) {
   auto mixed = StreamingDataset::Open(p);
   ASSERT_TRUE(mixed.has_value()) << mixed.status().ToString();
   EXPECT_EQ((*mixed)->epoch_samples(), 400u);
+  // Without an epoch_size the proportions share all the streams' samples (as Mosaic).
   p.epoch_size.reset();
-  EXPECT_EQ(StreamingDataset::Open(p).status().code(), StatusCode::kInvalidArgument);
+  auto derived = StreamingDataset::Open(p);
+  ASSERT_TRUE(derived.has_value()) << derived.status().ToString();
+  EXPECT_EQ((*derived)->epoch_samples(), 1200u);
+  const std::vector<StreamWeight> weights = (*derived)->stream_weights();
+  ASSERT_EQ(weights.size(), 2u);
+  EXPECT_EQ(weights[0].choose, 900u);
+  EXPECT_DOUBLE_EQ(weights[0].repeat, 0.9);
+  EXPECT_DOUBLE_EQ(weights[1].proportion, 0.25);
+  EXPECT_DOUBLE_EQ(weights[1].repeat, 1.5);
 }
 
 TEST_F(StreamingDatasetTest, BadInputIsAClearError) {

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -172,13 +173,18 @@ TEST(Stream, SurvivesRepeatedKillsAtRandomMoments) {
       fmt::format("s3://{}/stream/{}/kill", ServerEnv("S3RVER_BUCKET"), RunId());
   ASSERT_EQ(Sh(fmt::format("{} cp -r -q {} {} >/dev/null", FERRY_CLI_PATH, Quote(local), url)), 0);
   const std::string index_text = ReadFileToString(local / "index.json").value();
-  uint64_t raw_bytes = 0;
+  uint64_t raw_bytes = 0, largest = 0;
   std::map<std::string, const FileInfo*> files;  // every shard file by basename
   for (const auto& shard : index.shards) {
     raw_bytes += shard.raw_data.bytes;
+    largest = std::max(largest, shard.raw_data.bytes + shard.zip_data->bytes);
     files[shard.raw_data.basename] = &shard.raw_data;
     if (shard.zip_data) files[shard.zip_data->basename] = &*shard.zip_data;
   }
+  // Half the dataset, or the least a cache_limit may be (index.json and four of the largest
+  // shard, raw and compressed, as Mosaic requires): either way it evicts.
+  const uint64_t limit = std::max(raw_bytes / 2, index_text.size() + 4 * largest);
+  ASSERT_LT(limit, raw_bytes);
   const auto cache = tmp / "cache";
   std::mt19937 random(20261201);
   int killed = 0, checked = 0;
@@ -187,7 +193,7 @@ TEST(Stream, SurvivesRepeatedKillsAtRandomMoments) {
     const int code = Sh(fmt::format(
         "timeout -s KILL {:.3f} {} stream {} --local {} --cache-limit {} --shuffle --seed {} "
         "--validate-hash xxh64 --touch > /dev/null 2>&1",
-        delay_ms / 1000.0, FERRY_CLI_PATH, url, Quote(cache), raw_bytes / 2, round));
+        delay_ms / 1000.0, FERRY_CLI_PATH, url, Quote(cache), limit, round));
     if (code == 137) ++killed;
     std::error_code ec;
     for (auto it = std::filesystem::recursive_directory_iterator(cache, ec);
@@ -212,7 +218,7 @@ TEST(Stream, SurvivesRepeatedKillsAtRandomMoments) {
   }
   ASSERT_EQ(Sh(fmt::format("{} stream {} --local {} --cache-limit {} --validate-hash xxh64 "
                            "--touch --json > {} 2>&1",
-                           FERRY_CLI_PATH, url, Quote(cache), raw_bytes / 2, Quote(tmp / "final"))),
+                           FERRY_CLI_PATH, url, Quote(cache), limit, Quote(tmp / "final"))),
             0)
       << ReadFileToString(tmp / "final").value_or("");
   EXPECT_EQ(JsonLines(tmp / "final")[0]["samples"], 1500);

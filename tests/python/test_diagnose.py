@@ -99,7 +99,7 @@ def test_a_cold_streaming_epoch_over_a_slow_link_is_fetch_bound(tmp_path, s3rver
         for i in range(40):
             writer.write({"blob": bytes(rng.getrandbits(8) for _ in range(30_000)), "i": i})
     monkeypatch.setenv("AWS_ENDPOINT_URL", proxy)
-    ds = ferry.StreamingDataset(remote=url, local=str(tmp_path / "cache"))
+    ds = ferry.StreamingDataset(batch_size=1, remote=url, local=str(tmp_path / "cache"))
     loader = ferry.DataLoader(ds, batch_size=4, num_threads=2)
     report = ferry.diagnose(loader, lambda batch: None, steps=100, out=lambda line: None)
     assert report["samples"] == 40
@@ -120,8 +120,8 @@ def datasets(tmp_path_factory):
         for i in range(8):
             writer.write({"i": i})
     return [
-        ("StreamingDataset", ferry.StreamingDataset(local=str(root / "mds"))),
-        ("StreamingDataset", ferry.StreamingDataset(remote=str(root / "mds"),
+        ("StreamingDataset", ferry.StreamingDataset(batch_size=1, local=str(root / "mds"))),
+        ("StreamingDataset", ferry.StreamingDataset(batch_size=1, remote=str(root / "mds"),
                                                     local=str(root / "cache"))),
         ("FileDataset", ferry.FileDataset(str(root / "files"), local=False)),
         ("FileDataset", ferry.FileDataset(str(root / "files"), local=str(root / "c1"))),

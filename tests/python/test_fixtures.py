@@ -109,8 +109,8 @@ def _check(kind, value, raw, expected, where):
 def test_reads_every_sample_as_expected(fixtures, name):
     expected = _expected(fixtures / name)
     unsafe = name == "pickle"
-    ds = ferry.StreamingDataset(local=str(fixtures / name), allow_unsafe_types=unsafe)
-    raw = ferry.StreamingDataset(local=str(fixtures / name), allow_unsafe_types=unsafe,
+    ds = ferry.StreamingDataset(batch_size=1, local=str(fixtures / name), allow_unsafe_types=unsafe)
+    raw = ferry.StreamingDataset(batch_size=1, local=str(fixtures / name), allow_unsafe_types=unsafe,
                                  image_format="bytes")
     assert ds.num_samples == expected["num_samples"] == len(expected["samples"])
     kinds = {c["name"]: ferry._ferry.encoding_kind(c["encoding"]) for c in expected["columns"]}
@@ -126,7 +126,7 @@ def test_reads_every_sample_as_expected(fixtures, name):
 
 def test_a_pickle_column_needs_allow_unsafe_types(fixtures):
     with pytest.raises(ferry.FerryError, match="pkl"):
-        ferry.StreamingDataset(local=str(fixtures / "pickle"))
+        ferry.StreamingDataset(batch_size=1, local=str(fixtures / "pickle"))
 
 
 def _writer_value(kind, value, expected):
@@ -147,7 +147,7 @@ def test_writer_writes_the_references_bytes(fixtures, tmp_path, name):
     args = dict(expected["writer_args"])
     if str(args["size_limit"]).startswith("(default"):  # recorded as prose: use the default
         del args["size_limit"]
-    ds = ferry.StreamingDataset(local=str(fixtures / name), image_format="bytes",
+    ds = ferry.StreamingDataset(batch_size=1, local=str(fixtures / name), image_format="bytes",
                                 allow_unsafe_types=name == "pickle")
     kinds = {c["name"]: ferry._ferry.encoding_kind(c["encoding"]) for c in expected["columns"]}
     out = tmp_path / "out"

@@ -53,8 +53,8 @@ def _by_id(ds_bytes, loader, column="image"):
 
 
 def test_decode_and_center_crop_equal_pil_pixel_for_pixel(images):
-    ds = ferry.StreamingDataset(local=str(images))
-    raw = ferry.StreamingDataset(local=str(images), image_format="bytes")
+    ds = ferry.StreamingDataset(batch_size=1, local=str(images))
+    raw = ferry.StreamingDataset(batch_size=1, local=str(images), image_format="bytes")
     loader = ferry.DataLoader(ds, batch_size=8, num_threads=2,
                               transform=[T.Decode(dct_scaling=False), T.CenterCrop((36, 28))])
     count = 0
@@ -67,8 +67,8 @@ def test_decode_and_center_crop_equal_pil_pixel_for_pixel(images):
 
 
 def test_resize_is_pillows_bilinear_within_one_unit(images):
-    ds = ferry.StreamingDataset(local=str(images))
-    raw = ferry.StreamingDataset(local=str(images), image_format="bytes")
+    ds = ferry.StreamingDataset(batch_size=1, local=str(images))
+    raw = ferry.StreamingDataset(batch_size=1, local=str(images), image_format="bytes")
     loader = ferry.DataLoader(
         ds, batch_size=8, num_threads=2, columns=["image", "gray"],
         transform={"image": [T.Decode(dct_scaling=False), T.Resize(33), T.CenterCrop(30)],
@@ -93,8 +93,8 @@ def test_resize_is_pillows_bilinear_within_one_unit(images):
 
 
 def test_float_output_is_totensor_then_normalize(images):
-    ds = ferry.StreamingDataset(local=str(images))
-    raw = ferry.StreamingDataset(local=str(images), image_format="bytes")
+    ds = ferry.StreamingDataset(batch_size=1, local=str(images))
+    raw = ferry.StreamingDataset(batch_size=1, local=str(images), image_format="bytes")
     mean, std = (0.4, 0.5, 0.6), (0.2, 0.25, 0.3)
     loader = ferry.DataLoader(ds, batch_size=4, num_threads=1, columns=["image"],
                               transform=[T.CenterCrop(16), T.ToTensor("NCHW", "float32"),
@@ -109,7 +109,7 @@ def test_float_output_is_totensor_then_normalize(images):
 
 def test_random_transforms_are_seeded_per_sample(images):
     def run(seed, epochs=1):
-        ds = ferry.StreamingDataset(local=str(images), shuffle=True)
+        ds = ferry.StreamingDataset(batch_size=1, local=str(images), shuffle=True)
         loader = ferry.DataLoader(ds, batch_size=8, num_threads=2, seed=seed,
                                   transform=[T.RandomResizedCrop(20), T.RandomHorizontalFlip()])
         out = []
@@ -131,7 +131,7 @@ def test_batches_come_in_torch_dataloader_order(images, threads):
     torch_loader = torch.utils.data.DataLoader(ds, batch_size=4, num_workers=threads,
                                                collate_fn=lambda b: [s["name"] for s in b])
     want = list(torch_loader)
-    ours = ferry.DataLoader(ferry.StreamingDataset(local=str(images), shuffle=True),
+    ours = ferry.DataLoader(ferry.StreamingDataset(batch_size=1, local=str(images), shuffle=True),
                             batch_size=4, num_threads=threads, columns=["label", "name"])
     got = [list(b["name"]) for b in ours]
     assert got == want
@@ -145,7 +145,7 @@ def test_ranks_split_without_overlap(images, monkeypatch):
         monkeypatch.setenv("RANK", str(rank))
         monkeypatch.setenv("LOCAL_WORLD_SIZE", "1")
         monkeypatch.setenv("LOCAL_RANK", "0")
-        ds = ferry.StreamingDataset(local=str(images), shuffle=True)
+        ds = ferry.StreamingDataset(batch_size=1, local=str(images), shuffle=True)
         loader = ferry.DataLoader(ds, batch_size=4, num_threads=2, columns=["name"])
         seen.append([n for b in loader for n in b["name"]])
     assert len(seen[0]) == len(seen[1]) == N // 2
@@ -155,7 +155,7 @@ def test_ranks_split_without_overlap(images, monkeypatch):
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_state_dict_resumes_exactly(images, threads):
     def loader():
-        ds = ferry.StreamingDataset(local=str(images), shuffle=True)
+        ds = ferry.StreamingDataset(batch_size=1, local=str(images), shuffle=True)
         return ferry.DataLoader(ds, batch_size=4, num_threads=threads, columns=["label", "name"])
 
     full = [list(b["name"]) for b in loader()]
@@ -187,7 +187,7 @@ def _threads():
 
 
 def test_memory_stays_flat_over_forty_epochs(images):
-    ds = ferry.StreamingDataset(local=str(images), shuffle=True)
+    ds = ferry.StreamingDataset(batch_size=1, local=str(images), shuffle=True)
     loader = ferry.DataLoader(ds, batch_size=8, num_threads=2,
                               transform=[T.RandomResizedCrop(48), T.ToTensor()])
     rss = []
@@ -206,7 +206,7 @@ def test_memory_stays_flat_over_forty_epochs(images):
 
 def test_deleting_a_loader_mid_epoch_stops_its_threads(images):
     before = _threads()
-    ds = ferry.StreamingDataset(local=str(images))
+    ds = ferry.StreamingDataset(batch_size=1, local=str(images))
     loader = ferry.DataLoader(ds, batch_size=2, num_threads=3, prefetch_factor=1,
                               transform=[T.CenterCrop(8)])
     it = iter(loader)
@@ -227,7 +227,7 @@ def test_deleting_a_loader_mid_epoch_stops_its_threads(images):
     ({"num_threads": 0}, "num_threads"),
 ])
 def test_bad_arguments_are_value_errors(images, kwargs, match):
-    ds = ferry.StreamingDataset(local=str(images))
+    ds = ferry.StreamingDataset(batch_size=1, local=str(images))
     with pytest.raises(ValueError, match=match):
         loader = ferry.DataLoader(ds, **kwargs)
         next(iter(loader))
@@ -245,7 +245,7 @@ def test_bad_transforms_are_value_errors(make, match):
 
 
 def test_diagnose_reports_a_verdict(images):
-    ds = ferry.StreamingDataset(local=str(images))
+    ds = ferry.StreamingDataset(batch_size=1, local=str(images))
     loader = ferry.DataLoader(ds, batch_size=8, num_threads=2, transform=[T.CenterCrop(16)])
     lines = []
     report = ferry.diagnose(loader, lambda batch: sum(range(20000)), steps=5, out=lines.append)
@@ -261,7 +261,7 @@ def test_a_forked_child_can_drop_what_it_inherited(images):
     able to let go of the loaders, iterators and datasets it inherited without hanging."""
     import time
 
-    ds = ferry.StreamingDataset(local=str(images), shuffle=True)
+    ds = ferry.StreamingDataset(batch_size=1, local=str(images), shuffle=True)
     loader = ferry.DataLoader(ds, batch_size=2, num_threads=2, transform=[T.CenterCrop(8)])
     epoch = iter(loader)
     next(epoch)

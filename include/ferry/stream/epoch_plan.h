@@ -15,21 +15,30 @@
 //      `py1br` (the same with random block sizes around it), `py1e` (each sample moves within a
 //      window of about `shuffle_block_size` around its position: shard locality is kept, and
 //      the default). Without `shuffle`, shard order then sample order.
-//   3. The global order interleaves the canonical sequences round by round: each round takes
-//      the next `unit` samples of every canonical node, c = 0..C-1, where unit = world_batch / C
-//      and world_batch = nodes * ranks_per_node * workers_per_rank * batch_size (it must divide
-//      evenly). A canonical sequence shorter than the rounds need is padded by repeating its own
-//      first samples (position j of a sequence of length L reads position j mod L); with
-//      `drop_last` the rounds stop before any padding would be needed.
-//   4. Physical node p owns canonical nodes [p*C/P, (p+1)*C/P) (C must be a multiple of P), so
-//      each node reads a disjoint set of shards; within a round, its slice of the round (its
-//      canonical nodes' units, concatenated) is dealt to its ranks and then workers, batch_size
-//      samples each: batch q of the slice goes to rank q % ranks_per_node, worker
-//      q / ranks_per_node, so each training step consumes a contiguous stretch of the slice.
+//   3. The global order interleaves the canonical sequences position by position: position j of
+//      canonical node 0, 1, ..., C-1, then position j + 1 (Mosaic's layout): exactly N samples,
+//      whatever C is.
+//   4. It is padded to a multiple of the ranks (nodes x ranks_per_node) by repeating fewer than
+//      `ranks` samples, each on another rank than the one that reads it first (with
+//      `drop_last`: cut to whole world batches of ranks x batch_size instead), and dealt like
+//      cards: position i to node i % P, then rank (i / P) % R of that node. Each rank's sequence
+//      is cut into batches of `batch_size`, dealt round robin to its workers from worker 0 (the
+//      order torch's DataLoader takes them in); the last batch may be partial. So every rank
+//      reads exactly ceil(N / ranks) samples, and after n training steps the world has read
+//      exactly the first n x batch_size x ranks positions of the global order. When P divides
+//      C, node p reads the canonical nodes c with c % P == p, so it keeps its shards.
+//   5. With a `batching` method other than random (Mosaic's batching_method) the global order is
+//      composed from each stream's own order (steps 1-3 run per stream) in whole global batches
+//      of ranks x batch_size (src/order/batch_composition.h): per_stream draws each global
+//      batch from one stream, stratified gives each stream its share of every global batch,
+//      device_per_stream draws each device's batch from one stream. Partial batches of a stream
+//      are dropped, so the order is whole global batches and step 4's padding adds nothing; it
+//      depends on the ranks and the batch size, and resume_from is rounded down to whole global
+//      batches.
 // Consequences, all tested: every sample appears exactly once per epoch across all workers
-// (plus the documented padding); the same inputs give the same order; epochs differ when
-// shuffling; each canonical node's sequence does not depend on the physical world shape, so a
-// job resumed on a different number of nodes (same C) continues every canonical stream exactly.
+// (plus fewer than `ranks` repeats); the same inputs give the same order; epochs differ when
+// shuffling; the global order does not depend on the physical world shape, so a job resumed on
+// another shape (same C) continues exactly.
 //
 // Thread-safety: an EpochPlan is immutable (GlobalSample shares one small block cache under a
 // mutex: correct from any thread, but cursors are the fast path); a WorkerCursor is used by one
@@ -50,6 +59,14 @@ namespace ferry {
 
 enum class ShuffleAlgo { kNaive, kPy1s, kPy1b, kPy1br, kPy1e };
 
+/// Which streams a batch draws from (Mosaic's batching_method; model step 5).
+enum class BatchingMethod { kRandom, kPerStream, kStratified, kDevicePerStream };
+
+/// "random", "per_stream", "stratified", "device_per_stream" (kInvalidArgument otherwise, listing
+/// them).
+Result<BatchingMethod> ParseBatchingMethod(std::string_view name);
+std::string_view BatchingMethodName(BatchingMethod method);
+
 /// "naive", "py1s", "py1b", "py1br", "py1e" (kInvalidArgument otherwise, listing them).
 Result<ShuffleAlgo> ParseShuffleAlgo(std::string_view name);
 std::string_view ShuffleAlgoName(ShuffleAlgo algo);
@@ -68,12 +85,19 @@ struct OrderOptions {
   ShuffleAlgo algo = ShuffleAlgo::kPy1e;
   uint64_t seed = 9176;                   // Mosaic's default shuffle_seed
   uint64_t shuffle_block_size = 1 << 18;  // samples
-  /// Canonical nodes; 0 = the default: nodes x the largest divisor d <= 64 of
-  /// ranks_per_node x workers_per_rank x batch_size with nodes x d <= the dataset's samples
-  /// (src/order/partition.h). It depends on the world, so pin it to resume on another shape.
+  /// Canonical nodes; 0 = Mosaic's default: 64 x nodes for py1s, else nodes. It depends on the
+  /// node count, so pin it to resume on another number of nodes.
   uint32_t num_canonical_nodes = 0;
-  uint32_t batch_size = 1;  // per worker batch, in samples
-  bool drop_last = false;   // cut to whole world batches instead of padding
+  uint32_t batch_size = 1;  // per rank batch (what one DataLoader step takes), in samples
+  bool drop_last = false;   // cut to whole world batches instead of padding to whole ranks
+  BatchingMethod batching = BatchingMethod::kRandom;
+};
+
+/// One stream's part of a plan's shards, for a batching method other than random: stream s owns
+/// the `shards` shards that follow those of streams 0..s-1.
+struct StreamShards {
+  uint64_t shards = 0;
+  double proportion = 1;  // its share of the epoch: of each global batch with kStratified
 };
 
 /// Identifies one worker of the world.
@@ -135,27 +159,35 @@ class WorkerCursor {
 
 class EpochPlan : public std::enable_shared_from_this<EpochPlan> {
  public:
-  /// kInvalidArgument for an impossible shape (num_canonical_nodes not a multiple of nodes, a
-  /// zero dimension, a batch or unit that cannot be whole), naming the numbers; likewise for a
-  /// shuffle_block_size outside [1, 2^30] where the algorithm uses it, and, without drop_last,
-  /// fewer samples than canonical nodes (an empty canonical node has nothing to pad with).
+  /// kInvalidArgument for a zero dimension or batch, naming the numbers; likewise for a
+  /// shuffle_block_size outside [1, 2^30] where the algorithm uses it. Any C is accepted (any
+  /// positive count; more canonical nodes than samples leaves some empty).
   ///
-  /// `resume_from` (resumption) is how many global samples the world had already read in this
-  /// epoch, under any earlier world shape with the same C: it must be a multiple of C, and is
-  /// taken as "the first resume_from / C samples of every canonical sequence are done"; the plan
-  /// then covers only what remains, so a resumed job reads every unseen sample exactly once
-  /// (nothing, an empty plan, once every canonical sequence is done).
+  /// `resume_from` (resumption) is how many samples of the global order the world had already
+  /// read in this epoch, under any earlier world shape with the same C: the plan covers only
+  /// positions [resume_from, N), so a resumed job reads every unseen sample exactly once
+  /// (nothing, an empty plan, from N on).
+  ///
+  /// `streams` groups the shards by stream for `options.batching` other than kRandom (empty: one
+  /// stream of all of them); kInvalidArgument when they do not add up to the shards, or for a
+  /// stream too small for the method (naming it and the batch).
   static Result<std::shared_ptr<const EpochPlan>> Create(std::vector<uint64_t> shard_samples,
                                                          const OrderOptions& options,
                                                          const WorldShape& world, uint64_t epoch,
-                                                         uint64_t resume_from = 0);
+                                                         uint64_t resume_from = 0,
+                                                         std::vector<StreamShards> streams = {});
 
   uint64_t dataset_samples() const;
-  /// Samples this plan covers after padding or cutting (what remains when resumed): a multiple
-  /// of the world batch.
+  /// Samples this plan deals after padding or cutting (what remains when resumed): a multiple of
+  /// the ranks.
   uint64_t epoch_samples() const;
-  /// Samples each worker reads this epoch (epoch_samples / workers).
-  uint64_t samples_per_worker() const;
+  /// Of them, the repeats that pad the epoch to whole ranks (fewer than the ranks).
+  uint64_t padding() const;
+  /// Samples each rank reads this epoch (epoch_samples / ranks), over all its workers.
+  uint64_t samples_per_rank() const;
+  /// Samples worker `id` reads this epoch (the batches dealt to it; workers of a rank may differ
+  /// by one batch). \pre id inside the world.
+  uint64_t WorkerSamples(const WorkerId& id) const;
   uint32_t num_canonical_nodes() const;
   const WorldShape& world() const;
 

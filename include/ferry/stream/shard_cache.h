@@ -18,7 +18,8 @@
 // a crash never leaves a shard locked, and a temporary file left by a killed download is never
 // mistaken for a shard (only a rename publishes one; the next downloader removes leftovers).
 //
-// cache_limit bounds the bytes of shard files in the folder across all processes. Each download
+// cache_limit bounds the bytes of the folder across all processes: its shard files, and beside
+// them index.json and ferry's own records (OtherBytes), which take their share of it. Each download
 // first reserves its bytes in a usage ledger that every process shares (the folder is scanned
 // only when the ledger is stale or the download does not fit), and shards that nobody has pinned
 // are evicted until it fits: those this process will need furthest in the future first
@@ -32,7 +33,7 @@
 // readers of the folder. docs/streaming.md states it.
 //
 // Without a remote (a dataset that is already local) shards are read in place and nothing is
-// ever evicted or deleted.
+// ever evicted or deleted: the files are the only copy.
 //
 // Thread-safety: all methods may be called from any thread; ShardHandle unpins on destruction.
 #pragma once
@@ -43,6 +44,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ferry/format/index.h"
@@ -56,7 +58,7 @@ inline constexpr uint32_t kMaxAutoDownloadParts = 8;
 
 struct ShardCacheOptions {
   std::filesystem::path local;          // the cache folder (created if missing)
-  std::optional<uint64_t> cache_limit;  // bytes of shard files; nullopt = no limit
+  std::optional<uint64_t> cache_limit;  // bytes of the folder; nullopt = no limit
   /// Once eviction has to run, it frees this many bytes more than the download needs, so that
   /// a cache of many small files at its limit scans its folder once per batch of downloads
   /// rather than once per download (src/cache/eviction.h).
@@ -128,6 +130,25 @@ class ShardCache {
 
   /// Bytes of shard files in the cache folder now.
   virtual uint64_t DiskUsage() const = 0;
+
+  /// Bytes of the folder's other files that cache_limit holds too, as they were at Open:
+  /// index.json, the record of the remote and the usage ledger (eviction keeps the shard files
+  /// within cache_limit minus these).
+  virtual uint64_t OtherBytes() const { return 0; }
+
+  /// Makes shard `k` local now (as Acquire, then unpinned), stamping its last use. With
+  /// `blocking` false, a download of it that another thread or process is running is not
+  /// waited for: it returns at once. (By default: Acquire, which always waits.)
+  virtual Status Prepare(size_t k, bool blocking, std::stop_token stop = {});
+
+  /// Deletes shard `k`'s files (raw and zip) now, as eviction does, and returns the bytes freed
+  /// (0 when none was there). kFailedPrecondition, deleting nothing, when a reader has it pinned
+  /// or the dataset has no remote (its files are the only copy).
+  virtual Result<uint64_t> Evict(size_t k);
+
+  /// The shards with a file in the folder, each with the time of its last use (ns since the
+  /// Unix epoch; from any process): what an LRU eviction would choose from.
+  virtual std::vector<std::pair<size_t, int64_t>> LocalShards() const { return {}; }
 
  protected:
   ShardCache() = default;

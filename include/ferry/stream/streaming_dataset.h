@@ -9,7 +9,9 @@
 //   while (auto sample = it->Next().value()) { ... sample->fields[c] ... }
 //
 // Streams are mixed per epoch as Mosaic Streaming does: each stream contributes `choose` samples
-// (or `proportion` x epoch_size, or `repeat` x its size; by default all of its samples); a
+// (or its `proportion` of epoch_size - of all the streams' samples without one -, or `repeat` x
+// its size; by default all of its samples, or its size's share of an epoch_size): at Open the
+// weights resolve into a StreamWeight per stream (src/stream/stream_mix.h has the rule). A
 // stream chosen below its size contributes a random subset (re-drawn every epoch with
 // sampling_method "balanced", the same every epoch with "fixed"), above its size whole copies
 // plus a subset. Chosen samples keep their shard grouping, so the order stays shard-local.
@@ -26,6 +28,11 @@
 // At the cold start, before any shard is local, an iterator's first sample (of a raw,
 // uncompressed shard) is read with ranged GETs while the shards download, so it arrives after
 // the index and two small requests, not after a whole shard.
+//
+// A shard deleted from a cache folder under the readers (by a user, or another job) is fetched
+// again when next read, in that epoch, even when a reader has it open (src/cache/deletion_watch.h);
+// without a remote, opening it again is kNotFound naming the file. A `remote` that is the
+// `local` folder itself is no remote: the dataset is read in place, and never evicted.
 //
 // Thread-safety: StreamingDataset is shared by any number of iterators and threads; one
 // SampleIterator is used by one thread.
@@ -56,12 +63,22 @@ struct StreamSpec {
   std::optional<uint64_t> choose;    // samples of this stream per epoch
 };
 
+/// What one stream gives every epoch, resolved from its spec (the three values Mosaic's
+/// Stream.apply_weights sets on every stream).
+struct StreamWeight {
+  double proportion = 0;  // its share of the epoch
+  double repeat = 0;      // choose / its samples
+  uint64_t choose = 0;    // samples per epoch
+};
+
 enum class SamplingMethod { kBalanced, kFixed };
 
 struct StreamingOptions {
   std::vector<StreamSpec> streams;
   OrderOptions order;
-  std::optional<uint64_t> epoch_size;  // samples per epoch over all streams
+  /// Samples per epoch over all streams weighted by proportion (or not at all); unset or 0: as
+  /// many as those streams hold. An error with repeat or choose weights.
+  std::optional<uint64_t> epoch_size;
   SamplingMethod sampling_method = SamplingMethod::kBalanced;
   std::optional<uint64_t> predownload;           // samples ahead per worker; nullopt: auto
   std::optional<uint32_t> download_concurrency;  // shards fetched at once; nullopt: auto
@@ -76,7 +93,10 @@ struct StreamingOptions {
   /// node that reads it with the same value (src/cache/download_slots.h): the workers of all
   /// ranks share one link. nullopt: each worker's download_concurrency is its only limit.
   std::optional<uint32_t> node_download_concurrency;
-  std::optional<uint64_t> cache_limit;  // bytes per stream cache folder
+  /// Bytes per stream cache folder: its shard files and index.json (and ferry's small records).
+  /// Open refuses one that the index.json files fill, or below four times the largest shard
+  /// (raw and compressed together), as Mosaic does.
+  std::optional<uint64_t> cache_limit;
   /// A cache_limit must hold the working set of the order - the shards its readers on a node use
   /// between their first and last use, at once (src/order/working_set.h) - in half of it, or
   /// shards would be fetched again and again. By default Plan and Iterate then read the widest
@@ -143,6 +163,11 @@ class StreamingDataset {
   /// Samples of one epoch after mixing (before padding to whole world batches).
   virtual uint64_t epoch_samples() const = 0;
   virtual const std::vector<Index>& indexes() const = 0;
+  /// Per stream, what it gives every epoch. A dataset of one stream that takes all of its
+  /// samples need not override it.
+  virtual std::vector<StreamWeight> stream_weights() const {
+    return {{.proportion = 1, .repeat = 1, .choose = epoch_samples()}};
+  }
   virtual const StreamingOptions& options() const = 0;
 
   /// Random access: sample `id` (over the concatenated streams), fetching its shard if needed.
@@ -156,6 +181,24 @@ class StreamingDataset {
 
   /// An iterator over one worker's samples of one epoch, with prefetching.
   virtual Result<std::unique_ptr<SampleIterator>> Iterate(const IterateOptions& options) = 0;
+
+  // The cache by hand, as Mosaic's dataset offers it. Shards are numbered over all the streams,
+  // in order (the shards of stream 0 first). By default (a dataset without a cache of shards)
+  // they are kUnimplemented, and the usage is 0.
+
+  /// Bytes in the streams' cache folders now, as Mosaic counts them: each index.json and the
+  /// shard files (raw and compressed) present.
+  virtual uint64_t CacheUsage() const { return 0; }
+  /// Makes `shard` local now, evicting under cache_limit as a download does. With `blocking`
+  /// false, a download of it already in progress elsewhere is not waited for.
+  virtual Status PrepareShard(size_t shard, bool blocking, std::stop_token stop = {});
+  /// Deletes `shard`'s files from its cache folder now (nothing when it is not local).
+  /// kFailedPrecondition, deleting nothing, when an iterator (of any process) is reading it or
+  /// its stream has no remote: its files are then the only copy.
+  virtual Status EvictShard(size_t shard);
+  /// Evicts the least recently used shard that can be evicted (see EvictShard) and returns it;
+  /// kInvalidArgument when there is none.
+  virtual Result<size_t> EvictColdestShard();
 
  protected:
   StreamingDataset() = default;
