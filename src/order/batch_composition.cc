@@ -63,6 +63,12 @@ Result<std::vector<uint64_t>> StratifiedParts(const std::vector<double>& proport
     return leftover[a] != leftover[b] ? leftover[a] > leftover[b] : a > b;
   });
   for (size_t i = 0; given < global_batch && i < n; ++i, ++given) ++parts[order[i]];
+  if (given < global_batch) {
+    // Remainders add at most one part per stream: the proportions add up to less than one.
+    return InvalidArgumentError(
+        "batching_method stratified: the streams' proportions add up to " +
+        std::to_string(std::accumulate(proportions.begin(), proportions.end(), 0.0)) + ", not 1");
+  }
   // Proportions that add up past one by rounding: take back from the largest parts.
   while (given > global_batch) {
     --*std::max_element(parts.begin(), parts.end());

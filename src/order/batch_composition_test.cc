@@ -62,6 +62,13 @@ TEST(StratifiedParts, AStreamWithNoPartIsAnError) {
                                               HasSubstr("global batch of 8"), HasSubstr("is 0")));
 }
 
+TEST(StratifiedParts, ProportionsAddingUpToLessThanOneAreAnError) {
+  auto parts = StratifiedParts({0.2, 0.2}, 10);
+  ASSERT_FALSE(parts.has_value());
+  EXPECT_EQ(parts.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(parts.status().message(), HasSubstr("add up to 0.4"));
+}
+
 TEST(BatchComposition, PerStreamEachGlobalBatchFromOneStreamInItsOwnOrder) {
   const std::vector<uint64_t> n = {50, 31, 100};
   for (const WorldShape& w : kWorlds) {

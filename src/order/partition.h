@@ -52,7 +52,8 @@ uint32_t DefaultCanonicalNodes(const WorldShape& world, const OrderOptions& opti
 
 class Partition {
  public:
-  /// kInvalidArgument, naming the numbers, for a zero dimension or batch, or a world too large.
+  /// kInvalidArgument, naming the numbers, for a zero dimension or batch, a world too large, or
+  /// more than kMaxCanonicalNodes canonical nodes.
   static Result<Partition> Make(const WorldShape& world, const OrderOptions& options,
                                 uint64_t dataset_samples, uint64_t resume_from);
 

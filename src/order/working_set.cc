@@ -1,6 +1,7 @@
 #include "order/working_set.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "base/int128.h"
 #include "order/partition.h"
@@ -57,7 +58,7 @@ WorkingSet EstimateWorkingSet(std::span<const StreamFootprint> streams, const Or
   const uint32_t canonical = options.num_canonical_nodes != 0
                                  ? options.num_canonical_nodes
                                  : DefaultCanonicalNodes(world, options);
-  const uint64_t per_node = std::max<uint64_t>(1, canonical / world.nodes);
+  const uint64_t per_node = canonical / std::gcd(uint64_t{canonical}, uint64_t{world.nodes});
   const uint64_t span = CeilDiv(total, canonical);
   const uint64_t w = Window(options, span);
   for (const StreamFootprint& s : streams) {

@@ -12,8 +12,9 @@
 //   py1e               w = 1.75 bs (a window of up to 1.25 bs centred on a chunk of up to bs/2);
 //   naive              w = the span (a permutation of it).
 // A stream's live bytes are then at most min(w, its samples) x its bytes per sample + two of its
-// largest shards (one when w = 0), and never more than the stream. The node's canonical nodes
-// advance in step (one unit each per round), so a node needs C/P times that. It is an upper
+// largest shards (one when w = 0), and never more than the stream. A node reads the canonical
+// nodes c with c % P == its index modulo gcd(C, P) - C / gcd(C, P) of them, which advance in
+// step (position j of each, then j + 1) - so a node needs that many times it. It is an upper
 // bound, not an average: a mix of streams is counted as if the window held only the stream's
 // own samples.
 //

@@ -217,3 +217,23 @@ TEST(WorkingSet, NarrowsEveryStreamToItsRoom) {
 
 }  // namespace
 }  // namespace ferry::internal_order
+
+namespace ferry::internal_order {
+namespace {
+
+// A node reads C / gcd(C, P) canonical nodes: all 4 of them when 3 nodes share 4 (a job resumed
+// on another node count), half when 2 nodes do.
+TEST(WorkingSet, CountsTheCanonicalNodesANodeReallyReads) {
+  const StreamFootprint f{.samples = 100000, .bytes = 100000 * 1000, .max_shard_bytes = 100000};
+  OrderOptions o;
+  o.shuffle = true;
+  o.algo = ShuffleAlgo::kPy1s;
+  o.num_canonical_nodes = 4;
+  const uint64_t one = EstimateWorkingSet({&f, 1}, o, {1, 1, 1}).Largest();
+  EXPECT_EQ(one, 4 * f.max_shard_bytes);
+  EXPECT_EQ(EstimateWorkingSet({&f, 1}, o, {3, 1, 1}).Largest(), one);
+  EXPECT_EQ(EstimateWorkingSet({&f, 1}, o, {2, 1, 1}).Largest(), one / 2);
+}
+
+}  // namespace
+}  // namespace ferry::internal_order

@@ -132,8 +132,8 @@ class WorkerCursor {
 
  private:
   friend class EpochPlan;
-  // What makes a sequential walk O(1) per sample: the shuffle blocks this cursor computed last
-  // and the run of consecutive positions it is in (src/order/epoch_plan.cc). Only an
+  // What makes a sequential walk cheap per sample: the shuffle blocks this cursor computed last
+  // (src/order/epoch_plan.cc). Only an
   // optimization, so a copy starts without it: copies (a prefetcher's look-ahead, say) never
   // share mutable state and may live on different threads.
   struct Scratch {
@@ -160,8 +160,8 @@ class WorkerCursor {
 class EpochPlan : public std::enable_shared_from_this<EpochPlan> {
  public:
   /// kInvalidArgument for a zero dimension or batch, naming the numbers; likewise for a
-  /// shuffle_block_size outside [1, 2^30] where the algorithm uses it. Any C is accepted (any
-  /// positive count; more canonical nodes than samples leaves some empty).
+  /// shuffle_block_size outside [1, 2^30] where the algorithm uses it. Any C up to 2^20 is
+  /// accepted (more canonical nodes than samples leaves some empty).
   ///
   /// `resume_from` (resumption) is how many samples of the global order the world had already
   /// read in this epoch, under any earlier world shape with the same C: the plan covers only
