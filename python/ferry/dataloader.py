@@ -24,8 +24,9 @@ def _batch_size(batch: Any) -> int:
 
 class StreamingDataLoader(torch.utils.data.DataLoader):
     """A ``torch.utils.data.DataLoader`` that counts the samples it yields, so that
-    ``state_dict()`` says where the epoch is and ``load_state_dict()`` resumes there exactly
-    (same world shape and workers) or from the last whole round (another shape)."""
+    ``state_dict()`` says where the epoch is and ``load_state_dict()`` resumes there: the very
+    batches that would have come next on the same world shape, every unread sample once on
+    another (docs/python.md)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

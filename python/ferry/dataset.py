@@ -237,9 +237,9 @@ class StreamingDataset(_NativeDataset):
         self._workers = 1  # DataLoader workers per rank (StreamingDataLoader tells the parent)
         self._batch = self.batch_size or 1  # the loader's batches (ferry.DataLoader's own)
         if predownload is not None and batch_size is not None and predownload < batch_size:
-            warnings.warn(f"predownload < batch_size ({predownload} < {batch_size}): this may "
-                          f"slow batches down; set predownload to at least batch_size",
-                          stacklevel=2)
+            warnings.warn(f"predownload < batch_size ({predownload} < {batch_size}). This may "
+                          f"result in slower batch time. Recommendation is to set predownload "
+                          f"to at-least batch_size.", stacklevel=2)
         # Open now: a bad URL, missing index or bad option fails here, not in a worker. The index
         # is checked against the remote once: workers read the copy this open checked (the order
         # they plan is the parent's), with no round trip each.
@@ -254,6 +254,7 @@ class StreamingDataset(_NativeDataset):
             if "index.json" not in str(e) or "JSON" not in str(e):
                 raise
             raise IndexDecodeError(str(e)) from None
+        self._num_samples = native.num_samples  # fixed by the index: read once, not per sample
         for stream, weights in zip(self.streams, native.stream_weights):
             stream._set_weights(*weights)
         self._options["offline"] = True
@@ -277,23 +278,14 @@ class StreamingDataset(_NativeDataset):
     @property
     def num_samples(self) -> int:
         """Samples over all streams (before mixing)."""
-        return self._native().num_samples
+        return self._num_samples
 
     def __len__(self) -> int:
         """Samples one rank reads per epoch, exactly what iterating yields: ceil(epoch size /
         ranks) as the reference (with ``drop_last``, the rank's share of whole world batches;
         with a ``batching_method`` other than random, of the whole batches it makes)."""
         nodes, ranks_per_node, _, _ = self._world()
-        if self._options["batching_method"] != "random":
-            # Batches drawn from particular streams leave out each stream's partial batches:
-            # the plan counts what remains (the same for every rank and any workers).
-            return self._native().plan((nodes, ranks_per_node, 1), self.next_epoch)[
-                "samples_per_rank"]
-        ranks = nodes * ranks_per_node
-        samples = self._native().epoch_samples
-        if self._options["drop_last"]:
-            return samples // (ranks * self._batch) * self._batch
-        return -(-samples // ranks)
+        return self._native().plan((nodes, ranks_per_node, 1), self.next_epoch)["samples_per_rank"]
 
     def _sample(self, values: List[Any]) -> Dict[str, Any]:
         return {
@@ -370,7 +362,7 @@ class StreamingDataset(_NativeDataset):
         if isinstance(shard_id, bool) or not hasattr(shard_id, "__index__"):
             raise InvalidArgumentError(f"a shard id is an integer, not {shard_id!r}")
         i = shard_id.__index__()
-        n = self.num_shards
+        n = len(self.shards if getattr(self, "_shard_infos", None) is None else self._shard_infos)
         if not -n <= i < n:
             raise IndexError(f"shard {shard_id} out of range (the dataset has {n} shards)")
         return i % n
@@ -435,11 +427,11 @@ class StreamingDataset(_NativeDataset):
             self.num_canonical_nodes = int(saved_nodes)
             self._pid = None  # re-open with it
         self._initial_nodes = obj.get("initial_physical_nodes")
-        end = self._native().epoch_samples
-        if self._options["batching_method"] != "random":
-            # Batches drawn from particular streams leave samples out: the epoch ends sooner.
-            nodes, ranks_per_node, _, _ = self._world()
-            end = self._native().plan((nodes, ranks_per_node, 1), epoch)["epoch_samples"]
+        # The epoch's samples (fewer when drop_last or a batching method leaves some out);
+        # what lies past them is padding.
+        nodes, ranks_per_node, _, _ = self._world()
+        end = min(self._native().epoch_samples,
+                  self._native().plan((nodes, ranks_per_node, 1), epoch)["epoch_samples"])
         if sample_in_epoch >= end:
             # Saved at the very end (padding included): go on with the next epoch.
             epoch, sample_in_epoch = epoch + 1, 0
@@ -451,7 +443,7 @@ class StreamingDataset(_NativeDataset):
     def _begin_epoch(self, workers: int, batch_size: Optional[int] = None) -> None:
         """Called in the main process before a DataLoader starts its workers for an epoch."""
         self._workers = max(1, workers)
-        self._batch = batch_size or self.batch_size
+        self._batch = batch_size or self.batch_size or 1
         resume = self._resume
         self._epoch_offset = (
             resume["sample_in_epoch"] if resume and resume["epoch"] == self.next_epoch else 0

@@ -93,6 +93,10 @@ class IndexDecodeError(DataLossError, json.JSONDecodeError):
         ValueError.__init__(self, f"Index file at {path} is empty or corrupted: {message}")
         self.msg, self.doc, self.pos, self.lineno, self.colno = message, "", 0, 1, 1
 
+    def __reduce__(self):
+        # Rebuilt from the native message, not from the formatted one (out of a worker process).
+        return type(self), (self.msg,)
+
 
 _BY_CODE = {
     cls.code: cls

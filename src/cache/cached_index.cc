@@ -154,10 +154,12 @@ Result<Index> LoadIndex(ObjectStore* remote, const std::string& remote_prefix,
   auto head = remote->Head(key);
   if (!head) {
     if (head.error().code() == StatusCode::kNotFound) {
+      // The store's own words (a local path's "No such file or directory") come first.
       return NotFoundError(fmt::format(
-          "{}: no index.json there, so it is not an MDS dataset: a folder of files is read as it "
-          "is with FileDataset (ferry.FileDataset), or converted once with `ferry convert {} OUT`",
-          remote_url, remote_url));
+          "{}: no index.json there ({}), so it is not an MDS dataset: a folder of files is read "
+          "as it is with FileDataset (ferry.FileDataset), or converted once with `ferry convert "
+          "{} OUT`",
+          remote_url, head.error().message(), remote_url));
     }
     Status error = internal_cache::NamingUrl(head.error(), url);
     if (cached) {

@@ -281,3 +281,25 @@ def test_replication_gives_consecutive_ranks_the_same_samples(datasets, monkeypa
         len(ferry.StreamingDataset(local=str(datasets[117]), batch_size=4, replication=2))
     with pytest.raises(ValueError, match="Replication factor must be positive"):
         ferry.StreamingDataset(local=str(datasets[117]), replication=0)
+
+
+def test_a_state_at_the_end_of_a_drop_last_epoch_resumes_into_the_next(datasets):
+    ds = ferry.StreamingDataset(local=str(datasets[117]), batch_size=4, drop_last=True)
+    assert len(ds) == 116
+    ds.load_state_dict({"epoch": 0, "sample_in_epoch": 116})
+    assert ds.next_epoch == 1
+
+
+def test_an_index_error_survives_pickling():
+    import pickle
+
+    error = ferry.errors.IndexDecodeError("/x/index.json: index is not valid JSON")
+    again = pickle.loads(pickle.dumps(error))
+    assert str(again) == str(error) and str(again).count("Index file at") == 1
+
+
+def test_a_remote_without_index_is_file_not_found_in_the_stores_words(tmp_path):
+    (tmp_path / "remote").mkdir()
+    with pytest.raises(FileNotFoundError, match="No such file or directory"):
+        ferry.StreamingDataset(remote=str(tmp_path / "remote"), local=str(tmp_path / "local"),
+                               batch_size=1)
