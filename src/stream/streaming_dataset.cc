@@ -451,8 +451,14 @@ class StreamingDatasetImpl : public StreamingDataset,
   std::atomic<uint32_t> readers_{1};
   uint64_t other_bytes_ = 0;  // the most a cache folder holds besides shards (OtherBytes)
 
-  // Drops this dataset's own open copy of `key` (its pin) first.
+  // Evicts `key`; when it is pinned and this dataset holds it open, drops that copy (its pin)
+  // and tries once more - only then, so that a refused eviction costs no open shard.
   Result<uint64_t> EvictKey(const ShardKey& key) {
+    auto evicted = streams_[key.stream].cache->Evict(key.shard);
+    if (evicted.ok() || evicted.status().code() != StatusCode::kFailedPrecondition ||
+        !streams_[key.stream].remote || !open_shards_.Find(key)) {
+      return evicted;
+    }
     open_shards_.Drop(key, false);
     return streams_[key.stream].cache->Evict(key.shard);
   }
