@@ -38,8 +38,6 @@ def _epoch(loader):
 @pytest.mark.parametrize("workers", [0, 1, 2, 8])
 def test_one_rank_yields_exactly_len_distinct_samples_and_len_batches(datasets, n, workers):
     for batch in (1, 2, 7, 64, 128):
-        if workers and batch <= 2 and n > 1003:
-            continue  # the same dealing as 117 and 1003, but 5,000+ batches through worker pipes
         ds = ferry.StreamingDataset(local=str(datasets[n]), batch_size=batch, shuffle=True,
                                     num_canonical_nodes=8)
         assert len(ds) == n
