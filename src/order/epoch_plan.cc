@@ -229,7 +229,9 @@ Result<std::shared_ptr<const EpochPlan>> EpochPlan::Create(std::vector<uint64_t>
   FERRY_ASSIGN_OR_RETURN(
       impl->spans, internal_order::CanonicalSpans::Make(
                        std::move(shard_samples), partition.num_canonical_nodes(), shard_order_key));
-  impl->order = internal_order::MakeCanonicalOrder(impl->spans, options, epoch);
+  // A composed plan reads each stream's own order instead.
+  if (!impl->composition)
+    impl->order = internal_order::MakeCanonicalOrder(impl->spans, options, epoch);
 
   std::shared_ptr<EpochPlan> plan(new EpochPlan());
   plan->impl_ = std::move(impl);
