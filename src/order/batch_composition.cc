@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "base/int_math.h"
+
 namespace ferry {
 
 Result<BatchingMethod> ParseBatchingMethod(std::string_view name) {
@@ -33,8 +35,6 @@ std::string_view BatchingMethodName(BatchingMethod method) {
 
 namespace internal_order {
 namespace {
-
-uint64_t CeilDiv(uint64_t a, uint64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
 
 std::string Describe(uint64_t global_batch, uint64_t batch, uint64_t ranks) {
   return std::to_string(global_batch) + " (batch_size " + std::to_string(batch) + " x " +

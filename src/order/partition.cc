@@ -5,6 +5,7 @@
 #include <string>
 
 #include "base/int128.h"
+#include "base/int_math.h"
 #include "order/canonical_spans.h"
 
 namespace ferry::internal_order {
@@ -14,8 +15,6 @@ std::string Shape(const WorldShape& w) {
   return std::to_string(w.nodes) + " nodes x " + std::to_string(w.ranks_per_node) + " ranks x " +
          std::to_string(w.workers_per_rank) + " workers";
 }
-
-uint64_t CeilDiv(uint64_t a, uint64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "base/int128.h"
+#include "base/int_math.h"
 #include "order/partition.h"
 
 namespace ferry::internal_order {
@@ -11,8 +12,6 @@ namespace {
 
 // The largest shuffle_block_size an EpochPlan takes.
 constexpr uint64_t kMaxNarrowedBlock = uint64_t{1} << 30;
-
-uint64_t CeilDiv(uint64_t a, uint64_t b) { return b == 0 ? 0 : a / b + (a % b != 0); }
 
 // Positions of a canonical sequence whose shards may be live together (the file comment's w).
 uint64_t Window(const OrderOptions& o, uint64_t span) {
