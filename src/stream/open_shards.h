@@ -38,6 +38,9 @@ namespace ferry::internal_stream {
 
 // A local shard, pinned and mapped, shared by every sample read from it.
 struct OpenShard {
+  // Spelled out because clang (the fuzz build) lacks C++20's parenthesized aggregate init.
+  OpenShard(ShardHandle h, MdsShardReader r) : handle(std::move(h)), reader(std::move(r)) {}
+
   ShardHandle handle;
   MdsShardReader reader;
   // Its file was deleted from the cache folder: the readers holding it drop it and fetch the
