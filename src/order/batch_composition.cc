@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "base/int_math.h"
+#include "order/partition.h"
 
 namespace ferry {
 
@@ -153,11 +154,7 @@ Result<BatchComposition> BatchComposition::Make(BatchingMethod method,
 }
 
 uint64_t BatchComposition::Unpad(uint32_t s, uint64_t q) const {
-  const uint64_t n = stream_samples_[s];
-  if (q < n) return q;
-  // Partition's rule: padded position q repeats position q - repeats (mod n).
-  const uint64_t repeats = padded_[s] - n;
-  return (q + n - repeats % n) % n;
+  return PaddedSource(q, stream_samples_[s], padded_[s]);
 }
 
 StreamPosition BatchComposition::At(uint64_t k, Cache* cache) const {

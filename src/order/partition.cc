@@ -80,10 +80,14 @@ CanonicalPosition Partition::Interleaved(uint64_t k) const {
   return {static_cast<uint32_t>(CeilDiv((i + 1) * c, r) - 1), full};
 }
 
+uint64_t PaddedSource(uint64_t q, uint64_t n, uint64_t padded) {
+  if (q < n) return q;
+  const uint64_t repeats = padded - n;
+  return (q + n - repeats % n) % n;
+}
+
 uint64_t Partition::Source(uint64_t i) const {
-  if (i < remaining_) return skipped_ + i;
-  const uint64_t repeats = epoch_ - remaining_;
-  return skipped_ + (i + remaining_ - repeats % remaining_) % remaining_;
+  return skipped_ + PaddedSource(i, remaining_, epoch_);
 }
 
 uint64_t Partition::Position(const WorkerId& id, uint64_t j) const {

@@ -50,6 +50,11 @@ struct CanonicalPosition {
 
 uint32_t DefaultCanonicalNodes(const WorldShape& world, const OrderOptions& options);
 
+/// The position in [0, n) that position q of a sequence of n padded to `padded` reads: itself,
+/// or for a repeat (q >= n), q - (padded - n) mod n - another rank's when n >= the ranks.
+/// \pre q < padded, n > 0.
+uint64_t PaddedSource(uint64_t q, uint64_t n, uint64_t padded);
+
 class Partition {
  public:
   /// kInvalidArgument, naming the numbers, for a zero dimension or batch, a world too large, or
