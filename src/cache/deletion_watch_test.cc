@@ -22,10 +22,15 @@ using ::testing::IsEmpty;
 
 void Touch(const fs::path& path) { std::ofstream(path) << "x"; }
 
-std::set<std::string> Drained(DeletionWatch& watch) {
-  std::set<std::string> heard;
-  watch.Drain([&](const fs::path& path) { heard.insert(path.string()); });
+std::vector<std::string> Heard(DeletionWatch& watch) {
+  std::vector<std::string> heard;
+  watch.Drain([&](const fs::path& path) { heard.push_back(path.string()); });
   return heard;
+}
+
+std::set<std::string> Drained(DeletionWatch& watch) {
+  const std::vector<std::string> heard = Heard(watch);
+  return {heard.begin(), heard.end()};
 }
 
 TEST(DeletionWatch, HearsFilesDeletedOrRenamedAwayInEachWatchedFolderAtTheNextDrain) {
@@ -56,14 +61,6 @@ TEST(DeletionWatch, AFolderThatCannotBeWatchedIsAnErrorNamingIt) {
   EXPECT_THAT(watch.status().message(), ::testing::HasSubstr("missing"));
 }
 
-}  // namespace
-}  // namespace ferry::internal_cache
-
-namespace ferry::internal_cache {
-namespace {
-
-namespace fs = std::filesystem;
-
 int InotifyInstances() {
   int n = 0;
   for (const auto& entry : fs::directory_iterator("/proc/self/fd")) {
@@ -71,12 +68,6 @@ int InotifyInstances() {
     n += fs::read_symlink(entry.path(), ec).string() == "anon_inode:inotify";
   }
   return n;
-}
-
-std::vector<std::string> Heard(DeletionWatch& watch) {
-  std::vector<std::string> heard;
-  watch.Drain([&](const fs::path& path) { heard.push_back(path.string()); });
-  return heard;
 }
 
 // The watches of a process share one inotify instance (a per-user resource of the node), each
