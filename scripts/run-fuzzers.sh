@@ -12,7 +12,7 @@ case "${1:-}" in
   --runs) mode=(-runs="$2") ;;
   --seconds) mode=(-max_total_time="$2") ;;
 esac
-fixtures="${FERRY_FIXTURES_DIR:-$(pwd)/../shared/fixtures/mds}"
+fixtures="${FERRY_FIXTURES_DIR:-$(pwd)/$(head -n1 scripts/fixtures-dir.txt)}"  # docs/development.md
 build=build/fuzz
 
 seed() {  # seed <corpus> <find predicate...>

@@ -1,6 +1,6 @@
 """Shared pytest fixtures. The suite runs with Debian's /usr/bin/python3 and
 PYTHONPATH=<build>/python (scripts/run-tests.sh); FERRY_FIXTURES_DIR overrides where Mosaic
-Streaming's fixture datasets are."""
+Streaming's fixture datasets are (default: scripts/fixtures-dir.txt)."""
 
 import os
 import pathlib
@@ -13,8 +13,10 @@ import time
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+# The default, relative to the repository root, is written once (docs/development.md).
 FIXTURES = pathlib.Path(
-    os.environ.get("FERRY_FIXTURES_DIR", ROOT.parent / "shared" / "fixtures" / "mds")
+    os.environ.get("FERRY_FIXTURES_DIR")
+    or ROOT / (ROOT / "scripts" / "fixtures-dir.txt").read_text().splitlines()[0]
 )
 FIXTURE_NAMES = sorted(
     p.name for p in FIXTURES.iterdir() if (p / "expected.json").is_file()

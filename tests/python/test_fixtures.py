@@ -1,5 +1,6 @@
-"""Every dataset Mosaic Streaming wrote (../shared/fixtures/mds) reads through the Python API as
-its expected.json says, and ferry.MDSWriter writes the same samples back byte for byte."""
+"""Every dataset Mosaic Streaming wrote (the reference fixtures, $FERRY_FIXTURES_DIR, see
+docs/development.md) reads through the Python API as its expected.json says, and
+ferry.MDSWriter writes the same samples back byte for byte."""
 
 import hashlib
 import json
