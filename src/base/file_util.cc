@@ -121,6 +121,11 @@ Result<std::string> ReadFileToString(const std::filesystem::path& path) {
   return out;
 }
 
+bool IsRegularFile(const std::filesystem::path& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
 Result<FileExtent> StatFileExtent(const std::filesystem::path& path) {
   // O_NONBLOCK: a FIFO under the name must not hang the open.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);

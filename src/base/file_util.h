@@ -23,6 +23,9 @@ namespace ferry {
 /// kInvalidArgument, else kInternal. The message is "<path>: <what> failed: <strerror>".
 Status ErrnoToStatus(int error_number, std::string_view what, const std::filesystem::path& path);
 
+/// Whether `path` (symlinks followed) is a regular file; false when it cannot be stat'ed.
+bool IsRegularFile(const std::filesystem::path& path);
+
 /// The whole file. kNotFound names the path when it does not exist.
 Result<std::string> ReadFileToString(const std::filesystem::path& path);
 

@@ -188,6 +188,20 @@ TEST_F(FileUtilTest, TemporaryPathForIsUniqueAndBesideThePath) {
   EXPECT_FALSE(TemporaryPathFor("x.json").has_parent_path());
 }
 
+TEST_F(FileUtilTest, IsRegularFileFollowsLinksAndRefusesEverythingElse) {
+  Spit(dir_ / "file", "x");
+  fs::create_directory(dir_ / "folder");
+  fs::create_symlink(dir_ / "file", dir_ / "link");
+  fs::create_symlink(dir_ / "missing", dir_ / "dangling");
+  ASSERT_EQ(::mkfifo((dir_ / "fifo").c_str(), 0600), 0) << std::strerror(errno);
+  EXPECT_TRUE(IsRegularFile(dir_ / "file"));
+  EXPECT_TRUE(IsRegularFile(dir_ / "link"));
+  EXPECT_FALSE(IsRegularFile(dir_ / "folder"));
+  EXPECT_FALSE(IsRegularFile(dir_ / "dangling"));
+  EXPECT_FALSE(IsRegularFile(dir_ / "fifo"));
+  EXPECT_FALSE(IsRegularFile(dir_ / "missing"));
+}
+
 TEST_F(FileUtilTest, ReadFileToStringReadsEveryByte) {
   const std::string contents = BinaryBlob(3 * 65536 + 17);
   Spit(dir_ / "blob", contents);

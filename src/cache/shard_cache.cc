@@ -102,11 +102,6 @@ ShardHandle ShardCache::MakeHandle(size_t shard, fs::path path, int pin_fd, bool
 
 namespace {
 
-bool IsRegularFile(const fs::path& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
 // Removes the temporaries that killed downloads left (a download preallocates its whole shard,
 // and nothing counts these against cache_limit): those whose shard's download lock is free now -
 // a held lock means a live download is writing it. Done once per open, so a job preempted again

@@ -46,11 +46,6 @@ class TemporaryGuard {
   fs::path path_;
 };
 
-bool IsRegularFile(const fs::path& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
 Status RemoveIfExists(const fs::path& path) {
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) return ErrnoToStatus(errno, "unlink", path);
   return Status::Ok();
