@@ -10,6 +10,8 @@
 #include <mutex>
 #include <optional>
 
+#include "base/ascii.h"
+
 namespace ferry {
 namespace {
 
@@ -36,18 +38,11 @@ std::optional<std::string_view> LeadingScheme(std::string_view url) {
   return std::nullopt;
 }
 
-std::string Lowercase(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 }  // namespace
 
 std::string UrlScheme(std::string_view url) {
   const auto scheme = LeadingScheme(url);
-  return scheme ? Lowercase(*scheme) : "file";
+  return scheme ? AsciiLower(*scheme) : "file";
 }
 
 StoreRegistration::StoreRegistration(std::string_view scheme, StoreFactory factory) {

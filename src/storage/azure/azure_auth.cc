@@ -11,20 +11,10 @@
 #include <map>
 #include <vector>
 
+#include "base/ascii.h"
+
 namespace ferry::internal_azure {
 namespace {
-
-std::string ToLower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 int HexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -41,7 +31,7 @@ std::string_view StandardHeader(const http::Request& request, std::string_view n
 std::string ContentLengthToSign(const http::Request& request) {
   std::string length;
   if (auto header = request.headers.Get("Content-Length")) {
-    length = std::string(Trim(*header));
+    length = std::string(TrimAsciiWhitespace(*header));
   } else if (request.body) {
     length = std::to_string(request.body->size);
   }
@@ -52,8 +42,9 @@ std::string CanonicalizedHeaders(const http::Request& request) {
   // Lowercase name -> values in the order sent; a repeated header is joined with ','.
   std::map<std::string, std::vector<std::string_view>> headers;
   for (const auto& field : request.headers.fields()) {
-    std::string name = ToLower(Trim(field.name));
-    if (name.starts_with("x-ms-")) headers[std::move(name)].push_back(Trim(field.value));
+    std::string name = AsciiLower(TrimAsciiWhitespace(field.name));
+    if (name.starts_with("x-ms-"))
+      headers[std::move(name)].push_back(TrimAsciiWhitespace(field.value));
   }
   std::string out;
   for (const auto& [name, values] : headers) {
@@ -93,7 +84,7 @@ std::string CanonicalizedResource(std::string_view url, std::string_view account
       const std::string_view name = pair.substr(0, eq);
       const std::string_view value =
           eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
-      params[ToLower(PercentDecode(name))].push_back(PercentDecode(value));
+      params[AsciiLower(PercentDecode(name))].push_back(PercentDecode(value));
     }
     if (amp == std::string_view::npos) break;
     query.remove_prefix(amp + 1);

@@ -2,9 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <cctype>
 #include <cstdlib>
 #include <vector>
+
+#include "base/ascii.h"
 
 namespace ferry::internal_azure {
 namespace {
@@ -16,12 +17,6 @@ constexpr std::string_view kDevAccount = "devstoreaccount1";
 constexpr std::string_view kDevKey =
     "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
 constexpr std::string_view kDevEndpoint = "http://127.0.0.1:10000/devstoreaccount1";
-
-std::string ToLower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
 
@@ -91,7 +86,7 @@ Result<EnvSettings> SettingsFromEnv(const EnvLookup& env) {
     s.account_key = cs.account_key;
     s.key_source = "AccountKey in AZURE_STORAGE_CONNECTION_STRING";
     s.sas_token = cs.sas_token;
-    if (!cs.protocol.empty()) s.protocol = ToLower(cs.protocol);
+    if (!cs.protocol.empty()) s.protocol = AsciiLower(cs.protocol);
     if (!cs.endpoint_suffix.empty()) s.suffix = cs.endpoint_suffix;
     if (!cs.blob_endpoint.empty()) {
       FERRY_ASSIGN_OR_RETURN(s.endpoint, NormalizeEndpoint(cs.blob_endpoint, kSource));
@@ -99,7 +94,7 @@ Result<EnvSettings> SettingsFromEnv(const EnvLookup& env) {
     }
     if (s.account.empty() && s.endpoint.empty()) {
       // The shortcut the emulator documents; explicit settings above take precedence.
-      if (ToLower(*text).find("usedevelopmentstorage=true") != std::string::npos) {
+      if (AsciiLower(*text).find("usedevelopmentstorage=true") != std::string::npos) {
         s.account = kDevAccount;
         s.account_key = kDevKey;
         s.key_source = "the emulator's well-known key";
@@ -187,15 +182,9 @@ Result<ConnectionStringSettings> ParseConnectionString(std::string_view text) {
   int index = 0;
   while (!text.empty()) {
     const size_t semi = text.find(';');
-    std::string_view entry = text.substr(0, semi);
     ++index;
     // Tolerate blanks around entries and a trailing ';'.
-    while (!entry.empty() && std::isspace(static_cast<unsigned char>(entry.front()))) {
-      entry.remove_prefix(1);
-    }
-    while (!entry.empty() && std::isspace(static_cast<unsigned char>(entry.back()))) {
-      entry.remove_suffix(1);
-    }
+    const std::string_view entry = TrimAsciiWhitespace(text.substr(0, semi));
     if (!entry.empty()) {
       const size_t eq = entry.find('=');
       if (eq == std::string_view::npos || eq == 0) {
@@ -205,7 +194,7 @@ Result<ConnectionStringSettings> ParseConnectionString(std::string_view text) {
             "';')",
             index));
       }
-      const std::string name = ToLower(entry.substr(0, eq));
+      const std::string name = AsciiLower(entry.substr(0, eq));
       std::string value(entry.substr(eq + 1));  // values (keys, SAS tokens) may contain '='
       if (name == "accountname") {
         s.account_name = std::move(value);
@@ -240,7 +229,7 @@ Result<AzureLocation> ParseAzureUrl(std::string_view url, const EnvLookup& env) 
   if (sep == std::string_view::npos) {
     return InvalidArgumentError(fmt::format("{}: not an az:// or abfs[s]:// URL", shown));
   }
-  const std::string scheme = ToLower(url.substr(0, sep));
+  const std::string scheme = AsciiLower(url.substr(0, sep));
   if (scheme != "az" && scheme != "abfs" && scheme != "abfss") {
     return InvalidArgumentError(fmt::format("{}: not an az:// or abfs[s]:// URL", shown));
   }

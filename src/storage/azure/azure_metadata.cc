@@ -3,27 +3,15 @@
 #include <fmt/format.h>
 
 #include <array>
-#include <charconv>
 #include <ctime>
 
+#include "base/ascii.h"
 #include "storage/azure/azure_auth.h"
 #include "storage/http/http_types.h"
 #include "storage/http/resumable_get.h"
 #include "storage/xml/xml_tree.h"
 
 namespace ferry::internal_azure {
-namespace {
-
-std::optional<uint64_t> ParseUint(std::string_view text) {
-  uint64_t value = 0;
-  const auto r = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || r.ec != std::errc() || r.ptr != text.data() + text.size()) {
-    return std::nullopt;
-  }
-  return value;
-}
-
-}  // namespace
 
 std::optional<std::chrono::system_clock::time_point> ParseHttpDate(std::string_view text) {
   static constexpr std::array<std::string_view, 12> kMonths = {

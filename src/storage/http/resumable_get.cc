@@ -2,18 +2,14 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
+#include "base/ascii.h"
 
 namespace ferry::http {
 
 std::optional<uint64_t> TotalFromContentRange(std::string_view content_range) {
   const size_t slash = content_range.rfind('/');
   if (slash == std::string_view::npos) return std::nullopt;
-  const std::string_view total = content_range.substr(slash + 1);
-  uint64_t v = 0;
-  const auto r = std::from_chars(total.data(), total.data() + total.size(), v);
-  if (r.ec != std::errc() || r.ptr != total.data() + total.size()) return std::nullopt;
-  return v;
+  return ParseUint(content_range.substr(slash + 1));
 }
 
 std::optional<uint64_t> StartFromContentRange(std::string_view content_range) {
@@ -23,12 +19,7 @@ std::optional<uint64_t> StartFromContentRange(std::string_view content_range) {
   if (space == std::string_view::npos || dash == std::string_view::npos || dash < space) {
     return std::nullopt;
   }
-  uint64_t v = 0;
-  const char* first = content_range.data() + space + 1;
-  const char* last = content_range.data() + dash;
-  const auto r = std::from_chars(first, last, v);
-  if (r.ec != std::errc() || r.ptr != last) return std::nullopt;
-  return v;
+  return ParseUint(content_range.substr(space + 1, dash - space - 1));
 }
 
 std::string UnquoteEtag(std::string_view etag) {
@@ -103,8 +94,7 @@ Result<ObjectInfo> ResumableGet(Transport& transport, const ResumableGetOptions&
           ignored_range = StartFromContentRange(*cr) != a.offset;
         }
       } else if (auto cl = h.Get("Content-Length")) {
-        uint64_t v = 0;
-        if (std::from_chars(cl->data(), cl->data() + cl->size(), v).ec == std::errc()) total = v;
+        total = ParseUint(*cl);
         // The server ignored the Range header and sends the whole object: usable only when we
         // wanted to start at byte 0 (the rest is cut off), not to resume mid-object.
         ignored_range = a.offset > 0;

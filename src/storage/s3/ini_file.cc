@@ -2,45 +2,16 @@
 
 #include <fmt/format.h>
 
-#include <cctype>
+#include "base/ascii.h"
 
 namespace ferry::internal_s3 {
 namespace {
 
-bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
-  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-std::string CollapseSpaces(std::string_view s) {
-  std::string out;
-  bool space = false;
-  for (char c : Trim(s)) {
-    if (IsSpace(c)) {
-      space = true;
-      continue;
-    }
-    if (space && !out.empty()) out += ' ';
-    space = false;
-    out += c;
-  }
-  return out;
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 // Drops an inline comment: '#' or ';' preceded by whitespace.
 std::string_view StripInlineComment(std::string_view value) {
   for (size_t i = 1; i < value.size(); ++i) {
-    if ((value[i] == '#' || value[i] == ';') && IsSpace(value[i - 1])) {
-      return Trim(value.substr(0, i));
+    if ((value[i] == '#' || value[i] == ';') && IsAsciiWhitespace(value[i - 1])) {
+      return TrimAsciiWhitespace(value.substr(0, i));
     }
   }
   return value;
@@ -75,14 +46,14 @@ Result<IniFile> ParseIni(std::string_view text, std::string_view file_name) {
     const size_t end = text.find('\n');
     const std::string_view raw = text.substr(0, end);
     text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
-    const std::string_view line = Trim(raw);
+    const std::string_view line = TrimAsciiWhitespace(raw);
     if (line.empty() || line.front() == '#' || line.front() == ';') continue;
-    const bool indented = IsSpace(raw.front());
+    const bool indented = IsAsciiWhitespace(raw.front());
 
     if (line.front() == '[') {
       const size_t close = line.find(']');
       if (close == std::string_view::npos) return error("a section header without ']'");
-      const std::string name = CollapseSpaces(line.substr(1, close - 1));
+      const std::string name = CollapseAsciiWhitespace(line.substr(1, close - 1));
       if (name.empty()) return error("an empty section name");
       section = &file.sections_[name];
       parent.clear();
@@ -91,9 +62,9 @@ Result<IniFile> ParseIni(std::string_view text, std::string_view file_name) {
 
     const size_t sep = line.find_first_of("=:");
     if (sep == std::string_view::npos) return error("expected 'name = value'");
-    const std::string name = Lower(Trim(line.substr(0, sep)));
+    const std::string name = AsciiLower(TrimAsciiWhitespace(line.substr(0, sep)));
     if (name.empty()) return error("a setting without a name");
-    const std::string_view value = StripInlineComment(Trim(line.substr(sep + 1)));
+    const std::string_view value = StripInlineComment(TrimAsciiWhitespace(line.substr(sep + 1)));
     if (section == nullptr) return error("a setting before the first [section]");
     if (indented && !parent.empty()) {
       (*section)[parent + "." + name] = std::string(value);

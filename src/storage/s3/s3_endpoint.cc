@@ -4,6 +4,7 @@
 
 #include <cctype>
 
+#include "base/ascii.h"
 #include "storage/s3/s3_credentials.h"
 
 namespace ferry::internal_s3 {
@@ -36,12 +37,6 @@ std::string Decode(std::string_view text, bool plus_is_space) {
     }
     out += (plus_is_space && c == '+') ? ' ' : c;
   }
-  return out;
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
 }
 
@@ -105,8 +100,8 @@ std::string HostHeader(const UrlParts& parts) {
   if (const size_t at = authority.rfind('@'); at != std::string_view::npos) {
     authority.remove_prefix(at + 1);
   }
-  std::string host = Lower(authority);
-  const std::string scheme = Lower(parts.scheme);
+  std::string host = AsciiLower(authority);
+  const std::string scheme = AsciiLower(parts.scheme);
   if ((scheme == "https" && host.ends_with(":443")) ||
       (scheme == "http" && host.ends_with(":80"))) {
     host.resize(host.rfind(':'));
@@ -116,7 +111,7 @@ std::string HostHeader(const UrlParts& parts) {
 
 Result<BucketAndKey> ParseBucketUrl(std::string_view url, std::string_view scheme) {
   const std::string prefix = std::string(scheme) + "://";
-  if (url.size() < prefix.size() || Lower(url.substr(0, prefix.size())) != prefix) {
+  if (url.size() < prefix.size() || AsciiLower(url.substr(0, prefix.size())) != prefix) {
     return InvalidArgumentError(fmt::format("'{}' is not a {} URL", url, prefix));
   }
   std::string_view rest = url.substr(prefix.size());
@@ -177,7 +172,7 @@ std::string S3Endpoint::ToString() const {
 Result<S3Endpoint> ParseEndpointUrl(std::string_view url) {
   FERRY_ASSIGN_OR_RETURN(UrlParts parts, SplitUrl(url));
   S3Endpoint e;
-  e.scheme = Lower(parts.scheme);
+  e.scheme = AsciiLower(parts.scheme);
   if (e.scheme != "http" && e.scheme != "https") {
     return InvalidArgumentError(
         fmt::format("endpoint URL '{}' must start with http:// or https://", url));
@@ -185,7 +180,7 @@ Result<S3Endpoint> ParseEndpointUrl(std::string_view url) {
   if (!parts.query.empty()) {
     return InvalidArgumentError(fmt::format("endpoint URL '{}' must not have a query", url));
   }
-  e.authority = Lower(parts.authority);
+  e.authority = AsciiLower(parts.authority);
   std::string_view path = parts.path;
   while (path.ends_with('/')) path.remove_suffix(1);
   e.base_path = std::string(path);

@@ -4,27 +4,15 @@
 #include <time.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstring>
 
+#include "base/ascii.h"
 #include "storage/http/resumable_get.h"
 #include "storage/s3/s3_endpoint.h"
 #include "storage/s3/s3_errors.h"
 #include "storage/xml/xml_tree.h"
 
 namespace ferry::internal_s3 {
-namespace {
-
-std::optional<uint64_t> ParseUint(std::string_view text) {
-  uint64_t v = 0;
-  const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || r.ec != std::errc() || r.ptr != text.data() + text.size()) {
-    return std::nullopt;
-  }
-  return v;
-}
-
-}  // namespace
 
 std::optional<std::chrono::system_clock::time_point> ParseHttpDate(std::string_view text) {
   return http::ParseHttpDate(text);

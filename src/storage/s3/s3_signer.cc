@@ -9,6 +9,7 @@
 #include <map>
 #include <vector>
 
+#include "base/ascii.h"
 #include "base/hex.h"
 #include "storage/s3/s3_endpoint.h"
 
@@ -20,28 +21,6 @@ namespace {
 constexpr std::string_view kUnsignedHeaders[] = {
     "authorization",       "connection",        "content-length", "expect",
     "proxy-authorization", "transfer-encoding", "user-agent",     "x-amzn-trace-id"};
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-// Trims and collapses runs of spaces to one (the "Trimall" of the specification).
-std::string TrimAll(std::string_view value) {
-  std::string out;
-  bool space = false;
-  for (char c : value) {
-    if (c == ' ' || c == '\t') {
-      space = true;
-      continue;
-    }
-    if (space && !out.empty()) out += ' ';
-    space = false;
-    out += c;
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -121,13 +100,13 @@ std::string CanonicalQuery(std::string_view query) {
 CanonicalHeaderList CanonicalizeHeaders(const http::Headers& headers) {
   std::map<std::string, std::string> merged;  // sorted by lowercase name
   for (const auto& field : headers.fields()) {
-    std::string name = Lower(field.name);
+    std::string name = AsciiLower(field.name);
     if (std::find(std::begin(kUnsignedHeaders), std::end(kUnsignedHeaders), name) !=
         std::end(kUnsignedHeaders)) {
       continue;
     }
-    auto [it, fresh] = merged.try_emplace(std::move(name), TrimAll(field.value));
-    if (!fresh) it->second += "," + TrimAll(field.value);
+    auto [it, fresh] = merged.try_emplace(std::move(name), CollapseAsciiWhitespace(field.value));
+    if (!fresh) it->second += "," + CollapseAsciiWhitespace(field.value);
   }
   CanonicalHeaderList out;
   for (const auto& [name, value] : merged) {

@@ -8,12 +8,12 @@
 // Thread-safety: immutable after construction.
 #include <fmt/format.h>
 
-#include <charconv>
 #include <ctime>
 #include <map>
 #include <memory>
 #include <mutex>
 
+#include "base/ascii.h"
 #include "ferry/storage/object_store.h"
 #include "ferry/storage/registry.h"
 #include "storage/http/resumable_get.h"
@@ -48,7 +48,7 @@ class HttpStore : public ObjectStore {
       ObjectInfo info;
       info.key = std::string(key);
       if (auto cl = response.headers.Get("Content-Length")) {
-        std::from_chars(cl->data(), cl->data() + cl->size(), info.size);
+        info.size = ParseUint(*cl).value_or(0);
       }
       if (auto etag = response.headers.Get("ETag")) info.etag = http::UnquoteEtag(*etag);
       if (auto lm = response.headers.Get("Last-Modified")) info.mtime = http::ParseHttpDate(*lm);
