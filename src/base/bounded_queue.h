@@ -12,10 +12,11 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
-#include <mutex>
 #include <optional>
 #include <stop_token>
 #include <utility>
+
+#include "base/mutex.h"
 
 namespace ferry {
 
@@ -26,8 +27,9 @@ class BoundedQueue {
 
   /// False when the queue was closed or `stop` was requested (the item is dropped).
   bool Push(T item, std::stop_token stop = {}) {
-    std::unique_lock lock(mu_);
-    if (!not_full_.wait(lock, stop, [&] { return closed_ || items_.size() < capacity_; })) {
+    MutexLock lock(mu_);
+    if (!not_full_.wait(lock, stop,
+                        [&]() REQUIRES(mu_) { return closed_ || items_.size() < capacity_; })) {
       return false;
     }
     if (closed_) return false;
@@ -38,8 +40,8 @@ class BoundedQueue {
 
   /// The next item; nullopt once the queue is closed and drained, or when `stop` is requested.
   std::optional<T> Pop(std::stop_token stop = {}) {
-    std::unique_lock lock(mu_);
-    if (!not_empty_.wait(lock, stop, [&] { return closed_ || !items_.empty(); })) {
+    MutexLock lock(mu_);
+    if (!not_empty_.wait(lock, stop, [&]() REQUIRES(mu_) { return closed_ || !items_.empty(); })) {
       return std::nullopt;
     }
     if (items_.empty()) return std::nullopt;
@@ -53,9 +55,10 @@ class BoundedQueue {
   /// `drained` is set) - for a consumer that must look up now and then (at a Ctrl+C, say).
   template <typename Rep, typename Period>
   std::optional<T> PopFor(std::chrono::duration<Rep, Period> timeout, bool& drained) {
-    std::unique_lock lock(mu_);
+    MutexLock lock(mu_);
     drained = false;
-    if (!not_empty_.wait_for(lock, timeout, [&] { return closed_ || !items_.empty(); })) {
+    if (!not_empty_.wait_for(lock, timeout,
+                             [&]() REQUIRES(mu_) { return closed_ || !items_.empty(); })) {
       return std::nullopt;
     }
     if (items_.empty()) {
@@ -70,25 +73,25 @@ class BoundedQueue {
 
   /// No more pushes; consumers drain the rest.
   void Close() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     closed_ = true;
     not_full_.notify_all();
     not_empty_.notify_all();
   }
 
   size_t size() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return items_.size();
   }
   size_t capacity() const { return capacity_; }
 
  private:
   const size_t capacity_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable_any not_full_;
   std::condition_variable_any not_empty_;
-  std::deque<T> items_;
-  bool closed_ = false;
+  std::deque<T> items_ GUARDED_BY(mu_);
+  bool closed_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace ferry

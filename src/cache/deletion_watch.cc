@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "base/file_util.h"
+#include "base/mutex.h"
 
 namespace ferry::internal_cache {
 
@@ -23,8 +24,8 @@ struct DeletionWatch::Instance {
     ::close(fd);
   }
 
-  // Reads every queued event and hands each to the watches of its descriptor. \pre mu held.
-  void ReadEvents() {
+  // Reads every queued event and hands each to the watches of its descriptor.
+  void ReadEvents() REQUIRES(mu) {
     // Room for many events at once; each is a header and a NUL-padded name.
     alignas(struct inotify_event) char buffer[16 * 1024];
     for (;;) {
@@ -54,10 +55,10 @@ struct DeletionWatch::Instance {
     }
   }
 
-  const int fd;   // non-blocking
-  std::mutex mu;  // guards what follows, and reading fd
-  std::vector<DeletionWatch*> watches;
-  std::map<int, int> users;  // watch descriptor -> watches using it
+  const int fd;  // non-blocking
+  Mutex mu;      // also held to read fd, and guards each watch's queued_ and lost_
+  std::vector<DeletionWatch*> watches GUARDED_BY(mu);
+  std::map<int, int> users GUARDED_BY(mu);  // watch descriptor -> watches using it
 };
 
 namespace {
@@ -67,8 +68,8 @@ namespace {
 // held it at the fork); the parent's copy leaks, on purpose.
 struct ProcessState {
   const pid_t pid = ::getpid();
-  std::mutex mu;
-  std::weak_ptr<DeletionWatch::Instance> current;  // guarded by mu
+  Mutex mu;
+  std::weak_ptr<DeletionWatch::Instance> current GUARDED_BY(mu);
 };
 std::atomic<ProcessState*> process_state{nullptr};
 
@@ -84,7 +85,7 @@ ProcessState& State() {
 
 Result<std::shared_ptr<DeletionWatch::Instance>> SharedInstance(const fs::path& first) {
   ProcessState& state = State();
-  std::lock_guard lock(state.mu);
+  MutexLock lock(state.mu);
   if (auto live = state.current.lock()) return live;
   const int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (fd < 0) return ErrnoToStatus(errno, "inotify_init1 for", first);
@@ -98,9 +99,9 @@ Result<std::shared_ptr<DeletionWatch::Instance>> SharedInstance(const fs::path& 
 Result<std::unique_ptr<DeletionWatch>> DeletionWatch::Start(const std::vector<fs::path>& folders) {
   FERRY_ASSIGN_OR_RETURN(std::shared_ptr<Instance> instance,
                          SharedInstance(folders.empty() ? fs::path() : folders[0]));
-  std::lock_guard lock(instance->mu);
+  MutexLock lock(instance->mu);
   std::map<int, fs::path> watched;
-  const auto release = [&] {
+  const auto release = [&]() REQUIRES(instance->mu) {
     for (const auto& [wd, folder] : watched) {
       if (--instance->users[wd] == 0) {
         instance->users.erase(wd);
@@ -126,7 +127,7 @@ Result<std::unique_ptr<DeletionWatch>> DeletionWatch::Start(const std::vector<fs
 }
 
 DeletionWatch::~DeletionWatch() {
-  std::lock_guard lock(instance_->mu);
+  MutexLock lock(instance_->mu);
   std::erase(instance_->watches, this);
   for (const auto& [wd, folder] : folders_) {
     if (--instance_->users[wd] == 0) {
@@ -140,11 +141,12 @@ void DeletionWatch::Drain(const Callback& on_deleted) {
   std::vector<fs::path> heard;
   bool lost = false;
   {
-    std::unique_lock lock(instance_->mu, std::try_to_lock);
-    if (!lock) return;  // another thread is draining: what it hears for this watch waits here
+    // Another thread draining: what it hears for this watch waits here.
+    if (!instance_->mu.try_lock()) return;
     instance_->ReadEvents();
     heard.swap(queued_);
     std::swap(lost, lost_);
+    instance_->mu.unlock();
   }
   // Outside the lock: the callback may start or end watches.
   if (lost) on_deleted(fs::path());

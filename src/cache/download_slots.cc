@@ -51,8 +51,8 @@ Result<std::unique_ptr<DownloadSlots>> DownloadSlots::Open(const std::filesystem
 
 Result<FileLock> DownloadSlots::Take(std::stop_token stop) {
   {
-    std::unique_lock lock(mu_);
-    if (!poller_done_.wait(lock, stop, [&] { return pollers_ < slots_; })) {
+    MutexLock lock(mu_);
+    if (!poller_done_.wait(lock, stop, [&]() REQUIRES(mu_) { return pollers_ < slots_; })) {
       return CancelledError(
           fmt::format("{}: stopped while waiting for a download slot", folder_.string()));
     }
@@ -60,7 +60,7 @@ Result<FileLock> DownloadSlots::Take(std::stop_token stop) {
   }
   auto slot = Poll(stop);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     --pollers_;
   }
   poller_done_.notify_one();
@@ -70,7 +70,7 @@ Result<FileLock> DownloadSlots::Take(std::stop_token stop) {
 Result<FileLock> DownloadSlots::Poll(std::stop_token stop) {
   uint32_t first;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     first = next_;
     next_ = (next_ + 1) % slots_;
   }

@@ -19,9 +19,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
-#include <mutex>
 #include <stop_token>
 
+#include "base/mutex.h"
 #include "cache/file_lock.h"
 #include "ferry/result.h"
 
@@ -55,10 +55,10 @@ class DownloadSlots {
 
   const std::filesystem::path folder_;
   const uint32_t slots_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable_any poller_done_;
-  uint32_t pollers_ = 0;  // guarded by mu_
-  uint32_t next_ = 0;     // guarded by mu_: the slot the next poller tries first
+  uint32_t pollers_ GUARDED_BY(mu_) = 0;
+  uint32_t next_ GUARDED_BY(mu_) = 0;  // the slot the next poller tries first
 };
 
 }  // namespace ferry::internal_cache

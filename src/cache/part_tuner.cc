@@ -60,12 +60,12 @@ PartTuner::PartTuner(Options options)
 }
 
 uint32_t PartTuner::parts() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return parts_;
 }
 
 std::vector<BodySample> PartTuner::RecentSamples() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<BodySample> out = samples_;
   // Once full, the ring's oldest entry is the next to be overwritten.
   if (out.size() == options_.window) {
@@ -82,7 +82,7 @@ void PartTuner::Advance(Clock::time_point now) {
 }
 
 void PartTuner::Record(const BodySample& sample) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (samples_.size() < options_.window) {
     samples_.push_back(sample);
   } else {
@@ -120,7 +120,7 @@ PartTuner::Body::Body(Body&& other) noexcept
 
 PartTuner::Body::~Body() {
   if (tuner_ == nullptr || !started_) return;
-  std::lock_guard lock(tuner_->mu_);
+  MutexLock lock(tuner_->mu_);
   tuner_->Advance(Clock::now());
   --tuner_->active_;
 }
@@ -137,7 +137,7 @@ void PartTuner::Body::Received(uint64_t bytes) {
 void PartTuner::Body::Received(uint64_t bytes, Clock::time_point now) {
   if (tuner_ == nullptr || bytes == 0) return;
   if (!started_) {
-    std::lock_guard lock(tuner_->mu_);
+    MutexLock lock(tuner_->mu_);
     tuner_->Advance(now);
     ++tuner_->active_;
     started_ = true;
@@ -152,7 +152,7 @@ void PartTuner::Body::Finish(Clock::time_point now) {
   PartTuner* tuner = std::exchange(tuner_, nullptr);
   double busy = 0;
   {
-    std::lock_guard lock(tuner->mu_);
+    MutexLock lock(tuner->mu_);
     tuner->Advance(now);
     busy = tuner->busy_ - busy_at_start_;
     --tuner->active_;

@@ -26,10 +26,10 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <span>
 #include <vector>
 
+#include "base/mutex.h"
 #include "ferry/stream/shard_cache.h"
 
 namespace ferry::internal_cache {
@@ -97,18 +97,18 @@ class PartTuner {
   Body Track() { return Body(this); }
 
  private:
-  void Advance(Clock::time_point now);  // \pre mu_ held: brings busy_ up to `now`
-  void Record(const BodySample& sample);
+  void Advance(Clock::time_point now) REQUIRES(mu_);  // brings busy_ up to `now`
+  void Record(const BodySample& sample) EXCLUDES(mu_);
 
   const Options options_;
-  mutable std::mutex mu_;
-  uint32_t parts_;
-  uint32_t active_ = 0;  // bodies between their first and last byte
-  double busy_ = 0;      // integral of active_ over time, in body-seconds
-  Clock::time_point last_change_ = Clock::now();
-  std::vector<BodySample> samples_;  // ring of the last options_.window
-  size_t next_sample_ = 0;
-  size_t since_decision_ = 0;
+  mutable Mutex mu_;
+  uint32_t parts_ GUARDED_BY(mu_);
+  uint32_t active_ GUARDED_BY(mu_) = 0;  // bodies between their first and last byte
+  double busy_ GUARDED_BY(mu_) = 0;      // integral of active_ over time, in body-seconds
+  Clock::time_point last_change_ GUARDED_BY(mu_) = Clock::now();
+  std::vector<BodySample> samples_ GUARDED_BY(mu_);  // ring of the last options_.window
+  size_t next_sample_ GUARDED_BY(mu_) = 0;
+  size_t since_decision_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace ferry::internal_cache

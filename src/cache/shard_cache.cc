@@ -26,7 +26,6 @@
 #include <atomic>
 #include <chrono>
 #include <map>
-#include <mutex>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -34,6 +33,7 @@
 #include "base/boot_time.h"
 #include "base/file_util.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "cache/cache_layout.h"
 #include "cache/cache_metrics.h"
 #include "cache/download_slots.h"
@@ -255,7 +255,7 @@ class ShardCacheImpl final : public ShardCache {
   void SetUpcoming(const void* reader, std::vector<size_t> shards) override {
     // Only kept here: what eviction makes of the lists is computed when a download needs room.
     auto list = std::make_shared<const std::vector<size_t>>(std::move(shards));
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (list->empty()) {
       upcoming_.erase(reader);
     } else {
@@ -383,7 +383,7 @@ class ShardCacheImpl final : public ShardCache {
     if (!options_.cache_limit) return Status::Ok();
     std::vector<std::shared_ptr<const std::vector<size_t>>> lists;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       for (const auto& [reader, list] : upcoming_) lists.push_back(list);
     }
     std::vector<std::span<const size_t>> spans;
@@ -429,9 +429,9 @@ class ShardCacheImpl final : public ShardCache {
   const ShardDownloader downloader_;
   std::atomic<bool> warned_over_limit_{false};
 
-  std::mutex mu_;
+  Mutex mu_;
   // Each reader's upcoming shards, soonest first.
-  std::map<const void*, std::shared_ptr<const std::vector<size_t>>> upcoming_;  // guarded by mu_
+  std::map<const void*, std::shared_ptr<const std::vector<size_t>>> upcoming_ GUARDED_BY(mu_);
 };
 
 Status CheckIndexFitsCache(const Index& index, const ShardCacheOptions& options) {

@@ -41,7 +41,7 @@ void DatasetUploader::Add(const std::string& basename) {
 }
 
 Status DatasetUploader::error() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return error_;
 }
 
@@ -70,7 +70,7 @@ void DatasetUploader::UploadLoop(std::stop_token stop) {
     if (!error().ok()) continue;  // the first error wins; drain the rest
     if (Status s = Upload(*basename); !s.ok()) {
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         if (error_.ok()) error_ = std::move(s);
       }
       queue_.Close();  // a writer blocked in Add goes on, and to its end, where Finish says why

@@ -19,13 +19,13 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/bounded_queue.h"
+#include "base/mutex.h"
 #include "ferry/result.h"
 #include "ferry/storage/object_store.h"
 
@@ -75,8 +75,8 @@ class DatasetUploader {
   BoundedQueue<std::string> queue_;
   std::atomic<uint64_t> files_{0};
   std::atomic<uint64_t> bytes_{0};
-  mutable std::mutex mu_;
-  Status error_;  // guarded by mu_: the first failure
+  mutable Mutex mu_;
+  Status error_ GUARDED_BY(mu_);  // the first failure
   // Last: started after everything they use, joined (destroyed) first.
   std::vector<std::jthread> threads_;
 };

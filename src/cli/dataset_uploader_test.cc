@@ -5,9 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <mutex>
-
 #include "base/file_util.h"
+#include "base/mutex.h"
 #include "base/temp_dir_testutil.h"
 #include "ferry/storage/registry.h"
 
@@ -30,7 +29,7 @@ class OrderNotingStore : public ObjectStore {
   }
   Status Write(std::string_view key, const ByteSource& source) override {
     Status s = inner_->Write(key, source);
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (s.ok()) written_.emplace_back(key.substr(key.rfind('/') + 1));
     return s;
   }
@@ -40,14 +39,14 @@ class OrderNotingStore : public ObjectStore {
   Status Remove(std::string_view key) override { return inner_->Remove(key); }
 
   std::vector<std::string> written() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return written_;
   }
 
  private:
   std::shared_ptr<ObjectStore> inner_;
-  mutable std::mutex mu_;
-  std::vector<std::string> written_;
+  mutable Mutex mu_;
+  std::vector<std::string> written_ GUARDED_BY(mu_);
 };
 
 class DatasetUploaderTest : public ::testing::Test {

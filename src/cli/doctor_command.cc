@@ -19,10 +19,10 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <mutex>
 #include <thread>
 
 #include "base/human_size.h"
+#include "base/mutex.h"
 #include "base/python_json.h"
 #include "cli/command.h"
 #include "cli/link_advice.h"
@@ -104,7 +104,7 @@ Result<uint64_t> Drain(ObjectStore& store, const std::string& key, uint64_t offs
 // Runs `count` calls of `fn(i)` with `parallel` threads; the first error wins.
 Status RunParallel(uint32_t count, uint32_t parallel, const std::function<Status(uint32_t)>& fn) {
   std::atomic<uint32_t> next{0};
-  std::mutex mu;
+  Mutex mu;
   Status first;
   {
     std::vector<std::jthread> threads;
@@ -112,7 +112,7 @@ Status RunParallel(uint32_t count, uint32_t parallel, const std::function<Status
       threads.emplace_back([&] {
         for (uint32_t i = next++; i < count; i = next++) {
           if (Status s = fn(i); !s.ok()) {
-            std::lock_guard lock(mu);
+            MutexLock lock(mu);
             if (first.ok()) first = std::move(s);
             return;
           }

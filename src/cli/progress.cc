@@ -29,7 +29,7 @@ bool ProgressBar::StderrIsTerminal() { return ::isatty(STDERR_FILENO) == 1; }
 
 void ProgressBar::Update(uint64_t items_done, uint64_t bytes_done) {
   if (!enabled_) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   items_ = items_done;
   bytes_ = bytes_done;
   const auto now = std::chrono::steady_clock::now();
@@ -40,7 +40,7 @@ void ProgressBar::Update(uint64_t items_done, uint64_t bytes_done) {
 
 void ProgressBar::Finish() {
   if (!enabled_) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (finished_) return;
   finished_ = true;
   Draw(true);

@@ -8,8 +8,9 @@
 
 #include <chrono>
 #include <cstdint>
-#include <mutex>
 #include <string>
+
+#include "base/mutex.h"
 
 namespace ferry {
 
@@ -27,18 +28,18 @@ class ProgressBar {
   static bool StderrIsTerminal();
 
  private:
-  void Draw(bool final);
+  void Draw(bool final) REQUIRES(mu_);
 
   const std::string label_;
   const std::string unit_;
   const uint64_t total_;
   const bool enabled_;
   const std::chrono::steady_clock::time_point start_;
-  std::mutex mu_;
-  std::chrono::steady_clock::time_point last_draw_;
-  uint64_t items_ = 0;
-  uint64_t bytes_ = 0;
-  bool finished_ = false;
+  Mutex mu_;
+  std::chrono::steady_clock::time_point last_draw_ GUARDED_BY(mu_);
+  uint64_t items_ GUARDED_BY(mu_) = 0;
+  uint64_t bytes_ GUARDED_BY(mu_) = 0;
+  bool finished_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace ferry

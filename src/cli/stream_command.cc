@@ -12,11 +12,11 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "base/human_size.h"
+#include "base/mutex.h"
 #include "base/python_json.h"
 #include "cli/command.h"
 #include "ferry/metrics/metrics.h"
@@ -132,7 +132,7 @@ Result<int> RunStream(const StreamCommandOptions& o) {
     const auto start = epoch == 0 ? opened_at : std::chrono::steady_clock::now();
     std::atomic<uint64_t> samples{0}, bytes{0}, checksum{0};
     std::atomic<int64_t> first_ns{-1};
-    std::mutex mu;
+    Mutex mu;
     Status failure;
     {
       std::vector<std::jthread> workers;
@@ -168,7 +168,7 @@ Result<int> RunStream(const StreamCommandOptions& o) {
             ++samples;
           }
           if (!status.ok()) {
-            std::lock_guard lock(mu);
+            MutexLock lock(mu);
             if (failure.ok()) failure = status;
           }
         });

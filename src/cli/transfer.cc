@@ -6,12 +6,12 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
-#include <mutex>
 #include <stop_token>
 #include <thread>
 
 #include "base/file_util.h"
 #include "base/human_size.h"
+#include "base/mutex.h"
 
 namespace ferry {
 namespace {
@@ -119,7 +119,7 @@ CopyReport CopyAll(ObjectStore& src, ObjectStore& dst, const std::vector<CopyIte
                    size_t jobs, const std::function<void(uint64_t, uint64_t)>& progress,
                    std::stop_token stop) {
   CopyReport report;
-  std::mutex mu;
+  Mutex mu;
   std::atomic<size_t> next{0};
   // Ends the workers on the caller's stop or on a missing destination, whichever comes first.
   std::stop_source halt;
@@ -132,7 +132,7 @@ CopyReport CopyAll(ObjectStore& src, ObjectStore& dst, const std::vector<CopyIte
       const CopyItem& item = items[i];
       bool at_destination = false;
       auto copied = Copy(src, item.src_key, dst, item.dst_key, halt.get_token(), &at_destination);
-      std::lock_guard lock(mu);
+      MutexLock lock(mu);
       if (copied) {
         ++report.objects;
         report.bytes += *copied;

@@ -41,7 +41,7 @@ FetchAhead::FetchAhead(std::vector<uint64_t> files, FetchFn fetch,
   // Threads are started as the concurrency asks for them (Adjust), never more than the files.
   const size_t start = std::min<size_t>(concurrency_, files_.size());
   // Under mu_: a thread that completes a fetch may add threads (Adjust) while we still do.
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   threads_.reserve(start);
   for (size_t i = 0; i < start; ++i) {
     threads_.emplace_back([this](std::stop_token stop) { Run(stop); });
@@ -50,7 +50,7 @@ FetchAhead::FetchAhead(std::vector<uint64_t> files, FetchFn fetch,
 
 FetchAhead::~FetchAhead() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;  // Adjust starts no thread from now on
     for (auto& t : threads_) t.request_stop();
   }
@@ -58,8 +58,13 @@ FetchAhead::~FetchAhead() {
   threads_.clear();  // joins; a fetch in progress hears the stop (FetchFn)
 }
 
+uint64_t FetchAhead::remaining() const {
+  MutexLock lock(mu_);
+  return files_.size() - next_;
+}
+
 uint32_t FetchAhead::concurrency() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return concurrency_;
 }
 
@@ -98,9 +103,9 @@ void FetchAhead::Adjust(double latency_s, uint64_t bytes) {
 }
 
 void FetchAhead::Run(std::stop_token stop) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (!stop.stop_requested()) {
-    if (!cv_.wait(lock, stop, [&] { return CanDispatch(); })) return;
+    if (!cv_.wait(lock, stop, [&]() REQUIRES(mu_) { return CanDispatch(); })) return;
     const uint64_t position = dispatched_++;
     const uint64_t file = files_[position];
     bytes_ahead_ += size_of_(file);
@@ -120,17 +125,17 @@ void FetchAhead::Run(std::stop_token stop) {
 }
 
 bool FetchAhead::AwaitNext(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   if (next_ >= files_.size()) return true;
   cv_.notify_all();  // dispatching may wait on this reader
-  return cv_.wait_for(lock, timeout, [&] { return NextFetched(); });
+  return cv_.wait_for(lock, timeout, [&]() REQUIRES(mu_) { return NextFetched(); });
 }
 
 std::optional<std::pair<uint64_t, Result<std::string>>> FetchAhead::Next() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   if (next_ >= files_.size()) return std::nullopt;
   cv_.notify_all();  // dispatching may wait on this reader
-  cv_.wait(lock, [&] { return NextFetched(); });
+  cv_.wait(lock, [&]() REQUIRES(mu_) { return NextFetched(); });
   Result<std::string> result = std::move(*slots_.front());
   slots_.pop_front();
   const uint64_t file = files_[next_++];

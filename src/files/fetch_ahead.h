@@ -20,13 +20,13 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "ferry/result.h"
 
 namespace ferry::internal_files {
@@ -67,35 +67,36 @@ class FetchAhead {
   bool AwaitNext(std::chrono::milliseconds timeout);
 
   /// Positions of the sequence not yet returned.
-  uint64_t remaining() const { return files_.size() - next_; }
+  uint64_t remaining() const;
   /// The concurrency now in force.
   uint32_t concurrency() const;
 
  private:
   void Run(std::stop_token stop);
-  // True when the position `dispatched_` may start now. \pre mu_ held.
-  bool CanDispatch() const;
-  // True when the file Next hands over next has been fetched. \pre mu_ held.
-  bool NextFetched() const { return !slots_.empty() && slots_.front().has_value(); }
-  void Adjust(double latency_s, uint64_t bytes);  // \pre mu_ held
+  // True when the position `dispatched_` may start now.
+  bool CanDispatch() const REQUIRES(mu_);
+  // True when the file Next hands over next has been fetched.
+  bool NextFetched() const REQUIRES(mu_) { return !slots_.empty() && slots_.front().has_value(); }
+  void Adjust(double latency_s, uint64_t bytes) REQUIRES(mu_);
 
   const std::vector<uint64_t> files_;
   const FetchFn fetch_;
   const std::function<uint64_t(uint64_t)> size_of_;
   const FetchAheadOptions options_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable_any cv_;
-  uint64_t next_ = 0;        // position Next returns next
-  uint64_t dispatched_ = 0;  // positions [next_, dispatched_) are fetching or fetched
-  std::deque<std::optional<Result<std::string>>> slots_;  // by position - next_
-  uint32_t running_ = 0;
-  uint64_t bytes_ahead_ = 0;  // listing sizes of positions [next_, dispatched_)
-  uint32_t concurrency_ = 0;
-  double latency_avg_s_ = 0;
-  double bytes_avg_ = 0;
-  uint64_t completed_ = 0;
-  bool stopping_ = false;
+  uint64_t next_ GUARDED_BY(mu_) = 0;  // position Next returns next
+  uint64_t dispatched_ GUARDED_BY(mu_) =
+      0;  // positions [next_, dispatched_) are fetching or fetched
+  std::deque<std::optional<Result<std::string>>> slots_ GUARDED_BY(mu_);  // by position - next_
+  uint32_t running_ GUARDED_BY(mu_) = 0;
+  uint64_t bytes_ahead_ GUARDED_BY(mu_) = 0;  // listing sizes of positions [next_, dispatched_)
+  uint32_t concurrency_ GUARDED_BY(mu_) = 0;
+  double latency_avg_s_ GUARDED_BY(mu_) = 0;
+  double bytes_avg_ GUARDED_BY(mu_) = 0;
+  uint64_t completed_ GUARDED_BY(mu_) = 0;
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::vector<std::jthread> threads_;  // last: stopped and joined first
 };
 

@@ -12,11 +12,11 @@
 
 #include <chrono>
 #include <filesystem>
-#include <mutex>
 #include <thread>
 
 #include "base/file_util.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "cache/cache_layout.h"
 #include "cache/file_lock.h"
 #include "cache/shard_downloader.h"
@@ -266,7 +266,7 @@ class FileDatasetImpl final : public FileDataset,
 
  private:
   Result<std::shared_ptr<const PackSet>> Packs(bool reload) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!packs_ || reload) {
       FERRY_ASSIGN_OR_RETURN(packs_, PackSet::Load(PacksDir(cache_root_), digest_));
     }
@@ -285,8 +285,8 @@ class FileDatasetImpl final : public FileDataset,
   std::unique_ptr<ShardCache> cache_;
   std::string digest_;
 
-  std::mutex mu_;
-  std::shared_ptr<const PackSet> packs_;  // guarded by mu_
+  Mutex mu_;
+  std::shared_ptr<const PackSet> packs_ GUARDED_BY(mu_);
 };
 
 Result<std::optional<FileSample>> FileIteratorImpl::Next() {

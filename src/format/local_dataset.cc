@@ -7,6 +7,7 @@
 
 #include "base/file_util.h"
 #include "base/mapped_file.h"
+#include "base/mutex.h"
 #include "format/compression.h"
 #include "format/hash.h"
 
@@ -47,6 +48,15 @@ Result<Index> ReadLocalIndex(const std::filesystem::path& folder) {
   }
   return ParseIndex(*text, index_path.string());
 }
+
+struct LocalDataset::RecentReaders {
+  Mutex mu;
+  std::vector<std::pair<size_t, std::shared_ptr<const MdsShardReader>>> open
+      GUARDED_BY(mu);  // most recently used first
+};
+
+LocalDataset::LocalDataset() : recent_(std::make_unique<RecentReaders>()) {}
+LocalDataset::~LocalDataset() = default;
 
 Result<std::unique_ptr<LocalDataset>> LocalDataset::Open(const std::filesystem::path& root,
                                                          LocalDatasetOptions options) {
@@ -97,21 +107,23 @@ Result<std::shared_ptr<const MdsShardReader>> LocalDataset::Shard(size_t k) cons
                                        folder_.string(), index_.shards.size()));
   }
   {
-    std::lock_guard lock(mu_);
-    for (size_t j = 0; j < open_.size(); ++j) {
-      if (open_[j].first == k) {
-        std::rotate(open_.begin(), open_.begin() + static_cast<ptrdiff_t>(j),
-                    open_.begin() + static_cast<ptrdiff_t>(j) + 1);
-        return open_.front().second;
+    MutexLock lock(recent_->mu);
+    auto& open = recent_->open;
+    for (size_t j = 0; j < open.size(); ++j) {
+      if (open[j].first == k) {
+        std::rotate(open.begin(), open.begin() + static_cast<ptrdiff_t>(j),
+                    open.begin() + static_cast<ptrdiff_t>(j) + 1);
+        return open.front().second;
       }
     }
   }
   // Open outside the lock: decompression may take a while. Two threads may race to open the same
   // shard; both results are valid and one wins the cache slot.
   FERRY_ASSIGN_OR_RETURN(auto reader, OpenShard(k));
-  std::lock_guard lock(mu_);
-  open_.insert(open_.begin(), {k, reader});
-  if (open_.size() > options_.max_open_shards) open_.pop_back();
+  MutexLock lock(recent_->mu);
+  auto& open = recent_->open;
+  open.insert(open.begin(), {k, reader});
+  if (open.size() > options_.max_open_shards) open.pop_back();
   return reader;
 }
 

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <mutex>
 #include <regex>
 #include <thread>
 
@@ -12,6 +11,7 @@
 #include "base/file_util.h"
 #include "base/human_size.h"
 #include "base/little_endian.h"
+#include "base/mutex.h"
 #include "format/compression.h"
 #include "format/hash.h"
 
@@ -191,7 +191,7 @@ class MdsWriter::Impl {
     FERRY_RETURN_IF_ERROR(BackgroundStatus());
     Index index;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       std::sort(done_.begin(), done_.end(),
                 [](const auto& a, const auto& b) { return a.first < b.first; });
       for (auto& [ordinal, entry] : done_) index.shards.push_back(std::move(entry));
@@ -237,7 +237,7 @@ class MdsWriter::Impl {
     while (auto job = queue_.Pop(stop)) {
       if (!BackgroundStatus().ok()) continue;  // first error wins; drain the rest
       auto entry = WriteShard(*job);
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (spare_.size() < options_.max_pending_shards + options_.flush_threads) {
         job->raw.clear();
         spare_.push_back(std::move(job->raw));
@@ -288,7 +288,7 @@ class MdsWriter::Impl {
   // Shard-sized buffers cycle between the caller and the flush threads, so that each shard does
   // not fault in (and zero) tens of megabytes of fresh pages.
   std::string TakeBuffer() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (spare_.empty()) return {};
     std::string buffer = std::move(spare_.back());
     spare_.pop_back();
@@ -296,7 +296,7 @@ class MdsWriter::Impl {
   }
 
   Status BackgroundStatus() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return background_status_;
   }
 
@@ -316,10 +316,10 @@ class MdsWriter::Impl {
   bool finished_ = false;
 
   BoundedQueue<FlushJob> queue_;
-  mutable std::mutex mu_;
-  Status background_status_;                           // guarded by mu_
-  std::vector<std::pair<uint64_t, ShardEntry>> done_;  // guarded by mu_
-  std::vector<std::string> spare_;                     // guarded by mu_
+  mutable Mutex mu_;
+  Status background_status_ GUARDED_BY(mu_);
+  std::vector<std::pair<uint64_t, ShardEntry>> done_ GUARDED_BY(mu_);
+  std::vector<std::string> spare_ GUARDED_BY(mu_);
   // Last: started after everything they use, joined (destroyed) first.
   std::vector<std::jthread> flushers_;
 };

@@ -5,11 +5,11 @@
 
 #include <bit>
 #include <map>
-#include <mutex>
 #include <random>
 
 #include "base/file_util.h"
 #include "base/float16.h"
+#include "base/mutex.h"
 #include "base/temp_dir_testutil.h"
 #include "ferry/format/local_dataset.h"
 #include "ferry/format/verify.h"
@@ -524,7 +524,7 @@ TEST(MdsWriter, FinishWritesEveryQueuedShard) {
 
 TEST(MdsWriter, ReportsEachShardFileOnceItIsCompleteUnderItsName) {
   testing::TempDir tmp;
-  std::mutex mu;
+  Mutex mu;
   std::map<std::string, uint64_t> seen;  // basename -> size on disk when reported
   auto writer = MakeWriter(
       {.out = tmp.path(),
@@ -533,7 +533,7 @@ TEST(MdsWriter, ReportsEachShardFileOnceItIsCompleteUnderItsName) {
        .size_limit = 300,
        .flush_threads = 2,
        .on_shard_written = [&](const std::string& basename) {
-         std::lock_guard lock(mu);
+         MutexLock lock(mu);
          EXPECT_TRUE(
              seen.emplace(basename, std::filesystem::file_size(tmp.path() / basename)).second)
              << basename << " reported twice";
@@ -544,7 +544,7 @@ TEST(MdsWriter, ReportsEachShardFileOnceItIsCompleteUnderItsName) {
   }
   const Index index = writer->Finish().value();
   ASSERT_GT(index.shards.size(), 3u);
-  std::lock_guard lock(mu);
+  MutexLock lock(mu);
   EXPECT_EQ(seen.size(), index.shards.size()) << "every shard, and never index.json";
   for (const ShardEntry& shard : index.shards) {
     ASSERT_TRUE(shard.zip_data.has_value());

@@ -41,7 +41,7 @@ bool IsObjectKind(EncodingKind k) {
 std::shared_ptr<uint8_t[]> BufferPool::Get(size_t bytes) {
   std::unique_ptr<uint8_t[]> buffer;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (auto it = free_.begin(); it != free_.end(); ++it) {
       if (it->first == bytes) {
         buffer = std::move(it->second);
@@ -63,7 +63,7 @@ std::shared_ptr<uint8_t[]> BufferPool::Get(size_t bytes) {
 
 void BufferPool::Put(uint8_t* buffer, size_t bytes) {
   std::unique_ptr<uint8_t[]> owned(buffer);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (free_.size() < max_free_) free_.emplace_back(bytes, std::move(owned));
 }
 

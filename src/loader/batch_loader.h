@@ -16,13 +16,13 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/bounded_queue.h"
+#include "base/mutex.h"
 #include "ferry/stream/streaming_dataset.h"
 #include "loader/image_pipeline.h"
 
@@ -80,8 +80,8 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   void Put(uint8_t* buffer, size_t bytes);
 
   const size_t max_free_;
-  std::mutex mu_;
-  std::vector<std::pair<size_t, std::unique_ptr<uint8_t[]>>> free_;  // guarded by mu_
+  Mutex mu_;
+  std::vector<std::pair<size_t, std::unique_ptr<uint8_t[]>>> free_ GUARDED_BY(mu_);
 };
 
 class BatchLoader {

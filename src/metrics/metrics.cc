@@ -1,21 +1,21 @@
 #include "ferry/metrics/metrics.h"
 
 #include <deque>
-#include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "base/mutex.h"
 #include "base/python_json.h"
 
 namespace ferry::metrics {
 namespace {
 
 struct Registry {
-  std::mutex mu;
+  Mutex mu;
   // deques: elements never move, so references handed out stay valid.
-  std::deque<Counter> counters;
-  std::deque<Gauge> gauges;
-  std::map<std::string, Counter*, std::less<>> counter_names;
-  std::map<std::string, Gauge*, std::less<>> gauge_names;
+  std::deque<Counter> counters GUARDED_BY(mu);
+  std::deque<Gauge> gauges GUARDED_BY(mu);
+  std::map<std::string, Counter*, std::less<>> counter_names GUARDED_BY(mu);
+  std::map<std::string, Gauge*, std::less<>> gauge_names GUARDED_BY(mu);
 };
 
 Registry& TheRegistry() {
@@ -27,7 +27,7 @@ Registry& TheRegistry() {
 
 Counter& GetCounter(std::string_view name) {
   Registry& r = TheRegistry();
-  std::lock_guard lock(r.mu);
+  MutexLock lock(r.mu);
   if (auto it = r.counter_names.find(name); it != r.counter_names.end()) return *it->second;
   Counter* c = &r.counters.emplace_back();
   r.counter_names.emplace(std::string(name), c);
@@ -36,7 +36,7 @@ Counter& GetCounter(std::string_view name) {
 
 Gauge& GetGauge(std::string_view name) {
   Registry& r = TheRegistry();
-  std::lock_guard lock(r.mu);
+  MutexLock lock(r.mu);
   if (auto it = r.gauge_names.find(name); it != r.gauge_names.end()) return *it->second;
   Gauge* g = &r.gauges.emplace_back();
   r.gauge_names.emplace(std::string(name), g);
@@ -45,7 +45,7 @@ Gauge& GetGauge(std::string_view name) {
 
 std::map<std::string, int64_t> Values() {
   Registry& r = TheRegistry();
-  std::lock_guard lock(r.mu);
+  MutexLock lock(r.mu);
   std::map<std::string, int64_t> out;
   for (const auto& [name, c] : r.counter_names) out[name] = static_cast<int64_t>(c->value());
   for (const auto& [name, g] : r.gauge_names) out[name] = g->value();

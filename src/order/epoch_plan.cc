@@ -8,13 +8,13 @@
 #include <algorithm>
 #include <cassert>
 #include <limits>
-#include <mutex>
 #include <numeric>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "order/batch_composition.h"
 #include "order/block_cache.h"
 #include "order/canonical_order.h"
@@ -116,7 +116,7 @@ struct EpochPlan::Impl {
   }
 
   uint64_t SharedSample(CanonicalPosition p) const {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     return Sample(p, &cache);
   }
 
@@ -131,7 +131,7 @@ struct EpochPlan::Impl {
   }
 
   uint64_t SharedComposedSample(uint64_t i) const {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     if (!shared_scratch) {
       shared_scratch =
           std::make_unique<internal_order::CursorScratch>(stream_working_set, streams.size());
@@ -151,9 +151,9 @@ struct EpochPlan::Impl {
   std::optional<internal_order::BatchComposition> composition;
   std::vector<StreamOrder> streams;
   size_t stream_working_set = 1;  // blocks a cursor keeps per stream
-  mutable std::mutex mu;
-  mutable BlockCache cache;                                               // guarded by mu
-  mutable std::unique_ptr<internal_order::CursorScratch> shared_scratch;  // guarded by mu
+  mutable Mutex mu;
+  mutable BlockCache cache GUARDED_BY(mu);
+  mutable std::unique_ptr<internal_order::CursorScratch> shared_scratch GUARDED_BY(mu);
 };
 
 Result<std::shared_ptr<const EpochPlan>> EpochPlan::Create(std::vector<uint64_t> shard_samples,

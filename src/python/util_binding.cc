@@ -9,7 +9,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -18,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "ferry/format/merge_index.h"
 #include "ferry/storage/registry.h"
 #include "python/bindings.h"
@@ -42,10 +42,10 @@ Result<std::string> GetWithin(ObjectStore& store, const std::string& key,
   bool timed_out = false;
   Result<std::string> text = InternalError("not read");
   {
-    std::mutex mu;
+    Mutex mu;
     std::condition_variable_any cv;
     std::jthread timer([&](std::stop_token done) {
-      std::unique_lock lock(mu);
+      MutexLock lock(mu);
       // Wakes early only when the read is over (the jthread is stopped as it goes out of scope).
       cv.wait_for(lock, done, std::chrono::duration<double>(*timeout_s), [] { return false; });
       if (!done.stop_requested()) {

@@ -11,7 +11,7 @@ namespace ferry::internal_stream {
 namespace fs = std::filesystem;
 
 std::shared_ptr<const OpenShard> OpenShards::Find(const ShardKey& key) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (auto it = recent_index_.find(key); it != recent_index_.end()) {
     recent_.splice(recent_.begin(), recent_, it->second);  // most recently used first
     return it->second->shard;
@@ -22,7 +22,7 @@ std::shared_ptr<const OpenShard> OpenShards::Find(const ShardKey& key) {
 
 void OpenShards::Add(const ShardKey& key, std::shared_ptr<const OpenShard> shard, uint64_t bytes,
                      uint64_t byte_cap) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   open_[key] = shard;
   if (open_.size() > 4096) {
     std::erase_if(open_, [](const auto& kv) { return kv.second.expired(); });
@@ -39,7 +39,7 @@ void OpenShards::Add(const ShardKey& key, std::shared_ptr<const OpenShard> shard
 }
 
 void OpenShards::Drop(const ShardKey& key, bool deleted) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   DropLocked(key, deleted);
 }
 
@@ -96,7 +96,7 @@ void OpenShards::NoticeDeletions() {
 }
 
 void OpenShards::OnDeleted(const fs::path& path) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!path.empty()) {
     if (auto it = files_.find(path.lexically_normal().string()); it != files_.end()) {
       DropLocked(it->second, true);

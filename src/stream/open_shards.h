@@ -29,6 +29,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "base/mutex.h"
 #include "cache/deletion_watch.h"
 #include "ferry/format/shard_reader.h"
 #include "ferry/stream/shard_cache.h"
@@ -74,20 +75,20 @@ class OpenShards {
   void NoticeDeletions();
 
  private:
-  void DropLocked(const ShardKey& key, bool deleted);  // \pre mu_ held
+  void DropLocked(const ShardKey& key, bool deleted) REQUIRES(mu_);
   void OnDeleted(const std::filesystem::path& path);
 
-  std::mutex mu_;
-  std::map<ShardKey, std::weak_ptr<const OpenShard>> open_;  // guarded by mu_
+  Mutex mu_;
+  std::map<ShardKey, std::weak_ptr<const OpenShard>> open_ GUARDED_BY(mu_);
   // Recently used open shards, most recent first, kept open on purpose, with their bytes.
   struct Recent {
     ShardKey key;
     std::shared_ptr<const OpenShard> shard;
     uint64_t bytes = 0;
   };
-  std::list<Recent> recent_;                                      // guarded by mu_
-  std::map<ShardKey, std::list<Recent>::iterator> recent_index_;  // guarded by mu_
-  uint64_t recent_bytes_ = 0;                                     // guarded by mu_
+  std::list<Recent> recent_ GUARDED_BY(mu_);
+  std::map<ShardKey, std::list<Recent>::iterator> recent_index_ GUARDED_BY(mu_);
+  uint64_t recent_bytes_ GUARDED_BY(mu_) = 0;
 
   std::once_flag watch_once_;
   std::unordered_map<std::string, ShardKey> files_;       // set once, before watching_

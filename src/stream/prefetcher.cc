@@ -149,7 +149,7 @@ size_t Prefetcher::ShardsToFetch() const {
 }
 
 void Prefetcher::Plan(std::stop_token stop) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (!stop.stop_requested()) {
     if (options_.byte_budget &&
         std::chrono::steady_clock::now() - budget_checked_ >= kBudgetCheckInterval) {
@@ -219,7 +219,7 @@ void Prefetcher::Plan(std::stop_token stop) {
         caches_[s]->SetUpcoming(this, std::move(upcoming[s]));
       }
     }
-    changed_.wait(lock, stop, [&] { return dirty_; });
+    changed_.wait(lock, stop, [&]() REQUIRES(mu_) { return dirty_; });
     dirty_ = false;
   }
 }
@@ -230,7 +230,7 @@ void Prefetcher::Fetch(std::stop_token stop) {
     auto handle = caches_[key->stream]->Acquire(key->shard, stop);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = fetches_.find(*key);
     if (it == fetches_.end()) continue;  // cannot happen: entries live until done
     FetchState& f = it->second;
@@ -261,8 +261,9 @@ void Prefetcher::Fetch(std::stop_token stop) {
 void Prefetcher::StartWithinLimits() {
   // In order of first use, from where the last pass stopped: the runs before scanned_ were all
   // started (a fetch that later failed is started again by the Wait that needs it).
-  auto it = std::partition_point(window_.begin(), window_.end(),
-                                 [&](const Run& run) { return run.begin < scanned_; });
+  auto it = std::partition_point(window_.begin(), window_.end(), [&](const Run& run) REQUIRES(mu_) {
+    return run.begin < scanned_;
+  });
   for (; it != window_.end(); ++it) {
     ++planner_steps_;
     if (in_flight_ >= Concurrency()) break;
@@ -303,7 +304,7 @@ void Prefetcher::Advance(uint64_t position) {
   // are dropped) every `stride` samples - often enough to keep the window full, rarely enough
   // that a worker reading from local shards does not pay for a thread hand-off per sample.
   if (position < next_wake_.load(std::memory_order_relaxed)) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const auto now = std::chrono::steady_clock::now();
   const double dt = std::chrono::duration<double>(now - last_advance_).count();
   if (dt > 0.05 && position > last_advance_taken_) {
@@ -321,13 +322,13 @@ void Prefetcher::Advance(uint64_t position) {
 }
 
 bool Prefetcher::Ready(const ShardKey& key) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = fetches_.find(key);
   return it != fetches_.end() && it->second.done && it->second.error.ok();
 }
 
 void Prefetcher::Request(const ShardKey& key) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   next_wake_.store(0, std::memory_order_relaxed);
   if (fetches_.count(key) != 0) return;
   last_use_[key] = std::max(last_use_[key], taken_);
@@ -337,24 +338,24 @@ void Prefetcher::Request(const ShardKey& key) {
 }
 
 uint64_t Prefetcher::PlannerSteps() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return planner_steps_;
 }
 
 void Prefetcher::FirstSampleRead() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   first_sample_read_ = true;
   dirty_ = true;
   changed_.notify_all();
 }
 
 bool Prefetcher::Warm() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return warm_;
 }
 
-bool Prefetcher::WaitFetched(std::unique_lock<std::mutex>& lock, const ShardKey& key,
-                             uint64_t position, std::optional<std::chrono::milliseconds> timeout) {
+bool Prefetcher::WaitFetched(MutexLock& lock, const ShardKey& key, uint64_t position,
+                             std::optional<std::chrono::milliseconds> timeout) {
   if (fetches_.count(key) == 0) {
     // Outside the window (or the window is still growing): fetch it now, ahead of the rest,
     // pinned up to where it is needed (not earlier, or the next Advance would unpin it).
@@ -364,7 +365,7 @@ bool Prefetcher::WaitFetched(std::unique_lock<std::mutex>& lock, const ShardKey&
     changed_.notify_all();
   }
   const auto start = std::chrono::steady_clock::now();
-  auto fetched = [&] {
+  auto fetched = [&]() REQUIRES(mu_) {
     auto it = fetches_.find(key);
     return it == fetches_.end() || it->second.done;
   };
@@ -383,13 +384,13 @@ bool Prefetcher::WaitFetched(std::unique_lock<std::mutex>& lock, const ShardKey&
 
 bool Prefetcher::AwaitFetched(const ShardKey& key, uint64_t position,
                               std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   return WaitFetched(lock, key, position, timeout);
 }
 
 Result<ShardHandle> Prefetcher::Wait(const ShardKey& key) {
   {
-    std::unique_lock lock(mu_);
+    MutexLock lock(mu_);
     WaitFetched(lock, key, taken_, std::nullopt);  // the worker reads it at taken_ (Advance)
     auto it = fetches_.find(key);
     if (it != fetches_.end() && !it->second.error.ok()) {

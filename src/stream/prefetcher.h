@@ -38,13 +38,13 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <thread>
 #include <vector>
 
 #include "base/bounded_queue.h"
+#include "base/mutex.h"
 #include "ferry/result.h"
 #include "ferry/stream/epoch_plan.h"
 #include "ferry/stream/shard_cache.h"
@@ -131,32 +131,31 @@ class Prefetcher {
 
   void Plan(std::stop_token stop);   // the scheduling thread
   void Fetch(std::stop_token stop);  // a fetch thread: takes keys from queue_
-  void Start(const ShardKey& key);   // \pre mu_ held
-  uint64_t WindowSamples() const;    // \pre mu_ held
-  uint32_t Concurrency() const;      // \pre mu_ held
-  bool Seeks() const;            // the look-ahead may reach past its window (auto, no cache_limit)
-  void Retune();                 // \pre mu_ held: auto sizing
-  void Drop(uint64_t position);  // \pre mu_ held: unpin what is behind
-  void StartWithinLimits();      // \pre mu_ held: fetch the window in order of first use
-  uint64_t ColdSpan() const;     // \pre mu_ held: samples cold_shards_ counts over, or 0
-  void CountColdShards(bool ended);  // \pre mu_ held: sets cold_shards_ once the span is seen
-  // \pre mu_ held, for the two below.
-  bool Local(const ShardKey& key) const;  // fetched (and pinned)
-  size_t ShardsToFetch() const;           // in the look-ahead and not local
+  void Start(const ShardKey& key) REQUIRES(mu_);
+  uint64_t WindowSamples() const REQUIRES(mu_);
+  uint32_t Concurrency() const REQUIRES(mu_);
+  bool Seeks() const;           // the look-ahead may reach past its window (auto, no cache_limit)
+  void Retune() REQUIRES(mu_);  // auto sizing
+  void Drop(uint64_t position) REQUIRES(mu_);           // unpin what is behind
+  void StartWithinLimits() REQUIRES(mu_);               // fetch the window in order of first use
+  uint64_t ColdSpan() const REQUIRES(mu_);              // samples cold_shards_ counts over, or 0
+  void CountColdShards(bool ended) REQUIRES(mu_);       // sets cold_shards_ once the span is seen
+  bool Local(const ShardKey& key) const REQUIRES(mu_);  // fetched (and pinned)
+  size_t ShardsToFetch() const REQUIRES(mu_);           // in the look-ahead and not local
   // Starts `key` (needed at `position`) unless it is started, then waits (up to `timeout`, if
   // given) until its fetch has ended; false when the time ran out first. `lock` holds mu_.
-  bool WaitFetched(std::unique_lock<std::mutex>& lock, const ShardKey& key, uint64_t position,
-                   std::optional<std::chrono::milliseconds> timeout);
+  bool WaitFetched(MutexLock& lock, const ShardKey& key, uint64_t position,
+                   std::optional<std::chrono::milliseconds> timeout) REQUIRES(mu_);
 
-  WorkerCursor lookahead_;
+  WorkerCursor lookahead_ GUARDED_BY(mu_);
   const std::function<ShardKey(uint64_t)> resolve_;
   const std::function<uint64_t(const ShardKey&)> shard_bytes_;
   const std::vector<ShardCache*> caches_;
   const PrefetchOptions options_;
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable_any changed_;
-  uint64_t taken_ = 0;  // the worker's position
+  uint64_t taken_ GUARDED_BY(mu_) = 0;  // the worker's position
   // The look-ahead over [taken_, looked_) as runs of consecutive positions in one shard, oldest
   // first: a run is its first position and its shard, and ends where the next begins. Runs, not
   // positions, so that the planner's walks cost the shard changes of the window, not its samples
@@ -165,38 +164,47 @@ class Prefetcher {
     uint64_t begin = 0;
     ShardKey key;
   };
-  std::deque<Run> window_;
-  uint64_t looked_ = 0;
-  uint64_t first_looked_ = 0;   // where the look-ahead started (a resumed cursor: past 0)
-  uint64_t scanned_ = 0;        // runs beginning before this have been started or found started
-  uint64_t found_at_ = 0;       // the position of the last shard the seek found still to fetch
-  bool upcoming_stale_ = true;  // the shards of the window changed since SetUpcoming
-  uint64_t planner_steps_ = 0;
-  std::map<ShardKey, FetchState> fetches_;  // started (in flight or done) and still wanted
-  std::map<ShardKey, uint64_t> last_use_;   // last window position needing each shard
-  uint32_t in_flight_ = 0;
-  bool dirty_ = true;                   // something changed that the planner should look at
-  bool warm_ = false;                   // a fetch has completed
+  std::deque<Run> window_ GUARDED_BY(mu_);
+  uint64_t looked_ GUARDED_BY(mu_) = 0;
+  uint64_t first_looked_ GUARDED_BY(mu_) =
+      0;  // where the look-ahead started (a resumed cursor: past 0)
+  uint64_t scanned_ GUARDED_BY(mu_) =
+      0;  // runs beginning before this have been started or found started
+  uint64_t found_at_ GUARDED_BY(mu_) =
+      0;  // the position of the last shard the seek found still to fetch
+  bool upcoming_stale_ GUARDED_BY(mu_) =
+      true;  // the shards of the window changed since SetUpcoming
+  uint64_t planner_steps_ GUARDED_BY(mu_) = 0;
+  std::map<ShardKey, FetchState> fetches_
+      GUARDED_BY(mu_);  // started (in flight or done) and still wanted
+  std::map<ShardKey, uint64_t> last_use_
+      GUARDED_BY(mu_);  // last window position needing each shard
+  uint32_t in_flight_ GUARDED_BY(mu_) = 0;
+  bool dirty_ GUARDED_BY(mu_) = true;   // something changed that the planner should look at
+  bool warm_ GUARDED_BY(mu_) = false;   // a fetch has completed
   std::atomic<uint64_t> next_wake_{0};  // Advance wakes the planner at this position
-  uint64_t bytes_in_flight_ = 0;
-  uint64_t bytes_ahead_ = 0;      // in flight + fetched and pinned: what max_bytes_ahead_ bounds
-  uint64_t max_bytes_ahead_ = 0;  // max_bytes_in_flight, or less as byte_budget says
-  std::chrono::steady_clock::time_point budget_checked_{};
+  uint64_t bytes_in_flight_ GUARDED_BY(mu_) = 0;
+  uint64_t bytes_ahead_ GUARDED_BY(mu_) =
+      0;  // in flight + fetched and pinned: what max_bytes_ahead_ bounds
+  uint64_t max_bytes_ahead_ GUARDED_BY(mu_) =
+      0;  // max_bytes_in_flight, or less as byte_budget says
+  std::chrono::steady_clock::time_point budget_checked_ GUARDED_BY(mu_){};
   // Auto sizing.
-  double latency_s_ = 0;         // seconds a fetch takes (EWMA)
-  double rate_ = 0;              // samples/s the worker consumes (EWMA)
-  double bandwidth_ = 0;         // bytes/s of all fetches together (EWMA)
-  double shard_samples_ = 0;     // mean samples per distinct shard in the window
-  double mean_shard_bytes_ = 0;  // of the shards fetched (EWMA)
-  uint64_t auto_window_ = 0;     // samples
-  uint64_t shard_changes_ = 0;   // times the look-ahead moved to another shard
-  uint32_t auto_concurrency_ = 2;
+  double latency_s_ GUARDED_BY(mu_) = 0;         // seconds a fetch takes (EWMA)
+  double rate_ GUARDED_BY(mu_) = 0;              // samples/s the worker consumes (EWMA)
+  double bandwidth_ GUARDED_BY(mu_) = 0;         // bytes/s of all fetches together (EWMA)
+  double shard_samples_ GUARDED_BY(mu_) = 0;     // mean samples per distinct shard in the window
+  double mean_shard_bytes_ GUARDED_BY(mu_) = 0;  // of the shards fetched (EWMA)
+  uint64_t auto_window_ GUARDED_BY(mu_) = 0;     // samples
+  uint64_t shard_changes_ GUARDED_BY(mu_) = 0;   // times the look-ahead moved to another shard
+  uint32_t auto_concurrency_ GUARDED_BY(mu_) = 2;
   // Distinct shards among the first four shards' worth of samples of the look-ahead (0: not yet
   // counted): the concurrency until a fetch has ended.
-  uint32_t cold_shards_ = 0;
-  bool first_sample_read_ = false;  // FirstSampleRead has been called
-  std::chrono::steady_clock::time_point last_advance_ = std::chrono::steady_clock::now();
-  uint64_t last_advance_taken_ = 0;
+  uint32_t cold_shards_ GUARDED_BY(mu_) = 0;
+  bool first_sample_read_ GUARDED_BY(mu_) = false;  // FirstSampleRead has been called
+  std::chrono::steady_clock::time_point last_advance_ GUARDED_BY(mu_) =
+      std::chrono::steady_clock::now();
+  uint64_t last_advance_taken_ GUARDED_BY(mu_) = 0;
 
   BoundedQueue<ShardKey> queue_;
   std::vector<std::jthread> pool_;

@@ -7,11 +7,11 @@
 #include <condition_variable>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "ferry/metrics/metrics.h"
 
 namespace ferry::internal_stream {
@@ -28,7 +28,7 @@ class CountingCache : public ShardCache {
     if (hold_fetches_) {
       // A download that lasts until the reader goes away (or 10 s, so that a prefetcher deaf to
       // the stop fails the test instead of hanging it).
-      std::unique_lock lock(mu_);
+      MutexLock lock(mu_);
       ++holding_;
       held_.notify_all();
       held_.wait_for(lock, stop, 10s, [] { return false; });
@@ -36,7 +36,7 @@ class CountingCache : public ShardCache {
       return CancelledError("held");
     }
     std::this_thread::sleep_for(1ms);
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ++acquired_[k];
     return MakeHandle(k, "/dev/null", -1, false);
   }
@@ -45,33 +45,33 @@ class CountingCache : public ShardCache {
   uint64_t DiskUsage() const override { return 0; }
 
   std::map<size_t, int> acquired() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return acquired_;
   }
   // From now on every Acquire lasts until it is stopped.
   void HoldFetches() { hold_fetches_ = true; }
   // Waits until `n` Acquires are being held.
   void AwaitHolding(int n) {
-    std::unique_lock lock(mu_);
-    held_.wait_for(lock, 10s, [&] { return holding_ >= n; });
+    MutexLock lock(mu_);
+    held_.wait_for(lock, 10s, [&]() REQUIRES(mu_) { return holding_ >= n; });
   }
   int stopped() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return stopped_;
   }
   int holding() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return holding_;
   }
 
  private:
   Index index_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable_any held_;
   std::atomic<bool> hold_fetches_{false};
-  int holding_ = 0;
-  int stopped_ = 0;
-  std::map<size_t, int> acquired_;
+  int holding_ GUARDED_BY(mu_) = 0;
+  int stopped_ GUARDED_BY(mu_) = 0;
+  std::map<size_t, int> acquired_ GUARDED_BY(mu_);
 };
 
 std::shared_ptr<const EpochPlan> OnePlan(size_t shards, uint64_t samples_per_shard, bool shuffle) {

@@ -5,13 +5,13 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>
 
 #include "base/human_size.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "cache/cache_budget.h"
 #include "cache/download_slots.h"
 #include "cache/reader_registry.h"
@@ -176,7 +176,7 @@ class StreamingDatasetImpl : public StreamingDataset,
   std::vector<StreamWeight> stream_weights() const override { return weights_; }
 
   Result<std::shared_ptr<const EpochMix>> Mix(uint64_t epoch) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (auto it = mixes_.find(epoch); it != mixes_.end()) return it->second;
     std::vector<std::vector<uint64_t>> samples;
     for (const auto& st : streams_) samples.push_back(st.shard_samples);
@@ -445,9 +445,9 @@ class StreamingDatasetImpl : public StreamingDataset,
   std::atomic<bool> warned_fit_{false};
   uint64_t num_samples_ = 0;
   uint64_t epoch_samples_ = 0;
-  std::mutex mu_;
-  std::map<uint64_t, std::shared_ptr<const EpochMix>> mixes_;  // guarded by mu_
-  std::vector<StreamWeight> weights_;                          // per stream, set by Init
+  Mutex mu_;
+  std::map<uint64_t, std::shared_ptr<const EpochMix>> mixes_ GUARDED_BY(mu_);
+  std::vector<StreamWeight> weights_;  // per stream, set by Init
   std::atomic<uint32_t> readers_{1};
   uint64_t other_bytes_ = 0;  // the most a cache folder holds besides shards (OtherBytes)
 

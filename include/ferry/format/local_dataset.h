@@ -15,7 +15,6 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -45,6 +44,7 @@ class LocalDataset {
   /// kDataLoss when index.json is malformed.
   static Result<std::unique_ptr<LocalDataset>> Open(const std::filesystem::path& root,
                                                     LocalDatasetOptions options = {});
+  ~LocalDataset();
 
   const Index& index() const { return index_; }
   /// The folder that holds index.json.
@@ -61,7 +61,9 @@ class LocalDataset {
   Result<std::vector<Value>> Get(uint64_t i) const;
 
  private:
-  LocalDataset() = default;
+  struct RecentReaders;  // the LRU of open shard readers, behind its own lock
+
+  LocalDataset();
   Result<std::shared_ptr<const MdsShardReader>> OpenShard(size_t k) const;
 
   std::filesystem::path folder_;
@@ -70,8 +72,7 @@ class LocalDataset {
   uint64_t num_samples_ = 0;
   std::vector<uint64_t> shard_starts_;  // prefix sums of samples, one per shard
 
-  mutable std::mutex mu_;
-  mutable std::vector<std::pair<size_t, std::shared_ptr<const MdsShardReader>>> open_;  // MRU first
+  const std::unique_ptr<RecentReaders> recent_;
 };
 
 }  // namespace ferry
