@@ -20,6 +20,7 @@
 #include "storage/azure/azure_errors.h"
 #include "storage/azure/azure_metadata.h"
 #include "storage/http/http_types.h"
+#include "storage/http/url_encoding.h"
 #include "storage/s3/s3_endpoint.h"
 #include "storage/s3/s3_errors.h"
 #include "storage/s3/s3_metadata.h"
@@ -97,7 +98,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 6:
       (void)ferry::internal_s3::SplitUrl(text);
       (void)ferry::internal_s3::ParseBucketUrl(text, "s3");
-      (void)ferry::internal_s3::PercentDecode(text);
+      (void)ferry::http::PercentDecode(text);
       break;
     case 7:
       (void)ferry::internal_azure::ParseAzureUrl(

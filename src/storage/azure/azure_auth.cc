@@ -12,16 +12,10 @@
 #include <vector>
 
 #include "base/ascii.h"
+#include "storage/http/url_encoding.h"
 
 namespace ferry::internal_azure {
 namespace {
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 // The value the string-to-sign takes for one standard header ("" when absent).
 std::string_view StandardHeader(const http::Request& request, std::string_view name) {
@@ -84,7 +78,7 @@ std::string CanonicalizedResource(std::string_view url, std::string_view account
       const std::string_view name = pair.substr(0, eq);
       const std::string_view value =
           eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
-      params[AsciiLower(PercentDecode(name))].push_back(PercentDecode(value));
+      params[AsciiLower(http::PercentDecode(name))].push_back(http::PercentDecode(value));
     }
     if (amp == std::string_view::npos) break;
     query.remove_prefix(amp + 1);
@@ -97,41 +91,6 @@ std::string CanonicalizedResource(std::string_view url, std::string_view account
 }
 
 }  // namespace
-
-std::string PercentEncode(std::string_view text, bool keep_slash) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(text.size());
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' ||
-        (keep_slash && c == '/')) {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 0xF];
-    }
-  }
-  return out;
-}
-
-std::string PercentDecode(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size()) {
-      const int hi = HexValue(s[i + 1]);
-      const int lo = HexValue(s[i + 2]);
-      if (hi >= 0 && lo >= 0) {
-        out += static_cast<char>(hi * 16 + lo);
-        i += 2;
-        continue;
-      }
-    }
-    out += s[i];
-  }
-  return out;
-}
 
 std::string Base64Encode(std::string_view bytes) {
   std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');

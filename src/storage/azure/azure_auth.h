@@ -43,14 +43,6 @@ std::string Base64Encode(std::string_view bytes);
 /// nullopt unless `text` is well-formed padded base64 (no whitespace).
 std::optional<std::string> Base64Decode(std::string_view text);
 
-/// Percent-encodes everything but unreserved characters (A-Z a-z 0-9 - . _ ~) and, when
-/// `keep_slash`, '/': the encoding the Azure SDKs use for blob names and query values. The
-/// signature covers the path exactly as encoded, so every URL ferry sends is built with this.
-std::string PercentEncode(std::string_view text, bool keep_slash);
-/// %XX -> byte. A '%' without two hex digits after it stays as it is; '+' stays '+' (ferry
-/// encodes '+' as %2B and spaces as %20, so there is nothing to guess).
-std::string PercentDecode(std::string_view text);
-
 /// RFC 1123 ("Tue, 07 Jan 2025 12:34:56 GMT"), the form of x-ms-date.
 std::string FormatHttpDate(std::chrono::system_clock::time_point time);
 

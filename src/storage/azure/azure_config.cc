@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/ascii.h"
+#include "storage/http/url_encoding.h"
 
 namespace ferry::internal_azure {
 namespace {
@@ -137,11 +138,11 @@ Status ValidateContainer(std::string_view container, std::string_view url) {
 }  // namespace
 
 std::string AzureConfig::ContainerUrl() const {
-  return fmt::format("{}/{}", endpoint, PercentEncode(container, false));
+  return fmt::format("{}/{}", endpoint, http::PercentEncode(container, false));
 }
 
 std::string AzureConfig::BlobUrl(std::string_view key) const {
-  return fmt::format("{}/{}", ContainerUrl(), PercentEncode(key, true));
+  return fmt::format("{}/{}", ContainerUrl(), http::PercentEncode(key, true));
 }
 
 std::string AzureConfig::ToUrl(std::string_view key) const { return url_prefix + std::string(key); }
@@ -167,7 +168,7 @@ std::string AzureConfig::Redact(std::string_view text) const {
       if (pair.starts_with("sig=")) {
         const std::string_view sig = pair.substr(4);
         ReplaceAll(out, sig);
-        ReplaceAll(out, PercentDecode(sig));
+        ReplaceAll(out, http::PercentDecode(sig));
       }
       if (amp == std::string_view::npos) break;
       token.remove_prefix(amp + 1);

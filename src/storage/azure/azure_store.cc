@@ -45,6 +45,7 @@
 #include "storage/azure/azure_errors.h"
 #include "storage/azure/azure_metadata.h"
 #include "storage/http/resumable_get.h"
+#include "storage/http/url_encoding.h"
 
 namespace ferry::internal_azure {
 namespace {
@@ -130,9 +131,9 @@ class AzureBlobStore final : public ObjectStore {
     std::string marker;
     for (;;) {
       std::string url = config_.ContainerUrl() + "?restype=container&comp=list";
-      if (!prefix.empty()) url += "&prefix=" + PercentEncode(prefix, false);
+      if (!prefix.empty()) url += "&prefix=" + http::PercentEncode(prefix, false);
       if (!recursive) url += "&delimiter=%2F";
-      if (!marker.empty()) url += "&marker=" + PercentEncode(marker, false);
+      if (!marker.empty()) url += "&marker=" + http::PercentEncode(marker, false);
       if (options_.list_page_size > 0) {
         url += fmt::format("&maxresults={}", options_.list_page_size);
       }
@@ -287,7 +288,8 @@ class AzureBlobStore final : public ObjectStore {
     auto submit = [&](size_t index) {
       const uint64_t offset = index * block_size;
       http::Request request = NewRequest(
-          "PUT", fmt::format("{}?comp=block&blockid={}", url, PercentEncode(ids[index], false)));
+          "PUT",
+          fmt::format("{}?comp=block&blockid={}", url, http::PercentEncode(ids[index], false)));
       request.body = Slice(source, offset, std::min(block_size, source.size - offset));
       Prepare(request);
       // Runs on the transport's thread (or inline, for a synchronous transport): only hands over.

@@ -16,6 +16,7 @@
 #include "storage/azure/azure_auth.h"
 #include "storage/azure/azure_store.h"
 #include "storage/http/recording_transport.h"
+#include "storage/http/url_encoding.h"
 
 namespace ferry::internal_azure::azure_test {
 
@@ -100,7 +101,7 @@ inline std::string Query(std::string_view url, std::string_view name) {
     const std::string_view pair = query.substr(0, amp);
     const size_t eq = pair.find('=');
     if (pair.substr(0, eq) == name) {
-      return PercentDecode(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
+      return http::PercentDecode(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
     }
     if (amp == std::string_view::npos) break;
     query.remove_prefix(amp + 1);

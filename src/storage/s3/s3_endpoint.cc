@@ -5,40 +5,11 @@
 #include <cctype>
 
 #include "base/ascii.h"
+#include "storage/http/url_encoding.h"
 #include "storage/s3/s3_credentials.h"
 
 namespace ferry::internal_s3 {
 namespace {
-
-bool IsUnreserved(unsigned char c) {
-  return std::isalnum(c) != 0 || c == '-' || c == '.' || c == '_' || c == '~';
-}
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-std::string Decode(std::string_view text, bool plus_is_space) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '%' && i + 2 < text.size()) {
-      const int hi = HexValue(text[i + 1]);
-      const int lo = HexValue(text[i + 2]);
-      if (hi >= 0 && lo >= 0) {
-        out += static_cast<char>(hi * 16 + lo);
-        i += 2;
-        continue;
-      }
-    }
-    out += (plus_is_space && c == '+') ? ' ' : c;
-  }
-  return out;
-}
 
 bool LooksLikeIpv4(std::string_view s) {
   int dots = 0;
@@ -53,26 +24,6 @@ bool LooksLikeIpv4(std::string_view s) {
 }
 
 }  // namespace
-
-std::string UriEncode(std::string_view text, bool keep_slash) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(text.size());
-  for (unsigned char c : text) {
-    if (IsUnreserved(c) || (keep_slash && c == '/')) {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 0xF];
-    }
-  }
-  return out;
-}
-
-std::string PercentDecode(std::string_view text) { return Decode(text, false); }
-
-std::string FormDecode(std::string_view text) { return Decode(text, true); }
 
 Result<UrlParts> SplitUrl(std::string_view url) {
   const size_t sep = url.find("://");
@@ -237,7 +188,7 @@ std::string BucketUrl(const S3Endpoint& endpoint, std::string_view bucket) {
 }
 
 std::string ObjectUrl(const S3Endpoint& endpoint, std::string_view bucket, std::string_view key) {
-  return BucketUrl(endpoint, bucket) + "/" + UriEncode(key, /*keep_slash=*/true);
+  return BucketUrl(endpoint, bucket) + "/" + http::PercentEncode(key, /*keep_slash=*/true);
 }
 
 }  // namespace ferry::internal_s3

@@ -9,8 +9,9 @@
 //     e.g. MinIO, moto, Ceph, GCS): path style, ENDPOINT/BUCKET/KEY, since such servers rarely
 //     have wildcard DNS.
 //   - $FERRY_S3_ADDRESSING=path|virtual overrides either choice.
-// Keys are encoded per '/'-separated segment with UriEncode (RFC 3986 unreserved characters
-// kept, every other byte %XX), which is also exactly the canonical URI that SigV4 signs.
+// Keys are encoded per '/'-separated segment with http::PercentEncode (RFC 3986 unreserved
+// characters kept, every other byte %XX), which is also exactly the canonical URI that SigV4
+// signs.
 //
 // Thread-safety: values and reentrant functions (ResolveS3Endpoint reads the environment).
 #pragma once
@@ -21,17 +22,6 @@
 #include "ferry/result.h"
 
 namespace ferry::internal_s3 {
-
-/// Percent-encodes every byte except A-Z a-z 0-9 - . _ ~ (and '/' when `keep_slash`), with
-/// uppercase hex: the UriEncode of the SigV4 specification.
-std::string UriEncode(std::string_view text, bool keep_slash);
-
-/// Decodes %XX escapes; '+' stays '+'; a malformed escape is kept as written.
-std::string PercentDecode(std::string_view text);
-
-/// Decodes %XX escapes and '+' as a space: the form-encoding that S3 listings use for keys when
-/// asked for encoding-type=url.
-std::string FormDecode(std::string_view text);
 
 /// The parts of an absolute URL, as views into it: scheme://authority/path?query.
 struct UrlParts {

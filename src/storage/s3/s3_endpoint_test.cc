@@ -7,24 +7,6 @@
 namespace ferry::internal_s3 {
 namespace {
 
-TEST(UriEncodeTest, KeepsUnreservedAndEncodesTheRest) {
-  EXPECT_EQ(UriEncode("AZaz09-._~", false), "AZaz09-._~");
-  EXPECT_EQ(UriEncode("a b+c%d#e?f=g&h$i", false), "a%20b%2Bc%25d%23e%3Ff%3Dg%26h%24i");
-  EXPECT_EQ(UriEncode("dir/sub dir/f", true), "dir/sub%20dir/f");
-  EXPECT_EQ(UriEncode("dir/f", false), "dir%2Ff");
-  EXPECT_EQ(UriEncode("données/日本", true), "donn%C3%A9es/%E6%97%A5%E6%9C%AC");
-  EXPECT_EQ(UriEncode(std::string_view("\0\x7f\xff", 3), false), "%00%7F%FF");
-}
-
-TEST(UriEncodeTest, Decoding) {
-  EXPECT_EQ(PercentDecode("a%20b+c%2Bd%2fe"), "a b+c+d/e");
-  EXPECT_EQ(PercentDecode("100%"), "100%");  // malformed escapes stay
-  EXPECT_EQ(PercentDecode("%zz%4"), "%zz%4");
-  EXPECT_EQ(FormDecode("a+b%2Bc%20d"), "a b+c d");
-  const std::string awkward = "x y+z%/é#?~=&";
-  EXPECT_EQ(PercentDecode(UriEncode(awkward, false)), awkward);
-}
-
 TEST(SplitUrlTest, Parts) {
   auto p = SplitUrl("https://Host.Example.com:443/a/b%20c?x=1&y#frag");
   ASSERT_TRUE(p.ok());

@@ -8,6 +8,7 @@
 
 #include "base/ascii.h"
 #include "storage/http/resumable_get.h"
+#include "storage/http/url_encoding.h"
 #include "storage/s3/s3_endpoint.h"
 #include "storage/s3/s3_errors.h"
 #include "storage/xml/xml_tree.h"
@@ -63,7 +64,7 @@ Result<ListPage> ParseListObjectsV2(std::string_view xml, std::string_view url) 
     return DataLossError(fmt::format("{}: expected a ListBucketResult, got <{}>", url, root->name));
   }
   const bool url_encoded = root->ChildText("EncodingType") == "url";
-  auto decode = [&](const std::string& s) { return url_encoded ? FormDecode(s) : s; };
+  auto decode = [&](const std::string& s) { return url_encoded ? http::FormDecode(s) : s; };
 
   ListPage page;
   for (const XmlElement* contents : root->Children("Contents")) {

@@ -11,6 +11,7 @@
 
 #include "base/ascii.h"
 #include "base/hex.h"
+#include "storage/http/url_encoding.h"
 #include "storage/s3/s3_endpoint.h"
 
 namespace ferry::internal_s3 {
@@ -69,7 +70,7 @@ std::string AmzDate(std::chrono::system_clock::time_point time) {
 
 std::string CanonicalUri(std::string_view url_path) {
   if (url_path.empty()) return "/";
-  return UriEncode(PercentDecode(url_path), /*keep_slash=*/true);
+  return http::PercentEncode(http::PercentDecode(url_path), /*keep_slash=*/true);
 }
 
 std::string CanonicalQuery(std::string_view query) {
@@ -83,8 +84,8 @@ std::string CanonicalQuery(std::string_view query) {
     const std::string_view name = pair.substr(0, eq);
     const std::string_view value =
         eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
-    pairs.emplace_back(UriEncode(PercentDecode(name), false),
-                       UriEncode(PercentDecode(value), false));
+    pairs.emplace_back(http::PercentEncode(http::PercentDecode(name), false),
+                       http::PercentEncode(http::PercentDecode(value), false));
   }
   std::sort(pairs.begin(), pairs.end());
   std::string out;

@@ -30,6 +30,7 @@
 #include <utility>
 
 #include "storage/http/resumable_get.h"
+#include "storage/http/url_encoding.h"
 #include "storage/s3/s3_errors.h"
 #include "storage/s3/s3_metadata.h"
 #include "storage/s3/s3_multipart.h"
@@ -136,11 +137,11 @@ class S3Store final : public ObjectStore {
     for (;;) {
       // Parameters in canonical order, so that the URL sent is the URL signed, byte for byte.
       std::string query = "list-type=2";
-      if (token) query += "&continuation-token=" + UriEncode(*token, false);
+      if (token) query += "&continuation-token=" + http::PercentEncode(*token, false);
       if (!recursive) query += "&delimiter=%2F";
       if (config_.list_url_encoding) query += "&encoding-type=url";
-      query +=
-          fmt::format("&max-keys={}&prefix={}", config_.list_page_size, UriEncode(prefix, false));
+      query += fmt::format("&max-keys={}&prefix={}", config_.list_page_size,
+                           http::PercentEncode(prefix, false));
       const std::string url = BucketRequestUrl(query);
       auto page = Retry(config_.retry, [&]() -> Result<ListPage> {
         FERRY_ASSIGN_OR_RETURN(http::Response r,
@@ -303,7 +304,7 @@ class S3Store final : public ObjectStore {
     });
     if (!created) return Named(created.status(), name);
     const std::string upload_id = *std::move(created);
-    const std::string upload_query = "uploadId=" + UriEncode(upload_id, false);
+    const std::string upload_query = "uploadId=" + http::PercentEncode(upload_id, false);
 
     // 2. The parts.
     PartUploadOptions parts;

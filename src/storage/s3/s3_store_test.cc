@@ -10,6 +10,7 @@
 
 #include "ferry/storage/registry.h"
 #include "storage/http/recording_transport.h"
+#include "storage/http/url_encoding.h"
 #include "storage/s3/env_testutil.h"
 #include "storage/s3/s3_signer.h"
 
@@ -41,7 +42,7 @@ std::string QueryParam(std::string_view url, std::string_view name) {
     const std::string_view pair = query.substr(0, amp);
     const size_t eq = pair.find('=');
     if (pair.substr(0, eq) == name) {
-      return PercentDecode(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
+      return http::PercentDecode(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
     }
     if (amp == std::string_view::npos) break;
     query.remove_prefix(amp + 1);
@@ -452,13 +453,13 @@ std::string ListPage(const std::vector<std::string>& keys, const std::vector<std
   if (!next_token.empty())
     xml += "<NextContinuationToken>" + next_token + "</NextContinuationToken>";
   for (const auto& k : keys) {
-    xml += "<Contents><Key>" + UriEncode(k, true) + "</Key><Size>" + std::to_string(k.size()) +
-           "</Size><ETag>&quot;" + k +
+    xml += "<Contents><Key>" + http::PercentEncode(k, true) + "</Key><Size>" +
+           std::to_string(k.size()) + "</Size><ETag>&quot;" + k +
            "&quot;</ETag>"
            "<LastModified>2024-01-01T00:00:00.000Z</LastModified></Contents>";
   }
   for (const auto& p : prefixes) {
-    xml += "<CommonPrefixes><Prefix>" + UriEncode(p, true) + "</Prefix></CommonPrefixes>";
+    xml += "<CommonPrefixes><Prefix>" + http::PercentEncode(p, true) + "</Prefix></CommonPrefixes>";
   }
   return xml + "</ListBucketResult>";
 }
