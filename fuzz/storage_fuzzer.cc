@@ -19,6 +19,7 @@
 #include "storage/azure/azure_config.h"
 #include "storage/azure/azure_errors.h"
 #include "storage/azure/azure_metadata.h"
+#include "storage/http/http_date.h"
 #include "storage/http/http_types.h"
 #include "storage/http/url_encoding.h"
 #include "storage/s3/s3_endpoint.h"
@@ -108,8 +109,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)ferry::internal_azure::ParseConnectionString(text);
       break;
     case 9:
-      (void)ferry::internal_s3::ParseHttpDate(text);
-      (void)ferry::internal_s3::ParseIso8601(text);
+      (void)ferry::http::ParseHttpDate(text);
+      (void)ferry::http::ParseIso8601(text);
       break;
     case 10:
       CheckRedacted(text);

@@ -5,13 +5,12 @@
 #include <openssl/hmac.h>
 
 #include <algorithm>
-#include <array>
 #include <cctype>
-#include <ctime>
 #include <map>
 #include <vector>
 
 #include "base/ascii.h"
+#include "storage/http/http_date.h"
 #include "storage/http/url_encoding.h"
 
 namespace ferry::internal_azure {
@@ -126,18 +125,6 @@ std::optional<std::string> Base64Decode(std::string_view text) {
   return out;
 }
 
-std::string FormatHttpDate(std::chrono::system_clock::time_point time) {
-  static constexpr std::array<const char*, 7> kDays = {"Sun", "Mon", "Tue", "Wed",
-                                                       "Thu", "Fri", "Sat"};
-  static constexpr std::array<const char*, 12> kMonths = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                                          "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-  const std::time_t t = std::chrono::system_clock::to_time_t(time);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  return fmt::format("{}, {:02} {} {:04} {:02}:{:02}:{:02} GMT", kDays[tm.tm_wday], tm.tm_mday,
-                     kMonths[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
-}
-
 std::string SharedKeyStringToSign(const http::Request& request, std::string_view account) {
   std::string out = request.method;
   out += '\n';
@@ -168,7 +155,8 @@ std::string SharedKeySignature(std::string_view key, std::string_view string_to_
 
 void SignSharedKey(http::Request& request, std::string_view account, std::string_view key,
                    std::chrono::system_clock::time_point now) {
-  if (!request.headers.Get("x-ms-date")) request.headers.Set("x-ms-date", FormatHttpDate(now));
+  if (!request.headers.Get("x-ms-date"))
+    request.headers.Set("x-ms-date", http::FormatHttpDate(now));
   const std::string signature = SharedKeySignature(key, SharedKeyStringToSign(request, account));
   request.headers.Set("Authorization", fmt::format("SharedKey {}:{}", account, signature));
 }
@@ -190,7 +178,8 @@ void Authorize(http::Request& request, const AzureCredentials& credentials,
     SignSharedKey(request, credentials.account, credentials.account_key, now);
   } else {
     // SAS and anonymous requests still carry a date: harmless, and it makes logs comparable.
-    if (!request.headers.Get("x-ms-date")) request.headers.Set("x-ms-date", FormatHttpDate(now));
+    if (!request.headers.Get("x-ms-date"))
+      request.headers.Set("x-ms-date", http::FormatHttpDate(now));
     if (credentials.has_sas()) request.url = AppendSasToken(request.url, credentials.sas_token);
   }
 }

@@ -43,9 +43,6 @@ std::string Base64Encode(std::string_view bytes);
 /// nullopt unless `text` is well-formed padded base64 (no whitespace).
 std::optional<std::string> Base64Decode(std::string_view text);
 
-/// RFC 1123 ("Tue, 07 Jan 2025 12:34:56 GMT"), the form of x-ms-date.
-std::string FormatHttpDate(std::chrono::system_clock::time_point time);
-
 /// Who a request is from. Shared Key when `account_key` is set (it wins over `sas_token`), else
 /// the SAS token when set, else anonymous (public containers).
 struct AzureCredentials {

@@ -33,9 +33,6 @@
 
 namespace ferry::internal_azure {
 
-/// "Tue, 07 Jan 2025 12:34:56 GMT" (RFC 1123, as Azure writes Last-Modified); nullopt otherwise.
-std::optional<std::chrono::system_clock::time_point> ParseHttpDate(std::string_view text);
-
 /// Size, etag and mtime from the headers of a Get Blob Properties (HEAD) response. kDataLoss
 /// naming `url` when Content-Length is missing or not a number.
 Result<ObjectInfo> ObjectInfoFromHeaders(const http::Headers& headers, std::string_view key,

@@ -66,21 +66,6 @@ void Headers::Remove(std::string_view name) {
   std::erase_if(fields_, [&](const Field& f) { return EqualsIgnoreCase(f.name, name); });
 }
 
-std::optional<std::chrono::system_clock::time_point> TimeFromUtc(std::tm& tm) {
-  if (tm.tm_year < 0 || tm.tm_year > 300) return std::nullopt;
-  const time_t t = ::timegm(&tm);
-  if (t == static_cast<time_t>(-1)) return std::nullopt;
-  return std::chrono::system_clock::from_time_t(t);
-}
-
-std::optional<std::chrono::system_clock::time_point> ParseHttpDate(std::string_view text) {
-  const std::string s(text);
-  std::tm tm{};
-  const char* end = ::strptime(s.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm);
-  if (end == nullptr || *end != '\0') return std::nullopt;
-  return TimeFromUtc(tm);
-}
-
 std::string RedactUrl(std::string_view url) {
   const size_t q = url.find('?');
   if (q == std::string_view::npos) return std::string(url);

@@ -10,7 +10,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <ctime>
 #include <functional>
 #include <optional>
 #include <string>
@@ -96,13 +95,6 @@ struct Response {
 /// headers, on a stalled connection, after the last byte), so that a sink told to stop can end a
 /// transfer that brings no bytes.
 using BodySink = std::function<Status(std::string_view chunk)>;
-
-/// The time of a broken-down UTC date; nullopt outside the years 1900-2200 (the clock counts
-/// nanoseconds in 64 bits: a hostile date far out would overflow it).
-std::optional<std::chrono::system_clock::time_point> TimeFromUtc(std::tm& tm);
-
-/// An RFC 7231 date ("Wed, 21 Oct 2015 07:28:00 GMT"); nullopt when malformed or out of range.
-std::optional<std::chrono::system_clock::time_point> ParseHttpDate(std::string_view text);
 
 /// The URL with its query string's credentials masked (SAS signatures, X-Amz-Signature, tokens):
 /// the form every log line and error message uses.

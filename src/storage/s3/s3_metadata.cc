@@ -1,12 +1,11 @@
 #include "storage/s3/s3_metadata.h"
 
 #include <fmt/format.h>
-#include <time.h>
 
 #include <algorithm>
-#include <cstring>
 
 #include "base/ascii.h"
+#include "storage/http/http_date.h"
 #include "storage/http/resumable_get.h"
 #include "storage/http/url_encoding.h"
 #include "storage/s3/s3_endpoint.h"
@@ -14,35 +13,6 @@
 #include "storage/xml/xml_tree.h"
 
 namespace ferry::internal_s3 {
-
-std::optional<std::chrono::system_clock::time_point> ParseHttpDate(std::string_view text) {
-  return http::ParseHttpDate(text);
-}
-
-std::optional<std::chrono::system_clock::time_point> ParseIso8601(std::string_view text) {
-  const std::string s(text);
-  struct tm tm {};
-  const char* end = strptime(s.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
-  if (end == nullptr) return std::nullopt;
-  std::chrono::milliseconds fraction{0};
-  if (*end == '.') {
-    ++end;
-    int digits = 0;
-    int64_t ms = 0;
-    while (*end >= '0' && *end <= '9') {
-      if (digits < 3) ms = ms * 10 + (*end - '0');
-      ++digits;
-      ++end;
-    }
-    if (digits == 0) return std::nullopt;
-    for (int i = digits; i < 3; ++i) ms *= 10;
-    fraction = std::chrono::milliseconds(ms);
-  }
-  if (std::strcmp(end, "Z") != 0 && std::strcmp(end, "+00:00") != 0) return std::nullopt;
-  auto t = http::TimeFromUtc(tm);
-  if (!t) return std::nullopt;
-  return *t + fraction;
-}
 
 Result<ObjectInfo> ObjectInfoFromHeaders(const http::Headers& headers, std::string_view key,
                                          std::string_view url) {
@@ -53,7 +23,7 @@ Result<ObjectInfo> ObjectInfoFromHeaders(const http::Headers& headers, std::stri
   if (!size) return DataLossError(fmt::format("{}: the reply has no valid Content-Length", url));
   info.size = *size;
   if (auto etag = headers.Get("ETag")) info.etag = http::UnquoteEtag(*etag);
-  if (auto modified = headers.Get("Last-Modified")) info.mtime = ParseHttpDate(*modified);
+  if (auto modified = headers.Get("Last-Modified")) info.mtime = http::ParseHttpDate(*modified);
   return info;
 }
 
@@ -77,7 +47,7 @@ Result<ListPage> ParseListObjectsV2(std::string_view xml, std::string_view url) 
     }
     info.size = *size;
     info.etag = http::UnquoteEtag(contents->ChildText("ETag"));
-    info.mtime = ParseIso8601(contents->ChildText("LastModified"));
+    info.mtime = http::ParseIso8601(contents->ChildText("LastModified"));
     page.objects.push_back(std::move(info));
   }
   for (const XmlElement* common : root->Children("CommonPrefixes")) {

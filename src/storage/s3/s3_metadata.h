@@ -22,11 +22,6 @@
 
 namespace ferry::internal_s3 {
 
-/// "Wed, 12 Oct 2009 17:50:00 GMT" (RFC 7231 IMF-fixdate, the Last-Modified form).
-std::optional<std::chrono::system_clock::time_point> ParseHttpDate(std::string_view text);
-/// "2009-10-12T17:50:30.000Z" (ISO 8601 UTC, fractional seconds optional; listings).
-std::optional<std::chrono::system_clock::time_point> ParseIso8601(std::string_view text);
-
 /// Size (Content-Length), etag (unquoted) and mtime (Last-Modified) of a HEAD reply; kDataLoss
 /// naming `url` when Content-Length is missing or malformed.
 Result<ObjectInfo> ObjectInfoFromHeaders(const http::Headers& headers, std::string_view key,

@@ -8,7 +8,6 @@
 // Thread-safety: immutable after construction.
 #include <fmt/format.h>
 
-#include <ctime>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -16,6 +15,7 @@
 #include "base/ascii.h"
 #include "ferry/storage/object_store.h"
 #include "ferry/storage/registry.h"
+#include "storage/http/http_date.h"
 #include "storage/http/resumable_get.h"
 #include "storage/http/transport.h"
 
