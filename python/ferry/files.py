@@ -42,7 +42,7 @@ class FileDataset(_NativeDataset):
         shuffle, shuffle_seed: a new order every epoch, a function of the seed and the epoch.
         drop_last: cut the epoch to a multiple of the ranks instead of padding by repetition.
         concurrency: files fetched at once per iterator, or ``"auto"`` (sized from the measured
-            latency and file size: requests in flight = bandwidth x latency / file size).
+            latency and file size: requests in flight = bandwidth x latency x 2 / file size).
         max_bytes_in_flight: bytes fetched ahead and not yet read, per iterator.
         labels: ``"folder"`` (the first folder under the root is the class, as torchvision's
             ImageFolder; files directly under the root are left out) or ``None``.

@@ -16,12 +16,11 @@ metrics::Gauge& ConcurrencyGauge() {
 
 }  // namespace
 
-uint32_t AutoConcurrency(double latency_s, double mean_bytes, uint64_t target_bytes_per_s,
+uint32_t AutoConcurrency(const internal_cache::LinkEstimator& link, uint64_t target_bytes_per_s,
                          uint64_t max_bytes_in_flight, uint32_t min_concurrency,
                          uint32_t max_concurrency) {
-  const double mean = std::max(mean_bytes, 1.0);
-  const double wanted =
-      std::ceil(static_cast<double>(target_bytes_per_s) * std::max(latency_s, 0.0) / mean);
+  const double mean = std::max(link.mean_bytes(), 1.0);
+  const double wanted = std::ceil(link.FetchesFor(static_cast<double>(target_bytes_per_s)));
   const double by_bytes =
       std::max(1.0, std::floor(static_cast<double>(max_bytes_in_flight) / mean));
   const double upper = std::min<double>(max_concurrency, by_bytes);
@@ -78,18 +77,11 @@ bool FetchAhead::CanDispatch() const {
 
 void FetchAhead::Adjust(double latency_s, uint64_t bytes) {
   ++completed_;
-  constexpr double kWeight = 0.1;
-  if (completed_ == 1) {
-    latency_avg_s_ = latency_s;
-    bytes_avg_ = static_cast<double>(bytes);
-  } else {
-    latency_avg_s_ += kWeight * (latency_s - latency_avg_s_);
-    bytes_avg_ += kWeight * (static_cast<double>(bytes) - bytes_avg_);
-  }
+  link_.Record(latency_s, bytes, running_ + 1);
   if (options_.concurrency || completed_ % 16 != 0) return;
   const uint32_t wanted =
-      AutoConcurrency(latency_avg_s_, bytes_avg_, options_.target_bytes_per_s,
-                      options_.max_bytes_in_flight, kMinAutoConcurrency, options_.max_concurrency);
+      AutoConcurrency(link_, options_.target_bytes_per_s, options_.max_bytes_in_flight,
+                      kMinAutoConcurrency, options_.max_concurrency);
   const uint32_t next = std::min(wanted, concurrency_ * 2);
   if (next == concurrency_) return;
   concurrency_ = next;

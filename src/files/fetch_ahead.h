@@ -7,10 +7,10 @@
 // file is always allowed, however large); each fetch's result - the bytes or an error - waits in
 // its slot until Next reaches it, so errors come out in sequence order too.
 //
-// With concurrency unset (auto), every completed fetch updates moving averages of its latency
-// and of the file size, and the concurrency becomes AutoConcurrency of them: Little's law, the
-// requests in flight that keep target_bytes_per_s moving when each takes `latency`. It may grow
-// at most twofold per adjustment, so one slow outlier does not open the floodgates.
+// With concurrency unset (auto), every completed fetch is recorded by a LinkEstimator, and the
+// concurrency becomes AutoConcurrency of it: Little's law, the requests in flight that keep
+// target_bytes_per_s moving. It may grow at most twofold per adjustment, so one slow outlier
+// does not open the floodgates.
 //
 // Thread-safety: Next and the accessors are for the one reading thread; the rest is internal.
 #pragma once
@@ -27,16 +27,16 @@
 #include <vector>
 
 #include "base/mutex.h"
+#include "cache/link_estimator.h"
 #include "ferry/result.h"
 
 namespace ferry::internal_files {
 
 inline constexpr uint32_t kMinAutoConcurrency = 8;
 
-/// Requests in flight for `target_bytes_per_s` when each takes `latency_s` and moves
-/// `mean_bytes` (at least 1): ceil(target x latency / mean), within [min, max] and within what
-/// `max_bytes_in_flight` holds of such files.
-uint32_t AutoConcurrency(double latency_s, double mean_bytes, uint64_t target_bytes_per_s,
+/// Requests in flight for `target_bytes_per_s` over `link`: ceil(link.FetchesFor(target)),
+/// within [min, max] and within what `max_bytes_in_flight` holds of files of the mean size.
+uint32_t AutoConcurrency(const internal_cache::LinkEstimator& link, uint64_t target_bytes_per_s,
                          uint64_t max_bytes_in_flight, uint32_t min_concurrency,
                          uint32_t max_concurrency);
 
@@ -87,14 +87,13 @@ class FetchAhead {
   mutable Mutex mu_;
   std::condition_variable_any cv_;
   uint64_t next_ GUARDED_BY(mu_) = 0;  // position Next returns next
-  uint64_t dispatched_ GUARDED_BY(mu_) =
-      0;  // positions [next_, dispatched_) are fetching or fetched
+  // Positions [next_, dispatched_) are fetching or fetched
+  uint64_t dispatched_ GUARDED_BY(mu_) = 0;
   std::deque<std::optional<Result<std::string>>> slots_ GUARDED_BY(mu_);  // by position - next_
   uint32_t running_ GUARDED_BY(mu_) = 0;
   uint64_t bytes_ahead_ GUARDED_BY(mu_) = 0;  // listing sizes of positions [next_, dispatched_)
   uint32_t concurrency_ GUARDED_BY(mu_) = 0;
-  double latency_avg_s_ GUARDED_BY(mu_) = 0;
-  double bytes_avg_ GUARDED_BY(mu_) = 0;
+  internal_cache::LinkEstimator link_ GUARDED_BY(mu_);
   uint64_t completed_ GUARDED_BY(mu_) = 0;
   bool stopping_ GUARDED_BY(mu_) = false;
   std::vector<std::jthread> threads_;  // last: stopped and joined first

@@ -15,16 +15,27 @@ namespace {
 
 using namespace std::chrono_literals;
 
+internal_cache::LinkEstimator Link(double latency_s, uint64_t bytes) {
+  internal_cache::LinkEstimator link;
+  link.Record(latency_s, bytes, 1);
+  return link;
+}
+
 TEST(AutoConcurrency, IsLittlesLawWithinBounds) {
-  // 1 GB/s at 100 ms with 100 KB files: ~1074 in flight, bounded by max.
-  EXPECT_EQ(AutoConcurrency(0.1, 100e3, uint64_t{1} << 30, uint64_t{1} << 30, 8, 256), 256u);
-  EXPECT_EQ(AutoConcurrency(0.1, 100e3, uint64_t{1} << 30, uint64_t{1} << 30, 8, 2000), 1074u);
-  // 100 MB/s at 20 ms with 1 MB files: 2 -> raised to the minimum.
-  EXPECT_EQ(AutoConcurrency(0.02, 1e6, 100'000'000, uint64_t{1} << 30, 8, 256), 8u);
+  // 1 GiB/s at 100 ms with 100 KB files: ~1074 in flight, twice that with the headroom,
+  // bounded by max.
+  EXPECT_EQ(AutoConcurrency(Link(0.1, 100'000), uint64_t{1} << 30, uint64_t{1} << 30, 8, 256),
+            256u);
+  EXPECT_EQ(AutoConcurrency(Link(0.1, 100'000), uint64_t{1} << 30, uint64_t{1} << 30, 8, 4000),
+            2148u);
+  // 100 MB/s at 20 ms with 1 MB files: 4 -> raised to the minimum.
+  EXPECT_EQ(AutoConcurrency(Link(0.02, 1'000'000), 100'000'000, uint64_t{1} << 30, 8, 256), 8u);
+  // 100 MB/s at 100 ms with 1 MB files: 20.
+  EXPECT_EQ(AutoConcurrency(Link(0.1, 1'000'000), 100'000'000, uint64_t{1} << 30, 8, 256), 20u);
   // The byte budget holds 10 such files.
-  EXPECT_EQ(AutoConcurrency(0.1, 1e6, uint64_t{1} << 30, 10'000'000, 8, 256), 10u);
+  EXPECT_EQ(AutoConcurrency(Link(0.1, 1'000'000), uint64_t{1} << 30, 10'000'000, 8, 256), 10u);
   // A budget below one file still allows one, and below the minimum wins over it.
-  EXPECT_EQ(AutoConcurrency(0.1, 1e6, uint64_t{1} << 30, 10, 8, 256), 1u);
+  EXPECT_EQ(AutoConcurrency(Link(0.1, 1'000'000), uint64_t{1} << 30, 10, 8, 256), 1u);
 }
 
 TEST(FetchAhead, HandsOverInOrderWhileFetchingManyAtOnce) {

@@ -16,12 +16,6 @@ constexpr uint64_t kSeekSlack = 4096;
 // The most samples the cold start looks at to count the shards it needs (1 KB samples come
 // 60,000 to a 64 MB shard; a few thousand show whether the order stays in one shard).
 constexpr uint64_t kMaxColdSpan = 4 * kSeekSlack;
-constexpr double kEwma = 0.3;  // weight of a new measurement
-// How often byte_budget is asked again: readers join and leave a cache folder at any time (a
-// DataLoader's workers start within a moment of each other); one count lists a folder.
-constexpr auto kBudgetCheckInterval = std::chrono::milliseconds(250);
-
-double Ewma(double old, double sample) { return old == 0 ? sample : old + kEwma * (sample - old); }
 
 }  // namespace
 
@@ -33,11 +27,11 @@ Prefetcher::Prefetcher(WorkerCursor lookahead, std::function<ShardKey(uint64_t)>
       shard_bytes_(std::move(shard_bytes)),
       caches_(std::move(caches)),
       options_(options),
+      budget_(options_.max_bytes_in_flight, options_.cache_limited, options_.byte_budget),
       queue_(1024) {
   // A resumed cursor starts part-way through its sequence: positions count from there.
   taken_ = looked_ = first_looked_ = scanned_ = found_at_ = last_advance_taken_ =
       lookahead_.taken();
-  max_bytes_ahead_ = options_.max_bytes_in_flight;
   const uint32_t threads =
       std::max<uint32_t>(1, options_.concurrency.value_or(kMaxAutoConcurrency));
   for (uint32_t i = 0; i < threads; ++i) {
@@ -74,19 +68,19 @@ void Prefetcher::Retune() {
         static_cast<double>(looked_ - first_looked_) / static_cast<double>(shard_changes_);
   }
   const double per_shard = std::max(1.0, shard_samples_);
-  // Little's law with margin: keep rate x latency x 2 samples ahead; before anything is measured
-  // assume half a second per fetch.
-  const double latency = latency_s_ > 0 ? latency_s_ : 0.5;
+  // Little's law with margin: keep rate x latency x headroom samples ahead; before anything is
+  // measured assume half a second per fetch.
+  const double latency = link_.measured() ? link_.latency_s() : 0.5;
   const double rate = rate_ > 0 ? rate_ : per_shard;
-  double window = std::max(rate * latency * 2, 4 * per_shard);
+  double window =
+      std::max(rate * latency * internal_cache::LinkEstimator::kHeadroom, 4 * per_shard);
   window = std::min(window, per_shard * 64);
   auto_window_ = static_cast<uint64_t>(std::ceil(window));
-  // The same law in bytes: the link's rate x latency x 2 in shards. The samples the worker
+  // The same law in bytes: the fetches that keep the link's rate moving. The samples the worker
   // consumes say how much the link carries only while the worker is not waiting for it; in a
   // shuffled order it waits most of epoch 1 (the next sample is usually in a shard not yet
   // local), so the bytes the fetches bring decide as well.
-  const double by_bytes =
-      mean_shard_bytes_ > 0 ? bandwidth_ * latency_s_ * 2 / mean_shard_bytes_ : 0;
+  const double by_bytes = link_.FetchesFor(link_.bandwidth());
   double shards = std::max(window / per_shard, by_bytes);
   if (!warm_ && first_sample_read_) shards = std::max(shards, static_cast<double>(cold_shards_));
   // More than the node's download slots would only wait for them (and count their waits as
@@ -96,7 +90,8 @@ void Prefetcher::Retune() {
       static_cast<uint32_t>(std::clamp(std::ceil(shards), std::min(4.0, most), most));
   metrics::GetGauge("/ferry/stream/predownload").Set(static_cast<int64_t>(WindowSamples()));
   metrics::GetGauge("/ferry/stream/concurrency").Set(Concurrency());
-  metrics::GetGauge("/ferry/stream/bandwidth_bytes_per_s").Set(static_cast<int64_t>(bandwidth_));
+  metrics::GetGauge("/ferry/stream/bandwidth_bytes_per_s")
+      .Set(static_cast<int64_t>(link_.bandwidth()));
 }
 
 uint64_t Prefetcher::ColdSpan() const {
@@ -125,11 +120,8 @@ void Prefetcher::CountColdShards(bool ended) {
 void Prefetcher::Start(const ShardKey& key) {
   FetchState& f = fetches_[key];
   f.bytes = shard_bytes_(key);
-  mean_shard_bytes_ = Ewma(mean_shard_bytes_, static_cast<double>(f.bytes));
   ++in_flight_;
-  bytes_in_flight_ += f.bytes;
-  bytes_ahead_ += f.bytes;
-  metrics::GetGauge("/ferry/stream/bytes_in_flight").Set(static_cast<int64_t>(bytes_in_flight_));
+  budget_.Started(f.bytes);
   queue_.Push(key);  // never blocks: at most kMaxAutoConcurrency (or concurrency) are queued
 }
 
@@ -151,15 +143,11 @@ size_t Prefetcher::ShardsToFetch() const {
 void Prefetcher::Plan(std::stop_token stop) {
   MutexLock lock(mu_);
   while (!stop.stop_requested()) {
-    if (options_.byte_budget &&
-        std::chrono::steady_clock::now() - budget_checked_ >= kBudgetCheckInterval) {
+    if (budget_.NeedsRecheck(PrefetchBudget::Clock::now())) {
       lock.unlock();  // it may list a folder
       const uint64_t budget = options_.byte_budget();
       lock.lock();
-      budget_checked_ = std::chrono::steady_clock::now();
-      max_bytes_ahead_ = std::min(options_.max_bytes_in_flight, budget);
-      metrics::GetGauge("/ferry/stream/max_bytes_ahead")
-          .Set(static_cast<int64_t>(std::min<uint64_t>(max_bytes_ahead_, INT64_MAX)));
+      budget_.Recheck(budget, PrefetchBudget::Clock::now());
     }
     if (!options_.predownload || !options_.concurrency) Retune();
     // Extend the look-ahead to the window - and in auto mode further, while it holds fewer
@@ -236,8 +224,7 @@ void Prefetcher::Fetch(std::stop_token stop) {
     FetchState& f = it->second;
     warm_ = true;
     --in_flight_;
-    bytes_in_flight_ -= f.bytes;
-    metrics::GetGauge("/ferry/stream/bytes_in_flight").Set(static_cast<int64_t>(bytes_in_flight_));
+    budget_.Landed(f.bytes);
     f.done = true;
     if (!handle) {
       f.error = handle.error();
@@ -246,11 +233,7 @@ void Prefetcher::Fetch(std::stop_token stop) {
                 "prefetch of shard {} (stream {}) failed: {}", key->shard, key->stream,
                 f.error.ToString());
     } else {
-      if (!handle->was_cached() && seconds > 0) {
-        latency_s_ = Ewma(latency_s_, seconds);
-        bandwidth_ = Ewma(bandwidth_, static_cast<double>(f.bytes) *
-                                          std::max<uint32_t>(1, in_flight_ + 1) / seconds);
-      }
+      if (!handle->was_cached()) link_.Record(seconds, f.bytes, in_flight_ + 1);
       f.handle = std::move(*handle);
     }
     dirty_ = true;
@@ -268,12 +251,8 @@ void Prefetcher::StartWithinLimits() {
     ++planner_steps_;
     if (in_flight_ >= Concurrency()) break;
     if (fetches_.count(it->key) == 0) {
-      // Bytes fetched ahead (in flight, or local and pinned but not yet read) stay within the
-      // budget - which under a cache_limit is what keeps pinned shards from crowding the
-      // cache. Without one every shard stays anyway, and only what is in flight counts. A shard
-      // larger than the whole budget is still fetched once nothing else is ahead.
-      const uint64_t ahead = options_.cache_limited ? bytes_ahead_ : bytes_in_flight_;
-      if (ahead > 0 && ahead + shard_bytes_(it->key) > max_bytes_ahead_) break;
+      // Under a cache_limit the budget is what keeps pinned shards from crowding the cache.
+      if (!budget_.Fits(shard_bytes_(it->key))) break;
       Start(it->key);
     }
     scanned_ = it->begin + 1;
@@ -290,7 +269,7 @@ void Prefetcher::Drop(uint64_t position) {
     const bool behind = last == last_use_.end() || last->second < position;
     if (it->second.done && behind) {
       if (last != last_use_.end()) last_use_.erase(last);
-      bytes_ahead_ -= it->second.bytes;
+      budget_.Released(it->second.bytes);
       it = fetches_.erase(it);  // unpins
       upcoming_stale_ = true;
     } else {
@@ -308,7 +287,7 @@ void Prefetcher::Advance(uint64_t position) {
   const auto now = std::chrono::steady_clock::now();
   const double dt = std::chrono::duration<double>(now - last_advance_).count();
   if (dt > 0.05 && position > last_advance_taken_) {
-    rate_ = Ewma(rate_, static_cast<double>(position - last_advance_taken_) / dt);
+    rate_ = internal_cache::Ewma(rate_, static_cast<double>(position - last_advance_taken_) / dt);
     last_advance_ = now;
     last_advance_taken_ = position;
   }
@@ -395,7 +374,7 @@ Result<ShardHandle> Prefetcher::Wait(const ShardKey& key) {
     auto it = fetches_.find(key);
     if (it != fetches_.end() && !it->second.error.ok()) {
       Status error = it->second.error;
-      bytes_ahead_ -= it->second.bytes;
+      budget_.Released(it->second.bytes);
       fetches_.erase(it);  // a later Wait tries again
       return error;
     }

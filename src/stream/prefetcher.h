@@ -1,31 +1,11 @@
 // Prefetcher: makes the shards a worker will need soon local before it asks for them.
 //
-// It owns a look-ahead copy of the worker's plan cursor and walks it up to `predownload` samples
-// past the worker's position, turning samples into the shards they live in (in order of first
-// use). Up to `concurrency` of those shards are fetched at once (ShardCache::Acquire on a small
-// pool of std::jthreads), and never more than `max_bytes_in_flight` bytes of shards are ahead of
-// the worker (being fetched, and - under a cache_limit (cache_limited) - fetched and waiting to
-// be read; a shard larger than the whole budget is fetched once nothing else is ahead; the
-// budget may shrink as `byte_budget` says, when more readers share a cache folder). A
-// fetched shard stays pinned (its ShardHandle is held) until the worker has passed its last use
-// inside the window; then the pin is dropped and the cache may evict it. Each stream's cache is
-// told the upcoming shard order, so eviction keeps what is needed soonest.
-//
-// Auto mode (predownload or concurrency unset) measures how long a shard takes to become local
-// (latency L, which includes the round trip and the transfer) and how fast the worker consumes
-// samples (rate R), and keeps R x L x 2 samples ahead (at least four shards' worth): Little's
-// law, so that what is in flight covers the time a fetch takes, with margin. Concurrency follows
-// as the number of shards that window spans, or bandwidth x L x 2 in shards if more (4..16). With
-// predownload auto (and no cache_limit, where pins to far uses would crowd the cache) the
-// look-ahead then reaches on, past the window, until it holds as many shards still to fetch as
-// the concurrency allows: in a shuffled order the worker waits for most of epoch 1, so R says
-// little about the link. Until the first fetch has ended, the concurrency is the number of shards
-// that the worker's next four shards' worth of samples touch (samples_per_shard): four in shard
-// order, where the first shard should get the link to itself, and up to the maximum in a
-// shuffled order, where the worker needs all of them before it gets far - once the worker has its
-// first sample (read by two small ranged GETs that the bodies of sixteen shards would slow down).
-// The choice is reported in the gauges /ferry/stream/predownload, /ferry/stream/concurrency and
-// /ferry/stream/bandwidth_bytes_per_s.
+// A planner thread walks a look-ahead copy of the worker's plan cursor, turns samples into the
+// shards they live in (runs of consecutive samples in one shard, in order of first use) and
+// starts their fetches on a small pool, within `concurrency` and the PrefetchBudget. A fetched
+// shard stays pinned until the worker has passed its last use in the window. Unset predownload
+// and concurrency are sized from the worker's rate and the LinkEstimator (Little's law); the
+// rules, the cold start and the gauges are in docs/streaming.md, "Prefetch".
 //
 // Thread-safety: Wait and Advance are called by the worker's thread; the rest is internal.
 #pragma once
@@ -45,9 +25,11 @@
 
 #include "base/bounded_queue.h"
 #include "base/mutex.h"
+#include "cache/link_estimator.h"
 #include "ferry/result.h"
 #include "ferry/stream/epoch_plan.h"
 #include "ferry/stream/shard_cache.h"
+#include "stream/prefetch_budget.h"
 
 namespace ferry::internal_stream {
 
@@ -166,37 +148,30 @@ class Prefetcher {
   };
   std::deque<Run> window_ GUARDED_BY(mu_);
   uint64_t looked_ GUARDED_BY(mu_) = 0;
-  uint64_t first_looked_ GUARDED_BY(mu_) =
-      0;  // where the look-ahead started (a resumed cursor: past 0)
-  uint64_t scanned_ GUARDED_BY(mu_) =
-      0;  // runs beginning before this have been started or found started
-  uint64_t found_at_ GUARDED_BY(mu_) =
-      0;  // the position of the last shard the seek found still to fetch
-  bool upcoming_stale_ GUARDED_BY(mu_) =
-      true;  // the shards of the window changed since SetUpcoming
+  // Where the look-ahead started (a resumed cursor: past 0)
+  uint64_t first_looked_ GUARDED_BY(mu_) = 0;
+  // Runs beginning before this have been started or found started
+  uint64_t scanned_ GUARDED_BY(mu_) = 0;
+  // The position of the last shard the seek found still to fetch
+  uint64_t found_at_ GUARDED_BY(mu_) = 0;
+  // The shards of the window changed since SetUpcoming
+  bool upcoming_stale_ GUARDED_BY(mu_) = true;
   uint64_t planner_steps_ GUARDED_BY(mu_) = 0;
-  std::map<ShardKey, FetchState> fetches_
-      GUARDED_BY(mu_);  // started (in flight or done) and still wanted
-  std::map<ShardKey, uint64_t> last_use_
-      GUARDED_BY(mu_);  // last window position needing each shard
+  // Started (in flight or done) and still wanted
+  std::map<ShardKey, FetchState> fetches_ GUARDED_BY(mu_);
+  // The last window position needing each shard
+  std::map<ShardKey, uint64_t> last_use_ GUARDED_BY(mu_);
   uint32_t in_flight_ GUARDED_BY(mu_) = 0;
   bool dirty_ GUARDED_BY(mu_) = true;   // something changed that the planner should look at
   bool warm_ GUARDED_BY(mu_) = false;   // a fetch has completed
   std::atomic<uint64_t> next_wake_{0};  // Advance wakes the planner at this position
-  uint64_t bytes_in_flight_ GUARDED_BY(mu_) = 0;
-  uint64_t bytes_ahead_ GUARDED_BY(mu_) =
-      0;  // in flight + fetched and pinned: what max_bytes_ahead_ bounds
-  uint64_t max_bytes_ahead_ GUARDED_BY(mu_) =
-      0;  // max_bytes_in_flight, or less as byte_budget says
-  std::chrono::steady_clock::time_point budget_checked_ GUARDED_BY(mu_){};
+  PrefetchBudget budget_ GUARDED_BY(mu_);
   // Auto sizing.
-  double latency_s_ GUARDED_BY(mu_) = 0;         // seconds a fetch takes (EWMA)
-  double rate_ GUARDED_BY(mu_) = 0;              // samples/s the worker consumes (EWMA)
-  double bandwidth_ GUARDED_BY(mu_) = 0;         // bytes/s of all fetches together (EWMA)
-  double shard_samples_ GUARDED_BY(mu_) = 0;     // mean samples per distinct shard in the window
-  double mean_shard_bytes_ GUARDED_BY(mu_) = 0;  // of the shards fetched (EWMA)
-  uint64_t auto_window_ GUARDED_BY(mu_) = 0;     // samples
-  uint64_t shard_changes_ GUARDED_BY(mu_) = 0;   // times the look-ahead moved to another shard
+  double rate_ GUARDED_BY(mu_) = 0;           // samples/s the worker consumes (EWMA)
+  double shard_samples_ GUARDED_BY(mu_) = 0;  // mean samples per distinct shard in the window
+  internal_cache::LinkEstimator link_ GUARDED_BY(mu_);  // the fetches that crossed the link
+  uint64_t auto_window_ GUARDED_BY(mu_) = 0;            // samples
+  uint64_t shard_changes_ GUARDED_BY(mu_) = 0;  // times the look-ahead moved to another shard
   uint32_t auto_concurrency_ GUARDED_BY(mu_) = 2;
   // Distinct shards among the first four shards' worth of samples of the look-ahead (0: not yet
   // counted): the concurrency until a fetch has ended.
