@@ -11,21 +11,6 @@
 
 namespace ferry::internal_azure {
 
-Result<ObjectInfo> ObjectInfoFromHeaders(const http::Headers& headers, std::string_view key,
-                                         std::string_view url) {
-  ObjectInfo info;
-  info.key = std::string(key);
-  const auto length = headers.Get("Content-Length");
-  const auto size = length ? ParseUint(*length) : std::nullopt;
-  if (!size) {
-    return DataLossError(fmt::format("{}: the response has no valid Content-Length", url));
-  }
-  info.size = *size;
-  if (auto etag = headers.Get("ETag")) info.etag = http::UnquoteEtag(*etag);
-  if (auto modified = headers.Get("Last-Modified")) info.mtime = http::ParseHttpDate(*modified);
-  return info;
-}
-
 Result<ListBlobsPage> ParseListBlobs(std::string_view xml, std::string_view url) {
   auto root = ParseXml(xml);
   if (!root) return root.status().WithContext(fmt::format("{}: List Blobs response", url));

@@ -1,5 +1,6 @@
-// What Azure Blob responses say about blobs, and the XML bodies ferry sends: object info from
-// Get Blob Properties headers, List Blobs pages, block ids and the Put Block List body.
+// What Azure Blob responses say about blobs, and the XML bodies ferry sends: List Blobs pages,
+// block ids and the Put Block List body. (A HEAD's headers are read by
+// http::ObjectInfoFromHeaders.)
 //
 // List Blobs (GET <container>?restype=container&comp=list) answers
 //   <EnumerationResults ...><Prefix/><Marker/><MaxResults/><Delimiter/>
@@ -32,11 +33,6 @@
 #include "storage/http/http_types.h"
 
 namespace ferry::internal_azure {
-
-/// Size, etag and mtime from the headers of a Get Blob Properties (HEAD) response. kDataLoss
-/// naming `url` when Content-Length is missing or not a number.
-Result<ObjectInfo> ObjectInfoFromHeaders(const http::Headers& headers, std::string_view key,
-                                         std::string_view url);
 
 struct ListBlobsPage {
   std::vector<ObjectInfo> objects;    // in the order listed

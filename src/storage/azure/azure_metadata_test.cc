@@ -17,25 +17,6 @@ using ::testing::ElementsAre;
 
 constexpr std::string_view kUrl = "https://myaccount.blob.core.windows.net/data";
 
-TEST(ObjectInfoFromHeaders, ReadsSizeEtagAndMtime) {
-  http::Headers h;
-  h.Set("Content-Length", "1234");
-  h.Set("ETag", "\"0x8DC0123456789AB\"");
-  h.Set("Last-Modified", "Tue, 07 Jan 2025 12:34:56 GMT");
-  auto info = ObjectInfoFromHeaders(h, "a/b", kUrl);
-  ASSERT_TRUE(info.ok());
-  EXPECT_EQ(info->key, "a/b");
-  EXPECT_EQ(info->size, 1234u);
-  EXPECT_EQ(info->etag, "0x8DC0123456789AB");
-  ASSERT_TRUE(info->mtime);
-  EXPECT_EQ(std::chrono::system_clock::to_time_t(*info->mtime), 1736253296);
-
-  h.Set("Content-Length", "12x");
-  auto bad = ObjectInfoFromHeaders(h, "a/b", kUrl);
-  ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.status().code(), StatusCode::kDataLoss);
-}
-
 // Shaped like the service's answer (BOM, attributes, properties we ignore).
 constexpr std::string_view kPage =
     "\xEF\xBB\xBF<?xml version=\"1.0\" encoding=\"utf-8\"?><EnumerationResults "

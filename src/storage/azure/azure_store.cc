@@ -89,7 +89,7 @@ class AzureBlobStore final : public ObjectStore {
     auto info = Retry(options_.retry, [&]() -> Result<ObjectInfo> {
       FERRY_ASSIGN_OR_RETURN(http::Response response, Send(*transport, NewRequest("HEAD", url)));
       if (response.status >= 300) return HeadError(*transport, response, url, name);
-      return ObjectInfoFromHeaders(response.headers, key, name);
+      return http::ObjectInfoFromHeaders(response.headers, key, name);
     });
     return Scrub(std::move(info), name);
   }

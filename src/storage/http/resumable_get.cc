@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "base/ascii.h"
+#include "storage/http/http_date.h"
 
 namespace ferry::http {
 
@@ -28,6 +29,21 @@ std::string UnquoteEtag(std::string_view etag) {
     etag = etag.substr(1, etag.size() - 2);
   }
   return std::string(etag);
+}
+
+Result<ObjectInfo> ObjectInfoFromHeaders(const Headers& headers, std::string_view key,
+                                         std::string_view url) {
+  ObjectInfo info;
+  info.key = std::string(key);
+  const auto length = headers.Get("Content-Length");
+  const auto size = length ? ParseUint(*length) : std::nullopt;
+  if (!size) {
+    return DataLossError(fmt::format("{}: the response has no valid Content-Length", url));
+  }
+  info.size = *size;
+  if (auto etag = headers.Get("ETag")) info.etag = UnquoteEtag(*etag);
+  if (auto modified = headers.Get("Last-Modified")) info.mtime = ParseHttpDate(*modified);
+  return info;
 }
 
 Status StatusFromHttp(int status, std::string_view url, std::string_view detail) {

@@ -63,4 +63,10 @@ std::optional<uint64_t> StartFromContentRange(std::string_view content_range);
 /// `"abc"` -> `abc`; W/"abc" -> abc.
 std::string UnquoteEtag(std::string_view etag);
 
+/// `key` with the size (Content-Length), etag (unquoted ETag) and mtime (Last-Modified, when it
+/// parses) of a HEAD response. kDataLoss naming `url` when Content-Length is missing or not a
+/// number: S3 and Azure always send it, so its absence means a broken reply.
+Result<ObjectInfo> ObjectInfoFromHeaders(const Headers& headers, std::string_view key,
+                                         std::string_view url);
+
 }  // namespace ferry::http

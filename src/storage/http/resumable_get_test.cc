@@ -290,5 +290,58 @@ TEST(ContentHelpers, ParseTotalsAndEtags) {
               HasSubstr("http://x/y: HTTP 500: Boom"));
 }
 
+int64_t UnixSeconds(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
+}
+
+TEST(ObjectInfoFromHeaders, ReadsSizeEtagAndMtime) {
+  Headers h;
+  h.Set("Content-Length", "434234");
+  h.Set("ETag", "\"fba9dede5f27731c9771645a39863328\"");
+  h.Set("Last-Modified", "Sun, 1 Jan 2006 12:00:00 GMT");
+  auto info = ObjectInfoFromHeaders(h, "my-image.jpg", "s3://b/my-image.jpg");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->key, "my-image.jpg");
+  EXPECT_EQ(info->size, 434234u);
+  EXPECT_EQ(info->etag, "fba9dede5f27731c9771645a39863328");
+  ASSERT_TRUE(info->mtime);
+  EXPECT_EQ(UnixSeconds(*info->mtime), 1136116800);
+
+  // Azure's etags are quoted hex of another shape; the key may hold '/'.
+  h.Set("ETag", "\"0x8DC0123456789AB\"");
+  h.Set("Last-Modified", "Tue, 07 Jan 2025 12:34:56 GMT");
+  info = ObjectInfoFromHeaders(h, "a/b", "az://data/a/b");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->key, "a/b");
+  EXPECT_EQ(info->etag, "0x8DC0123456789AB");
+  ASSERT_TRUE(info->mtime);
+  EXPECT_EQ(UnixSeconds(*info->mtime), 1736253296);
+}
+
+TEST(ObjectInfoFromHeaders, WithoutAValidLengthIsDataLossNamingTheUrl) {
+  Headers h;
+  h.Set("ETag", "\"e\"");
+  for (const char* length : {"12x", "", "-1", " 12"}) {
+    h.Set("Content-Length", length);
+    auto bad = ObjectInfoFromHeaders(h, "k", "s3://b/k");
+    ASSERT_FALSE(bad.ok()) << length;
+    EXPECT_EQ(bad.status().code(), StatusCode::kDataLoss);
+    EXPECT_THAT(bad.status().message(), HasSubstr("s3://b/k"));
+  }
+  h.Remove("Content-Length");
+  EXPECT_EQ(ObjectInfoFromHeaders(h, "k", "s3://b/k").status().code(), StatusCode::kDataLoss);
+}
+
+TEST(ObjectInfoFromHeaders, AnUnreadableDateLeavesNoMtime) {
+  Headers h;
+  h.Set("Content-Length", "0");
+  h.Set("Last-Modified", "yesterday");
+  auto info = ObjectInfoFromHeaders(h, "k", "s3://b/k");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->size, 0u);
+  EXPECT_FALSE(info->mtime);
+  EXPECT_EQ(info->etag, "");
+}
+
 }  // namespace
 }  // namespace ferry::http

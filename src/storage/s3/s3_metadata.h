@@ -22,11 +22,6 @@
 
 namespace ferry::internal_s3 {
 
-/// Size (Content-Length), etag (unquoted) and mtime (Last-Modified) of a HEAD reply; kDataLoss
-/// naming `url` when Content-Length is missing or malformed.
-Result<ObjectInfo> ObjectInfoFromHeaders(const http::Headers& headers, std::string_view key,
-                                         std::string_view url);
-
 struct ListPage {
   std::vector<ObjectInfo> objects;
   std::vector<std::string> prefixes;

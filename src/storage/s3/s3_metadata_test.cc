@@ -5,30 +5,7 @@
 namespace ferry::internal_s3 {
 namespace {
 
-using std::chrono::system_clock;
-
 constexpr std::string_view kUrl = "s3://bucket/";
-
-int64_t UnixMillis(system_clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-}
-
-TEST(ObjectInfoFromHeadersTest, HeadReply) {
-  http::Headers h;
-  h.Set("Content-Length", "434234");
-  h.Set("ETag", "\"fba9dede5f27731c9771645a39863328\"");
-  h.Set("Last-Modified", "Sun, 1 Jan 2006 12:00:00 GMT");
-  auto info = ObjectInfoFromHeaders(h, "my-image.jpg", "s3://b/my-image.jpg");
-  ASSERT_TRUE(info.ok());
-  EXPECT_EQ(info->key, "my-image.jpg");
-  EXPECT_EQ(info->size, 434234u);
-  EXPECT_EQ(info->etag, "fba9dede5f27731c9771645a39863328");
-  ASSERT_TRUE(info->mtime.has_value());
-  EXPECT_EQ(UnixMillis(*info->mtime), 1136116800000);
-
-  h.Set("Content-Length", "12x");
-  EXPECT_EQ(ObjectInfoFromHeaders(h, "k", "s3://b/k").status().code(), StatusCode::kDataLoss);
-}
 
 TEST(ListObjectsV2Test, UrlEncodedPage) {
   constexpr std::string_view kXml = R"(<?xml version="1.0" encoding="UTF-8"?>

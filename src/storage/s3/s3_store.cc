@@ -101,7 +101,7 @@ class S3Store final : public ObjectStore {
       FERRY_ASSIGN_OR_RETURN(http::Response r,
                              Send("HEAD", url, {}, std::nullopt, kEmptyPayloadSha256));
       if (r.status >= 300) return HeadError(r, url, name);
-      return ObjectInfoFromHeaders(r.headers, key, name);
+      return http::ObjectInfoFromHeaders(r.headers, key, name);
     });
     if (!info) return Named(info.status(), name);
     return info;
