@@ -59,7 +59,7 @@ StoreUnderTest AzureOnAzurite() {
         options.block_size = 512 << 10;
         return internal_azure::OpenAzureUrl(
             fmt::format("az://{}/conformance/{}/", ServerEnv("AZURITE_CONTAINER"), RunId()),
-            internal_azure::ProcessEnv, options);
+            ProcessEnv, options);
       },
       .multipart_bytes = 3 * (512 << 10) + 17,
   };

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 #include <algorithm>
 #include <cctype>
@@ -12,6 +11,7 @@
 #include "base/ascii.h"
 #include "storage/http/http_date.h"
 #include "storage/http/url_encoding.h"
+#include "storage/sha256.h"
 
 namespace ferry::internal_azure {
 namespace {
@@ -145,12 +145,7 @@ std::string SharedKeyStringToSign(const http::Request& request, std::string_view
 }
 
 std::string SharedKeySignature(std::string_view key, std::string_view string_to_sign) {
-  unsigned char mac[EVP_MAX_MD_SIZE];
-  unsigned int mac_size = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-       reinterpret_cast<const unsigned char*>(string_to_sign.data()), string_to_sign.size(), mac,
-       &mac_size);
-  return Base64Encode(std::string_view(reinterpret_cast<const char*>(mac), mac_size));
+  return Base64Encode(HmacSha256(key, string_to_sign));
 }
 
 void SignSharedKey(http::Request& request, std::string_view account, std::string_view key,

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cstdlib>
 #include <vector>
 
 #include "base/ascii.h"
@@ -216,12 +215,6 @@ Result<ConnectionStringSettings> ParseConnectionString(std::string_view text) {
     text.remove_prefix(semi + 1);
   }
   return s;
-}
-
-std::optional<std::string> ProcessEnv(std::string_view name) {
-  const char* value = std::getenv(std::string(name).c_str());
-  if (value == nullptr || *value == '\0') return std::nullopt;
-  return std::string(value);
 }
 
 Result<AzureLocation> ParseAzureUrl(std::string_view url, const EnvLookup& env) {

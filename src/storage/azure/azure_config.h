@@ -34,13 +34,13 @@
 // Thread-safety: values and reentrant functions.
 #pragma once
 
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "ferry/result.h"
 #include "storage/azure/azure_auth.h"
+#include "storage/env_lookup.h"
 
 namespace ferry::internal_azure {
 
@@ -82,11 +82,6 @@ struct ConnectionStringSettings {
 /// Parses "Key=Value;Key=Value". kInvalidArgument (never quoting the string, which holds the key)
 /// for an entry without '='.
 Result<ConnectionStringSettings> ParseConnectionString(std::string_view text);
-
-/// Looks up an environment variable; nullopt when unset or empty.
-using EnvLookup = std::function<std::optional<std::string>(std::string_view name)>;
-/// The process environment (getenv).
-std::optional<std::string> ProcessEnv(std::string_view name);
 
 struct AzureLocation {
   AzureConfig config;

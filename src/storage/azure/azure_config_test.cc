@@ -3,8 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <map>
 #include <string>
+
+#include "storage/testing/fake_env_testutil.h"
 
 namespace ferry::internal_azure {
 namespace {
@@ -19,14 +20,6 @@ constexpr std::string_view kKey =
     "c2VjcmV0LWtleS1ieXRlcy1mb3ItdGVzdHMtb25seS0wMTIzNDU2Nzg5YWJjZGVmZ2hpams=";
 constexpr std::string_view kSig = "s3cr3tS1gnature%2Bvalue%3D";
 constexpr std::string_view kSigDecoded = "s3cr3tS1gnature+value=";
-
-EnvLookup Env(std::map<std::string, std::string> vars) {
-  return [vars = std::move(vars)](std::string_view name) -> std::optional<std::string> {
-    auto it = vars.find(std::string(name));
-    if (it == vars.end() || it->second.empty()) return std::nullopt;
-    return it->second;
-  };
-}
 
 std::string SasToken() {
   return "sv=2021-08-06&ss=b&srt=sco&sp=rwdlac&se=2030-01-01T00:00:00Z&sig=" + std::string(kSig);
@@ -55,9 +48,9 @@ TEST(ConnectionString, MalformedEntryIsNotQuoted) {
 TEST(ParseAzureUrl, CloudConnectionString) {
   auto loc = ParseAzureUrl(
       "az://data/shards/index.json",
-      Env({{"AZURE_STORAGE_CONNECTION_STRING",
-            "DefaultEndpointsProtocol=https;AccountName=myaccount;AccountKey=" + std::string(kKey) +
-                ";EndpointSuffix=core.windows.net"}}));
+      testing::FakeEnv({{"AZURE_STORAGE_CONNECTION_STRING",
+                         "DefaultEndpointsProtocol=https;AccountName=myaccount;AccountKey=" +
+                             std::string(kKey) + ";EndpointSuffix=core.windows.net"}}));
   ASSERT_TRUE(loc.ok()) << loc.status().ToString();
   EXPECT_EQ(loc->key, "shards/index.json");
   EXPECT_EQ(loc->config.account, "myaccount");
@@ -74,7 +67,8 @@ TEST(ParseAzureUrl, CloudConnectionString) {
 TEST(ParseAzureUrl, EmulatorConnectionStringIsPathStyle) {
   auto loc = ParseAzureUrl(
       "az://test/a b.txt",
-      Env({{"AZURE_STORAGE_CONNECTION_STRING",
+      testing::FakeEnv(
+          {{"AZURE_STORAGE_CONNECTION_STRING",
             "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=" +
                 std::string(kDevKey) + ";BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;"}}));
   ASSERT_TRUE(loc.ok()) << loc.status().ToString();
@@ -88,7 +82,8 @@ TEST(ParseAzureUrl, EmulatorConnectionStringIsPathStyle) {
 
 TEST(ParseAzureUrl, EmulatorShortcut) {
   auto loc = ParseAzureUrl(
-      "az://test/k", Env({{"AZURE_STORAGE_CONNECTION_STRING", "UseDevelopmentStorage=true"}}));
+      "az://test/k",
+      testing::FakeEnv({{"AZURE_STORAGE_CONNECTION_STRING", "UseDevelopmentStorage=true"}}));
   ASSERT_TRUE(loc.ok()) << loc.status().ToString();
   EXPECT_EQ(loc->config.account, "devstoreaccount1");
   EXPECT_EQ(loc->config.endpoint, "http://127.0.0.1:10000/devstoreaccount1");
@@ -96,11 +91,11 @@ TEST(ParseAzureUrl, EmulatorShortcut) {
 }
 
 TEST(ParseAzureUrl, SasOnlyConnectionString) {
-  auto loc =
-      ParseAzureUrl("az://data/x", Env({{"AZURE_STORAGE_CONNECTION_STRING",
-                                         "BlobEndpoint=https://myaccount.blob.core.windows.net/;"
-                                         "SharedAccessSignature=" +
-                                             SasToken()}}));
+  auto loc = ParseAzureUrl(
+      "az://data/x", testing::FakeEnv({{"AZURE_STORAGE_CONNECTION_STRING",
+                                        "BlobEndpoint=https://myaccount.blob.core.windows.net/;"
+                                        "SharedAccessSignature=" +
+                                            SasToken()}}));
   ASSERT_TRUE(loc.ok()) << loc.status().ToString();
   EXPECT_EQ(loc->config.account, "myaccount");  // from the endpoint's host
   EXPECT_EQ(loc->config.endpoint, "https://myaccount.blob.core.windows.net");
@@ -110,7 +105,8 @@ TEST(ParseAzureUrl, SasOnlyConnectionString) {
 
 TEST(ParseAzureUrl, ConnectionStringWithoutAccountOrEndpointIsAnError) {
   auto loc = ParseAzureUrl(
-      "az://data/x", Env({{"AZURE_STORAGE_CONNECTION_STRING", "AccountKey=" + std::string(kKey)}}));
+      "az://data/x",
+      testing::FakeEnv({{"AZURE_STORAGE_CONNECTION_STRING", "AccountKey=" + std::string(kKey)}}));
   ASSERT_FALSE(loc.ok());
   EXPECT_EQ(loc.status().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(loc.status().message(), HasSubstr("az://data/x"));
@@ -118,38 +114,41 @@ TEST(ParseAzureUrl, ConnectionStringWithoutAccountOrEndpointIsAnError) {
 }
 
 TEST(ParseAzureUrl, AccountAndKeyVariables) {
-  auto loc = ParseAzureUrl("az://data/x", Env({{"AZURE_STORAGE_ACCOUNT", "myaccount"},
-                                               {"AZURE_STORAGE_KEY", std::string(kKey)}}));
+  auto loc =
+      ParseAzureUrl("az://data/x", testing::FakeEnv({{"AZURE_STORAGE_ACCOUNT", "myaccount"},
+                                                     {"AZURE_STORAGE_KEY", std::string(kKey)}}));
   ASSERT_TRUE(loc.ok()) << loc.status().ToString();
   EXPECT_EQ(loc->config.endpoint, "https://myaccount.blob.core.windows.net");
   EXPECT_TRUE(loc->config.credentials.has_shared_key());
 }
 
 TEST(ParseAzureUrl, SasTokenVariableWithLeadingQuestionMark) {
-  auto loc = ParseAzureUrl("az://data/x", Env({{"AZURE_STORAGE_ACCOUNT", "myaccount"},
-                                               {"AZURE_STORAGE_SAS_TOKEN", "?" + SasToken()}}));
+  auto loc = ParseAzureUrl("az://data/x",
+                           testing::FakeEnv({{"AZURE_STORAGE_ACCOUNT", "myaccount"},
+                                             {"AZURE_STORAGE_SAS_TOKEN", "?" + SasToken()}}));
   ASSERT_TRUE(loc.ok()) << loc.status().ToString();
   EXPECT_EQ(loc->config.credentials.sas_token, SasToken());
 }
 
 TEST(ParseAzureUrl, BlobEndpointOverride) {
-  auto loc = ParseAzureUrl(
-      "az://data/x",
-      Env({{"AZURE_STORAGE_ACCOUNT", "devstoreaccount1"},
-           {"AZURE_STORAGE_KEY", std::string(kDevKey)},
-           {"AZURE_STORAGE_BLOB_ENDPOINT", "http://127.0.0.1:10555/devstoreaccount1/"}}));
+  auto loc = ParseAzureUrl("az://data/x",
+                           testing::FakeEnv({{"AZURE_STORAGE_ACCOUNT", "devstoreaccount1"},
+                                             {"AZURE_STORAGE_KEY", std::string(kDevKey)},
+                                             {"AZURE_STORAGE_BLOB_ENDPOINT",
+                                              "http://127.0.0.1:10555/devstoreaccount1/"}}));
   ASSERT_TRUE(loc.ok()) << loc.status().ToString();
   EXPECT_EQ(loc->config.endpoint, "http://127.0.0.1:10555/devstoreaccount1");
   EXPECT_EQ(loc->config.BlobUrl("x"), "http://127.0.0.1:10555/devstoreaccount1/data/x");
 
-  auto bad = ParseAzureUrl("az://data/x", Env({{"AZURE_STORAGE_ACCOUNT", "a"},
-                                               {"AZURE_STORAGE_BLOB_ENDPOINT", "ftp://x"}}));
+  auto bad =
+      ParseAzureUrl("az://data/x", testing::FakeEnv({{"AZURE_STORAGE_ACCOUNT", "a"},
+                                                     {"AZURE_STORAGE_BLOB_ENDPOINT", "ftp://x"}}));
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr("AZURE_STORAGE_BLOB_ENDPOINT"));
 }
 
 TEST(ParseAzureUrl, NoAccountIsAnErrorThatSaysWhatToSet) {
-  auto loc = ParseAzureUrl("az://data/x", Env({}));
+  auto loc = ParseAzureUrl("az://data/x", testing::FakeEnv({}));
   ASSERT_FALSE(loc.ok());
   EXPECT_EQ(loc.status().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(loc.status().message(), HasSubstr("AZURE_STORAGE_ACCOUNT"));
@@ -157,8 +156,8 @@ TEST(ParseAzureUrl, NoAccountIsAnErrorThatSaysWhatToSet) {
 
 TEST(ParseAzureUrl, BadKeyIsNamedButNotQuoted) {
   const std::string bad_key = "not-base64-but-still-a-secret!";
-  auto loc = ParseAzureUrl(
-      "az://data/x", Env({{"AZURE_STORAGE_ACCOUNT", "myaccount"}, {"AZURE_STORAGE_KEY", bad_key}}));
+  auto loc = ParseAzureUrl("az://data/x", testing::FakeEnv({{"AZURE_STORAGE_ACCOUNT", "myaccount"},
+                                                            {"AZURE_STORAGE_KEY", bad_key}}));
   ASSERT_FALSE(loc.ok());
   EXPECT_THAT(loc.status().message(), HasSubstr("AZURE_STORAGE_KEY is not valid base64"));
   EXPECT_THAT(loc.status().message(), Not(HasSubstr(bad_key)));
@@ -170,7 +169,7 @@ TEST(ParseAzureUrl, AbfsForms) {
         "abfss://data@myaccount.dfs.core.windows.net/a/b",
         "az://data@myaccount.blob.core.windows.net/a/b", "abfss://data@myaccount/a/b"}) {
     SCOPED_TRACE(url);
-    auto loc = ParseAzureUrl(url, Env({}));
+    auto loc = ParseAzureUrl(url, testing::FakeEnv({}));
     ASSERT_TRUE(loc.ok()) << loc.status().ToString();
     EXPECT_EQ(loc->config.account, "myaccount");
     EXPECT_EQ(loc->config.container, "data");
@@ -179,22 +178,23 @@ TEST(ParseAzureUrl, AbfsForms) {
     EXPECT_FALSE(loc->config.credentials.has_shared_key());  // nothing in the environment
     EXPECT_EQ(loc->config.ToUrl("a/b"), url);
   }
-  auto china = ParseAzureUrl("abfss://data@acct.dfs.core.chinacloudapi.cn/k", Env({}));
+  auto china = ParseAzureUrl("abfss://data@acct.dfs.core.chinacloudapi.cn/k", testing::FakeEnv({}));
   ASSERT_TRUE(china.ok());
   EXPECT_EQ(china->config.endpoint, "https://acct.blob.core.chinacloudapi.cn");
 }
 
 TEST(ParseAzureUrl, AbfsWithoutAccountUsesTheEnvironment) {
-  auto loc = ParseAzureUrl("abfss://data/k", Env({{"AZURE_STORAGE_ACCOUNT", "myaccount"}}));
+  auto loc =
+      ParseAzureUrl("abfss://data/k", testing::FakeEnv({{"AZURE_STORAGE_ACCOUNT", "myaccount"}}));
   ASSERT_TRUE(loc.ok()) << loc.status().ToString();
   EXPECT_EQ(loc->config.endpoint, "https://myaccount.blob.core.windows.net");
   EXPECT_EQ(loc->config.ToUrl("k"), "abfss://data/k");
 }
 
 TEST(ParseAzureUrl, EnvironmentCredentialsApplyOnlyToTheirAccount) {
-  auto env = Env({{"AZURE_STORAGE_CONNECTION_STRING",
-                   "AccountName=devstoreaccount1;AccountKey=" + std::string(kDevKey) +
-                       ";BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1"}});
+  auto env = testing::FakeEnv({{"AZURE_STORAGE_CONNECTION_STRING",
+                                "AccountName=devstoreaccount1;AccountKey=" + std::string(kDevKey) +
+                                    ";BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1"}});
   auto same = ParseAzureUrl("abfs://data@devstoreaccount1.dfs.core.windows.net/k", env);
   ASSERT_TRUE(same.ok()) << same.status().ToString();
   EXPECT_EQ(same->config.endpoint, "http://127.0.0.1:10000/devstoreaccount1");
@@ -207,7 +207,7 @@ TEST(ParseAzureUrl, EnvironmentCredentialsApplyOnlyToTheirAccount) {
 }
 
 TEST(ParseAzureUrl, KeysAreLiteralAndMayBeEmpty) {
-  auto env = Env({{"AZURE_STORAGE_ACCOUNT", "myaccount"}});
+  auto env = testing::FakeEnv({{"AZURE_STORAGE_ACCOUNT", "myaccount"}});
   auto root = ParseAzureUrl("az://data", env);
   ASSERT_TRUE(root.ok());
   EXPECT_EQ(root->key, "");
@@ -220,7 +220,7 @@ TEST(ParseAzureUrl, KeysAreLiteralAndMayBeEmpty) {
 }
 
 TEST(ParseAzureUrl, RejectsBadContainersHostsAndSchemes) {
-  auto env = Env({{"AZURE_STORAGE_ACCOUNT", "myaccount"}});
+  auto env = testing::FakeEnv({{"AZURE_STORAGE_ACCOUNT", "myaccount"}});
   for (const char* url :
        {"az:///k", "az://Data/k", "az://ab/k", "az://-data/k", "az://da--ta/k",
         "az://data@my_account/k", "abfs://data@myaccount.queue.core.windows.net/k",
@@ -234,7 +234,7 @@ TEST(ParseAzureUrl, RejectsBadContainersHostsAndSchemes) {
 }
 
 TEST(ParseAzureUrl, ToUrlRoundTrips) {
-  auto env = Env({{"AZURE_STORAGE_ACCOUNT", "myaccount"}});
+  auto env = testing::FakeEnv({{"AZURE_STORAGE_ACCOUNT", "myaccount"}});
   for (const char* url :
        {"az://data/a/b c/ü+%#?.bin", "abfss://data@myaccount.dfs.core.windows.net/x/y"}) {
     SCOPED_TRACE(url);
@@ -268,9 +268,9 @@ TEST(BlobUrl, EncodesEachSegmentLikeTheSdk) {
 }
 
 TEST(Secrets, NeverInDebugStringAndRedacted) {
-  auto env = Env({{"AZURE_STORAGE_ACCOUNT", "myaccount"},
-                  {"AZURE_STORAGE_KEY", std::string(kKey)},
-                  {"AZURE_STORAGE_SAS_TOKEN", SasToken()}});
+  auto env = testing::FakeEnv({{"AZURE_STORAGE_ACCOUNT", "myaccount"},
+                               {"AZURE_STORAGE_KEY", std::string(kKey)},
+                               {"AZURE_STORAGE_SAS_TOKEN", SasToken()}});
   auto loc = ParseAzureUrl("az://data/k", env);
   ASSERT_TRUE(loc.ok());
   const AzureConfig& config = loc->config;

@@ -46,6 +46,7 @@
 #include "storage/azure/azure_metadata.h"
 #include "storage/http/resumable_get.h"
 #include "storage/http/url_encoding.h"
+#include "storage/store_cache.h"
 
 namespace ferry::internal_azure {
 namespace {
@@ -385,8 +386,6 @@ class AzureBlobStore final : public ObjectStore {
   const std::string scheme_;
 };
 
-Result<StoreAndKey> OpenFromRegistry(std::string_view url) { return OpenAzureUrl(url); }
-
 }  // namespace
 
 std::shared_ptr<ObjectStore> MakeAzureStore(AzureConfig config, AzureStoreOptions options,
@@ -404,11 +403,29 @@ Result<StoreAndKey> OpenAzureUrl(std::string_view url, const EnvLookup& env,
       std::move(location.key)};
 }
 
+Result<StoreAndKey> OpenCachedAzureUrl(std::string_view url, const EnvLookup& env) {
+  FERRY_ASSIGN_OR_RETURN(AzureLocation location, ParseAzureUrl(url, env));
+  const AzureConfig& c = location.config;
+  // Every field of the config: two URLs that resolve alike share a store.
+  const std::string cache_key = fmt::format(
+      "az\n{}\n{}\n{}\n{}\n{}\n{}\n{}", c.url_prefix, c.account, c.container, c.endpoint,
+      c.credentials.account, c.credentials.account_key, c.credentials.sas_token);
+  FERRY_ASSIGN_OR_RETURN(
+      std::shared_ptr<ObjectStore> store, CachedStore(cache_key, [&] {
+        return Result<std::shared_ptr<ObjectStore>>(MakeAzureStore(location.config));
+      }));
+  return StoreAndKey{std::move(store), std::move(location.key)};
+}
+
 namespace {
 
-const StoreRegistration kAzRegistration("az", &OpenFromRegistry);
-const StoreRegistration kAbfsRegistration("abfs", &OpenFromRegistry);
-const StoreRegistration kAbfssRegistration("abfss", &OpenFromRegistry);
+Result<StoreAndKey> OpenAzureUrlFromEnvironment(std::string_view url) {
+  return OpenCachedAzureUrl(url);
+}
+
+const StoreRegistration kAzRegistration("az", &OpenAzureUrlFromEnvironment);
+const StoreRegistration kAbfsRegistration("abfs", &OpenAzureUrlFromEnvironment);
+const StoreRegistration kAbfssRegistration("abfss", &OpenAzureUrlFromEnvironment);
 
 }  // namespace
 }  // namespace ferry::internal_azure

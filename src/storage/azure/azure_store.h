@@ -44,10 +44,15 @@ struct AzureStoreOptions {
 std::shared_ptr<ObjectStore> MakeAzureStore(AzureConfig config, AzureStoreOptions options = {},
                                             std::shared_ptr<http::Transport> transport = nullptr);
 
-/// What OpenUrl does for az://, abfs:// and abfss:// URLs, with the environment, options and
-/// transport given explicitly.
+/// A new store for the container of an az://, abfs:// or abfss:// URL, with the environment,
+/// options and transport given explicitly.
 Result<StoreAndKey> OpenAzureUrl(std::string_view url, const EnvLookup& env = ProcessEnv,
                                  AzureStoreOptions options = {},
                                  std::shared_ptr<http::Transport> transport = nullptr);
+
+/// What the registered factory of az, abfs and abfss does, with the environment given:
+/// OpenAzureUrl with default options and transport, the store cached (store_cache.h) per
+/// container, endpoint, URL form and credentials.
+Result<StoreAndKey> OpenCachedAzureUrl(std::string_view url, const EnvLookup& env = ProcessEnv);
 
 }  // namespace ferry::internal_azure

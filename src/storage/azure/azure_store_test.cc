@@ -16,13 +16,13 @@
 #include "storage/azure/azure_auth.h"
 #include "storage/azure/azure_store_testutil.h"
 #include "storage/http/recording_transport.h"
+#include "storage/testing/fake_env_testutil.h"
 #include "storage/xml/xml_tree.h"
 
 namespace ferry::internal_azure {
 namespace {
 
 using azure_test::AzureError;
-using azure_test::Env;
 using azure_test::ExpectSigned;
 using azure_test::kBlobBase;
 using azure_test::KeyEnv;
@@ -408,7 +408,8 @@ TEST(AzureStore, EmulatorEndpointIsPathStyle) {
       [](const http::RecordedRequest&) { return Ok(201); });
   auto [store, key] = Open(
       "az://test/a b", transport, TestOptions(),
-      Env({{"AZURE_STORAGE_CONNECTION_STRING",
+      testing::FakeEnv(
+          {{"AZURE_STORAGE_CONNECTION_STRING",
             "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=" +
                 std::string(kKey) + ";BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;"}}));
   ASSERT_TRUE(store->Put(key, "x").ok());
@@ -416,7 +417,7 @@ TEST(AzureStore, EmulatorEndpointIsPathStyle) {
   EXPECT_EQ(r.url, "http://127.0.0.1:10000/devstoreaccount1/test/a%20b");
   http::Request request{r.method, r.url, r.headers, ByteSource::FromView(r.body), {}};
   EXPECT_THAT(SharedKeyStringToSign(request, "devstoreaccount1"),
-              testing::EndsWith("\n/devstoreaccount1/devstoreaccount1/test/a%20b"));
+              ::testing::EndsWith("\n/devstoreaccount1/devstoreaccount1/test/a%20b"));
 }
 
 TEST(AzureStore, SchemesAreRegisteredAndUrlsRoundTrip) {
@@ -441,6 +442,25 @@ TEST(AzureStore, SchemesAreRegisteredAndUrlsRoundTrip) {
     EXPECT_EQ(again->key, key);
     EXPECT_EQ(again->store->scheme(), store->scheme());
   }
+}
+
+TEST(AzureStore, TheRegistryCachesOneStorePerContainerUrlFormAndCredentials) {
+  auto a = OpenCachedAzureUrl("az://data/a", KeyEnv());
+  auto b = OpenCachedAzureUrl("az://data/b/c", KeyEnv());
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(a->store.get(), b->store.get());
+  EXPECT_EQ(b->key, "b/c");
+  for (const auto& [url, env] : std::vector<std::pair<std::string, EnvLookup>>{
+           {"az://other/a", KeyEnv()},
+           {"az://data/a", SasEnv()},
+           {"abfss://data@myaccount.dfs.core.windows.net/a", KeyEnv()}}) {
+    auto other = OpenCachedAzureUrl(url, env);
+    ASSERT_TRUE(other.ok()) << url << ": " << other.status().ToString();
+    EXPECT_NE(other->store.get(), a->store.get()) << url;
+    EXPECT_EQ(other->store->ToUrl(other->key), url);
+  }
+  EXPECT_EQ(OpenCachedAzureUrl("az:///k", KeyEnv()).status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

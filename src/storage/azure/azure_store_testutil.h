@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,6 +16,7 @@
 #include "storage/azure/azure_store.h"
 #include "storage/http/recording_transport.h"
 #include "storage/http/url_encoding.h"
+#include "storage/testing/fake_env_testutil.h"
 
 namespace ferry::internal_azure::azure_test {
 
@@ -26,21 +26,15 @@ constexpr std::string_view kSig = "s3cr3tS1gnature%2Bvalue%3D";
 constexpr std::string_view kBlobBase = "https://myaccount.blob.core.windows.net/data/";
 constexpr std::string_view kDate = "Tue, 07 Jan 2025 12:34:56 GMT";
 
-inline EnvLookup Env(std::map<std::string, std::string> vars) {
-  return [vars = std::move(vars)](std::string_view name) -> std::optional<std::string> {
-    auto it = vars.find(std::string(name));
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
-  };
-}
-
 inline EnvLookup KeyEnv() {
-  return Env({{"AZURE_STORAGE_ACCOUNT", "myaccount"}, {"AZURE_STORAGE_KEY", std::string(kKey)}});
+  return testing::FakeEnv(
+      {{"AZURE_STORAGE_ACCOUNT", "myaccount"}, {"AZURE_STORAGE_KEY", std::string(kKey)}});
 }
 
 inline EnvLookup SasEnv() {
-  return Env({{"AZURE_STORAGE_ACCOUNT", "myaccount"},
-              {"AZURE_STORAGE_SAS_TOKEN", "?sv=2021-08-06&sp=rwdl&sig=" + std::string(kSig)}});
+  return testing::FakeEnv(
+      {{"AZURE_STORAGE_ACCOUNT", "myaccount"},
+       {"AZURE_STORAGE_SAS_TOKEN", "?sv=2021-08-06&sp=rwdl&sig=" + std::string(kSig)}});
 }
 
 inline AzureStoreOptions TestOptions() {

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "base/log.h"
+#include "storage/env_lookup.h"
 
 namespace ferry::http {
 namespace {
@@ -23,12 +24,11 @@ void GlobalInit() {
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
-const char* CaBundle() {
+std::optional<std::string> CaBundle() {
   for (const char* name : {"FERRY_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE"}) {
-    const char* v = std::getenv(name);
-    if (v != nullptr && *v != '\0') return v;
+    if (auto path = ProcessEnv(name)) return path;
   }
-  return nullptr;
+  return std::nullopt;
 }
 
 // One request in flight.
@@ -235,7 +235,7 @@ class CurlTransport : public Transport {
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, static_cast<long>(r.timeouts.low_speed_seconds));
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(r.timeouts.total_ms));
     curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L << 10);
-    if (const char* ca = CaBundle()) curl_easy_setopt(e, CURLOPT_CAINFO, ca);
+    if (const auto ca = CaBundle()) curl_easy_setopt(e, CURLOPT_CAINFO, ca->c_str());
 
     if (r.method == "HEAD") {
       curl_easy_setopt(e, CURLOPT_NOBODY, 1L);

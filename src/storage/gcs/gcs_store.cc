@@ -4,13 +4,11 @@
 
 #include <string>
 
-#include "storage/s3/s3_credentials.h"
 #include "storage/s3/s3_endpoint.h"
+#include "storage/store_cache.h"
 
 namespace ferry::internal_gcs {
 namespace {
-
-using internal_s3::GetEnv;
 
 // Every environment variable GcsStoreConfigFromEnvironment reads (the store cache's key).
 constexpr const char* kGcsEnvironmentVariables[] = {
@@ -21,7 +19,8 @@ constexpr const char* kGcsEnvironmentVariables[] = {
 
 }  // namespace
 
-Result<internal_s3::S3StoreConfig> GcsStoreConfigFromEnvironment(std::string_view bucket) {
+Result<internal_s3::S3StoreConfig> GcsStoreConfigFromEnvironment(std::string_view bucket,
+                                                                 const EnvLookup& env) {
   internal_s3::S3StoreConfig config;
   config.scheme = "gs";
   config.bucket = std::string(bucket);
@@ -29,7 +28,7 @@ Result<internal_s3::S3StoreConfig> GcsStoreConfigFromEnvironment(std::string_vie
   config.region = "auto";
   config.service = "s3";
 
-  const std::string endpoint = GetEnv("GCS_ENDPOINT_URL");
+  const std::string endpoint = env("GCS_ENDPOINT_URL").value_or("");
   auto parsed = internal_s3::ParseEndpointUrl(endpoint.empty() ? kGcsEndpoint : endpoint);
   if (!parsed) return parsed.status().WithContext("GCS_ENDPOINT_URL");
   config.endpoint = *std::move(parsed);
@@ -38,8 +37,8 @@ Result<internal_s3::S3StoreConfig> GcsStoreConfigFromEnvironment(std::string_vie
   config.endpoint.style = internal_s3::AddressingStyle::kPath;
   config.endpoint.custom = !endpoint.empty();
 
-  const std::string key_id = GetEnv("GCS_HMAC_ACCESS_KEY_ID");
-  const std::string secret = GetEnv("GCS_HMAC_SECRET");
+  const std::string key_id = env("GCS_HMAC_ACCESS_KEY_ID").value_or("");
+  const std::string secret = env("GCS_HMAC_SECRET").value_or("");
   if (key_id.empty() != secret.empty()) {
     return InvalidArgumentError(key_id.empty()
                                     ? "GCS_HMAC_SECRET is set but GCS_HMAC_ACCESS_KEY_ID is not"
@@ -57,16 +56,19 @@ Result<internal_s3::S3StoreConfig> GcsStoreConfigFromEnvironment(std::string_vie
   return config;
 }
 
-Result<StoreAndKey> OpenGcsUrl(std::string_view url) {
+Result<StoreAndKey> OpenGcsUrl(std::string_view url, const EnvLookup& env) {
   FERRY_ASSIGN_OR_RETURN(internal_s3::BucketAndKey location,
                          internal_s3::ParseBucketUrl(url, UrlScheme(url)));
   std::string cache_key = "gs\n" + location.bucket;
   for (const char* name : kGcsEnvironmentVariables) {
-    cache_key += fmt::format("\n{}={}", name, GetEnv(name));
+    cache_key += fmt::format("\n{}={}", name, env(name).value_or(""));
   }
   FERRY_ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store,
-                         internal_s3::CachedStore(cache_key, [&] {
-                           return GcsStoreConfigFromEnvironment(location.bucket);
+                         CachedStore(cache_key, [&]() -> Result<std::shared_ptr<ObjectStore>> {
+                           FERRY_ASSIGN_OR_RETURN(
+                               internal_s3::S3StoreConfig config,
+                               GcsStoreConfigFromEnvironment(location.bucket, env));
+                           return internal_s3::MakeS3Store(std::move(config));
                          }));
   return StoreAndKey{std::move(store), std::move(location.key)};
 }
@@ -75,7 +77,10 @@ Result<StoreAndKey> OpenGcsUrl(std::string_view url) {
 
 namespace ferry {
 namespace {
-const StoreRegistration kGsRegistration("gs", &internal_gcs::OpenGcsUrl);
-const StoreRegistration kGcsRegistration("gcs", &internal_gcs::OpenGcsUrl);
+Result<StoreAndKey> OpenGcsUrlFromEnvironment(std::string_view url) {
+  return internal_gcs::OpenGcsUrl(url);
+}
+const StoreRegistration kGsRegistration("gs", &OpenGcsUrlFromEnvironment);
+const StoreRegistration kGcsRegistration("gcs", &OpenGcsUrlFromEnvironment);
 }  // namespace
 }  // namespace ferry

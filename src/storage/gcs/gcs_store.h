@@ -19,6 +19,7 @@
 
 #include "ferry/result.h"
 #include "ferry/storage/registry.h"
+#include "storage/env_lookup.h"
 #include "storage/s3/s3_store.h"
 
 namespace ferry::internal_gcs {
@@ -26,9 +27,11 @@ namespace ferry::internal_gcs {
 inline constexpr std::string_view kGcsEndpoint = "https://storage.googleapis.com";
 
 /// The S3 store configuration for a GCS bucket, from the environment described above.
-Result<internal_s3::S3StoreConfig> GcsStoreConfigFromEnvironment(std::string_view bucket);
+Result<internal_s3::S3StoreConfig> GcsStoreConfigFromEnvironment(std::string_view bucket,
+                                                                 const EnvLookup& env = ProcessEnv);
 
-/// The registered factory of "gs" and "gcs"; stores are cached like OpenS3Url's.
-Result<StoreAndKey> OpenGcsUrl(std::string_view url);
+/// What the registered factory of "gs" and "gcs" does, with the environment given; stores are
+/// cached like OpenS3Url's.
+Result<StoreAndKey> OpenGcsUrl(std::string_view url, const EnvLookup& env = ProcessEnv);
 
 }  // namespace ferry::internal_gcs

@@ -6,7 +6,7 @@
 
 #include "ferry/storage/registry.h"
 #include "storage/http/recording_transport.h"
-#include "storage/s3/env_testutil.h"
+#include "storage/testing/fake_env_testutil.h"
 
 namespace ferry::internal_gcs {
 namespace {
@@ -26,7 +26,7 @@ class GcsStoreTest : public ::testing::Test {
     env_.Set("GCS_HMAC_SECRET", std::string(kHmacSecret));
   }
 
-  testing::ScopedEnv env_{testing::kStoreEnvironment};
+  testing::FakeEnv env_;
   std::shared_ptr<http::RecordingTransport> transport_ =
       std::make_shared<http::RecordingTransport>([](const RecordedRequest& r) -> Result<Response> {
         Response response;
@@ -43,7 +43,7 @@ class GcsStoreTest : public ::testing::Test {
 };
 
 TEST_F(GcsStoreTest, ConfigFromEnvironment) {
-  auto config = GcsStoreConfigFromEnvironment("my_bucket.example.com");
+  auto config = GcsStoreConfigFromEnvironment("my_bucket.example.com", env_);
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   EXPECT_EQ(config->scheme, "gs");
   EXPECT_EQ(config->region, "auto");
@@ -55,7 +55,7 @@ TEST_F(GcsStoreTest, ConfigFromEnvironment) {
 
   SetKeys();
   env_.Set("GCS_ENDPOINT_URL", "http://127.0.0.1:4443");
-  config = GcsStoreConfigFromEnvironment("b");
+  config = GcsStoreConfigFromEnvironment("b", env_);
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   EXPECT_EQ(config->endpoint.authority, "127.0.0.1:4443");
   EXPECT_EQ(config->credentials.access_key_id, "GOOGTS7C7FUP3AIRVJTE2BCD");
@@ -64,32 +64,34 @@ TEST_F(GcsStoreTest, ConfigFromEnvironment) {
 
 TEST_F(GcsStoreTest, ConfigErrors) {
   // GCS naming: underscores yes, uppercase no.
-  EXPECT_EQ(GcsStoreConfigFromEnvironment("Bad").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(GcsStoreConfigFromEnvironment("Bad", env_).status().code(),
+            StatusCode::kInvalidArgument);
   env_.Set("GCS_HMAC_SECRET", std::string(kHmacSecret));
-  Status s = GcsStoreConfigFromEnvironment("b_ok").status();
+  Status s = GcsStoreConfigFromEnvironment("b_ok", env_).status();
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message().find(kHmacSecret), std::string::npos);
   env_.Unset("GCS_HMAC_SECRET");
   env_.Set("GCS_ENDPOINT_URL", "storage.googleapis.com");
-  EXPECT_EQ(GcsStoreConfigFromEnvironment("b_ok").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(GcsStoreConfigFromEnvironment("b_ok", env_).status().code(),
+            StatusCode::kInvalidArgument);
 }
 
 TEST_F(GcsStoreTest, BothSchemesAreRegistered) {
   const std::vector<std::string> schemes = RegisteredSchemes();
   EXPECT_NE(std::find(schemes.begin(), schemes.end(), "gs"), schemes.end());
   EXPECT_NE(std::find(schemes.begin(), schemes.end(), "gcs"), schemes.end());
-  auto opened = OpenUrl("gcs://public-data/images/cat 1.jpg");
+  auto opened = OpenGcsUrl("gcs://public-data/images/cat 1.jpg", env_);
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   EXPECT_EQ(opened->key, "images/cat 1.jpg");
   EXPECT_EQ(opened->store->scheme(), "gs");
   EXPECT_EQ(opened->store->ToUrl(opened->key), "gs://public-data/images/cat 1.jpg");
-  auto same = OpenUrl("gs://public-data/other");
+  auto same = OpenGcsUrl("gs://public-data/other", env_);
   ASSERT_TRUE(same.ok());
   EXPECT_EQ(same->store.get(), opened->store.get());
 }
 
 TEST_F(GcsStoreTest, AnonymousRequestsAreUnsigned) {
-  auto opened = OpenUrl("gs://public-data/images/cat 1.jpg");
+  auto opened = OpenGcsUrl("gs://public-data/images/cat 1.jpg", env_);
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   auto info = opened->store->Head(opened->key);
   ASSERT_TRUE(info.ok()) << info.status().ToString();
@@ -102,7 +104,7 @@ TEST_F(GcsStoreTest, AnonymousRequestsAreUnsigned) {
 
 TEST_F(GcsStoreTest, HmacRequestsAreSignedForRegionAuto) {
   SetKeys();
-  auto opened = OpenUrl("gs://private-data/");
+  auto opened = OpenGcsUrl("gs://private-data/", env_);
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   auto list = opened->store->List("a/", true);
   ASSERT_TRUE(list.ok()) << list.status().ToString();
@@ -131,7 +133,7 @@ TEST_F(GcsStoreTest, ErrorsNameTheGsUrl) {
         return r;
       });
   http::SetDefaultTransportForTesting(transport_);
-  auto opened = OpenUrl("gs://bucket-x/missing");
+  auto opened = OpenGcsUrl("gs://bucket-x/missing", env_);
   ASSERT_TRUE(opened.ok());
   auto got = opened->store->Get(opened->key);
   EXPECT_EQ(got.status().code(), StatusCode::kNotFound);

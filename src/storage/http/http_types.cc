@@ -2,35 +2,32 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
-#include <cstdlib>
-#include <cstring>
+#include <limits>
 
+#include "base/ascii.h"
 #include "base/log.h"
 
 namespace ferry::http {
 namespace {
 
 // The whole of `name`'s value as a number at least `min`, if it is set and one.
-std::optional<uint32_t> EnvNumber(const char* name, uint32_t min) {
-  const char* text = std::getenv(name);
-  if (text == nullptr) return std::nullopt;
-  uint32_t value = 0;
-  const char* end = text + std::strlen(text);
-  const auto [at, ec] = std::from_chars(text, end, value);
-  if (ec != std::errc() || at != end || value < min) {
-    Log().warn("{}=\"{}\" is not a whole number of at least {}: ignored", name, text, min);
+std::optional<uint32_t> EnvNumber(const EnvLookup& env, const char* name, uint32_t min) {
+  const std::optional<std::string> text = env(name);
+  if (!text) return std::nullopt;
+  const std::optional<uint64_t> value = ParseUint(*text);
+  if (!value || *value < min || *value > std::numeric_limits<uint32_t>::max()) {
+    Log().warn("{}=\"{}\" is not a whole number of at least {}: ignored", name, *text, min);
     return std::nullopt;
   }
-  return value;
+  return static_cast<uint32_t>(*value);
 }
 
 }  // namespace
 
-Timeouts TimeoutsFromEnvironment() {
+Timeouts TimeoutsFromEnvironment(const EnvLookup& env) {
   Timeouts t;
-  if (auto v = EnvNumber("FERRY_LOW_SPEED_LIMIT", 0)) t.low_speed_bytes = *v;
-  if (auto v = EnvNumber("FERRY_LOW_SPEED_TIME", 1)) t.low_speed_seconds = *v;
+  if (auto v = EnvNumber(env, "FERRY_LOW_SPEED_LIMIT", 0)) t.low_speed_bytes = *v;
+  if (auto v = EnvNumber(env, "FERRY_LOW_SPEED_TIME", 1)) t.low_speed_seconds = *v;
   return t;
 }
 

@@ -19,6 +19,7 @@
 
 #include "ferry/result.h"
 #include "ferry/storage/object_store.h"
+#include "storage/env_lookup.h"
 
 namespace ferry::http {
 
@@ -64,7 +65,7 @@ struct Timeouts {
 /// Timeouts{} with the stall limits the environment sets: FERRY_LOW_SPEED_LIMIT (bytes per
 /// second) and FERRY_LOW_SPEED_TIME (seconds, at least 1). A value that is not a number is
 /// ignored with a warning.
-Timeouts TimeoutsFromEnvironment();
+Timeouts TimeoutsFromEnvironment(const EnvLookup& env = ProcessEnv);
 
 /// TimeoutsFromEnvironment(), read once per process: what every request starts with.
 const Timeouts& DefaultTimeouts();

@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 
+#include "storage/testing/fake_env_testutil.h"
+
 namespace ferry::http {
 namespace {
 
@@ -36,19 +38,24 @@ TEST(EqualsIgnoreCase, ComparesAscii) {
 }
 
 TEST(TimeoutsFromEnvironment, TakesTheStallLimitsAndIgnoresWhatIsNotANumber) {
-  ::unsetenv("FERRY_LOW_SPEED_LIMIT");
-  ::unsetenv("FERRY_LOW_SPEED_TIME");
-  EXPECT_EQ(TimeoutsFromEnvironment().low_speed_bytes, Timeouts{}.low_speed_bytes);
-  EXPECT_EQ(TimeoutsFromEnvironment().low_speed_seconds, Timeouts{}.low_speed_seconds);
-  ::setenv("FERRY_LOW_SPEED_LIMIT", "4096", 1);
-  ::setenv("FERRY_LOW_SPEED_TIME", "2", 1);
-  EXPECT_EQ(TimeoutsFromEnvironment().low_speed_bytes, 4096u);
-  EXPECT_EQ(TimeoutsFromEnvironment().low_speed_seconds, 2u);
-  ::setenv("FERRY_LOW_SPEED_LIMIT", "4k", 1);  // not a number: the default stays
-  ::setenv("FERRY_LOW_SPEED_TIME", "0", 1);    // curl would take 0 for "never": refused
-  EXPECT_EQ(TimeoutsFromEnvironment().low_speed_bytes, Timeouts{}.low_speed_bytes);
-  EXPECT_EQ(TimeoutsFromEnvironment().low_speed_seconds, Timeouts{}.low_speed_seconds);
-  ::unsetenv("FERRY_LOW_SPEED_LIMIT");
+  testing::FakeEnv env;
+  EXPECT_EQ(TimeoutsFromEnvironment(env).low_speed_bytes, Timeouts{}.low_speed_bytes);
+  EXPECT_EQ(TimeoutsFromEnvironment(env).low_speed_seconds, Timeouts{}.low_speed_seconds);
+  env.Set("FERRY_LOW_SPEED_LIMIT", "4096");
+  env.Set("FERRY_LOW_SPEED_TIME", "2");
+  EXPECT_EQ(TimeoutsFromEnvironment(env).low_speed_bytes, 4096u);
+  EXPECT_EQ(TimeoutsFromEnvironment(env).low_speed_seconds, 2u);
+  env.Set("FERRY_LOW_SPEED_LIMIT", "4k");  // not a number: the default stays
+  env.Set("FERRY_LOW_SPEED_TIME", "0");    // curl would take 0 for "never": refused
+  EXPECT_EQ(TimeoutsFromEnvironment(env).low_speed_bytes, Timeouts{}.low_speed_bytes);
+  EXPECT_EQ(TimeoutsFromEnvironment(env).low_speed_seconds, Timeouts{}.low_speed_seconds);
+  env.Set("FERRY_LOW_SPEED_LIMIT", "4294967296");  // 2^32: more than the field holds
+  EXPECT_EQ(TimeoutsFromEnvironment(env).low_speed_bytes, Timeouts{}.low_speed_bytes);
+}
+
+TEST(TimeoutsFromEnvironment, ReadsTheProcessEnvironmentByDefault) {
+  ::setenv("FERRY_LOW_SPEED_TIME", "7", 1);
+  EXPECT_EQ(TimeoutsFromEnvironment().low_speed_seconds, 7u);
   ::unsetenv("FERRY_LOW_SPEED_TIME");
 }
 

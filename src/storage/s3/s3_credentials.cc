@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <optional>
 #include <ostream>
@@ -15,19 +14,19 @@ namespace {
 
 constexpr std::string_view kDefaultRegion = "us-east-1";
 
-std::filesystem::path HomePath(std::string_view rest) {
-  const std::string home = GetEnv("HOME");
-  return std::filesystem::path(home.empty() ? "/" : home) / rest;
+// The file `variable` names, else `home_relative` under $HOME.
+std::filesystem::path FilePath(const EnvLookup& env, std::string_view variable,
+                               std::string_view home_relative) {
+  if (auto path = env(variable)) return std::filesystem::path(*path);
+  return std::filesystem::path(env("HOME").value_or("/")) / home_relative;
 }
 
-std::filesystem::path CredentialsFilePath() {
-  const std::string path = GetEnv("AWS_SHARED_CREDENTIALS_FILE");
-  return path.empty() ? HomePath(".aws/credentials") : std::filesystem::path(path);
+std::filesystem::path CredentialsFilePath(const EnvLookup& env) {
+  return FilePath(env, "AWS_SHARED_CREDENTIALS_FILE", ".aws/credentials");
 }
 
-std::filesystem::path ConfigFilePath() {
-  const std::string path = GetEnv("AWS_CONFIG_FILE");
-  return path.empty() ? HomePath(".aws/config") : std::filesystem::path(path);
+std::filesystem::path ConfigFilePath(const EnvLookup& env) {
+  return FilePath(env, "AWS_CONFIG_FILE", ".aws/config");
 }
 
 // The parsed file, nullopt when it does not exist.
@@ -74,11 +73,6 @@ bool IsTrue(std::string_view v) {
 
 }  // namespace
 
-std::string GetEnv(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr ? std::string() : std::string(v);
-}
-
 std::string AwsCredentials::ToString() const {
   if (anonymous()) return source.empty() ? "no credentials" : "no credentials (" + source + ")";
   // The key id is not a secret (it travels in every Authorization header), but a short form is
@@ -95,37 +89,37 @@ std::ostream& operator<<(std::ostream& os, const AwsCredentials& credentials) {
   return os << credentials.ToString();
 }
 
-std::string SelectedAwsProfile(const AwsConfigOptions& options) {
+std::string SelectedAwsProfile(const AwsConfigOptions& options, const EnvLookup& env) {
   if (!options.profile.empty()) return options.profile;
-  std::string env = GetEnv("AWS_PROFILE");
-  return env.empty() ? "default" : env;
+  return env("AWS_PROFILE").value_or("default");
 }
 
-Result<AwsCredentials> LoadAwsCredentials(const AwsConfigOptions& options) {
+Result<AwsCredentials> LoadAwsCredentials(const AwsConfigOptions& options, const EnvLookup& env) {
   if (options.anonymous) return AwsCredentials{{}, {}, {}, "anonymous (requested)"};
-  if (IsTrue(GetEnv("AWS_NO_SIGN_REQUEST"))) {
+  if (IsTrue(env("AWS_NO_SIGN_REQUEST").value_or(""))) {
     return AwsCredentials{{}, {}, {}, "anonymous (AWS_NO_SIGN_REQUEST)"};
   }
 
-  AwsCredentials env;
-  env.access_key_id = GetEnv("AWS_ACCESS_KEY_ID");
-  env.secret_access_key = GetEnv("AWS_SECRET_ACCESS_KEY");
-  if (!env.access_key_id.empty() || !env.secret_access_key.empty()) {
-    if (env.access_key_id.empty() || env.secret_access_key.empty()) {
+  AwsCredentials from_env;
+  from_env.access_key_id = env("AWS_ACCESS_KEY_ID").value_or("");
+  from_env.secret_access_key = env("AWS_SECRET_ACCESS_KEY").value_or("");
+  if (!from_env.access_key_id.empty() || !from_env.secret_access_key.empty()) {
+    if (from_env.access_key_id.empty() || from_env.secret_access_key.empty()) {
       return InvalidArgumentError(
-          env.access_key_id.empty() ? "AWS_SECRET_ACCESS_KEY is set but AWS_ACCESS_KEY_ID is not"
-                                    : "AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not");
+          from_env.access_key_id.empty()
+              ? "AWS_SECRET_ACCESS_KEY is set but AWS_ACCESS_KEY_ID is not"
+              : "AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not");
     }
-    env.session_token = GetEnv("AWS_SESSION_TOKEN");
-    env.source = "environment";
-    return env;
+    from_env.session_token = env("AWS_SESSION_TOKEN").value_or("");
+    from_env.source = "environment";
+    return from_env;
   }
 
-  const std::string profile = SelectedAwsProfile(options);
+  const std::string profile = SelectedAwsProfile(options, env);
   const bool named = profile != "default";
   bool profile_seen = false;
 
-  const std::filesystem::path credentials_path = CredentialsFilePath();
+  const std::filesystem::path credentials_path = CredentialsFilePath(env);
   FERRY_ASSIGN_OR_RETURN(auto credentials_file, ReadIniFile(credentials_path));
   if (credentials_file) {
     if (const auto* section = credentials_file->FindSection(profile)) {
@@ -137,7 +131,7 @@ Result<AwsCredentials> LoadAwsCredentials(const AwsConfigOptions& options) {
     }
   }
 
-  const std::filesystem::path config_path = ConfigFilePath();
+  const std::filesystem::path config_path = ConfigFilePath(env);
   FERRY_ASSIGN_OR_RETURN(auto config_file, ReadIniFile(config_path));
   if (config_file) {
     if (const auto* section = ConfigSection(*config_file, profile)) {
@@ -156,14 +150,13 @@ Result<AwsCredentials> LoadAwsCredentials(const AwsConfigOptions& options) {
   return AwsCredentials{{}, {}, {}, "none found"};
 }
 
-Result<std::string> LoadAwsRegion(const AwsConfigOptions& options) {
+Result<std::string> LoadAwsRegion(const AwsConfigOptions& options, const EnvLookup& env) {
   for (const char* name : {"AWS_REGION", "AWS_DEFAULT_REGION"}) {
-    std::string region = GetEnv(name);
-    if (!region.empty()) return region;
+    if (auto region = env(name)) return *std::move(region);
   }
-  FERRY_ASSIGN_OR_RETURN(auto config_file, ReadIniFile(ConfigFilePath()));
+  FERRY_ASSIGN_OR_RETURN(auto config_file, ReadIniFile(ConfigFilePath(env)));
   if (config_file) {
-    if (const auto* section = ConfigSection(*config_file, SelectedAwsProfile(options))) {
+    if (const auto* section = ConfigSection(*config_file, SelectedAwsProfile(options, env))) {
       std::string region = Lookup(*section, "region");
       if (!region.empty()) return region;
     }

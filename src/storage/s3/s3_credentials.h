@@ -20,8 +20,10 @@
 // first and last characters of the key id and where it came from; errors about the files name
 // the file and line, never the line's text.
 //
-// Thread-safety: values and reentrant functions. They read the process environment (getenv), so
-// they must not race with setenv.
+// Every variable is read through an EnvLookup (storage/env_lookup.h), the process environment
+// unless the caller passes another.
+//
+// Thread-safety: values and reentrant functions (ProcessEnv must not race with setenv).
 #pragma once
 
 #include <fmt/format.h>
@@ -31,6 +33,7 @@
 #include <string_view>
 
 #include "ferry/result.h"
+#include "storage/env_lookup.h"
 
 namespace ferry::internal_s3 {
 
@@ -58,16 +61,15 @@ struct AwsConfigOptions {
 /// The first credentials the chain above finds. Errors: kInvalidArgument for half-set
 /// environment variables, a profile named but found nowhere, or a profile with a key id and no
 /// secret; kDataLoss for a malformed file; kPermissionDenied for an unreadable one.
-Result<AwsCredentials> LoadAwsCredentials(const AwsConfigOptions& options = {});
+Result<AwsCredentials> LoadAwsCredentials(const AwsConfigOptions& options = {},
+                                          const EnvLookup& env = ProcessEnv);
 
 /// The region, per the order above.
-Result<std::string> LoadAwsRegion(const AwsConfigOptions& options = {});
+Result<std::string> LoadAwsRegion(const AwsConfigOptions& options = {},
+                                  const EnvLookup& env = ProcessEnv);
 
 /// The profile `options` selects (options.profile, $AWS_PROFILE, "default").
-std::string SelectedAwsProfile(const AwsConfigOptions& options);
-
-/// A set, non-empty environment variable's value, else "" (unset and empty mean the same).
-std::string GetEnv(const char* name);
+std::string SelectedAwsProfile(const AwsConfigOptions& options, const EnvLookup& env = ProcessEnv);
 
 }  // namespace ferry::internal_s3
 

@@ -8,7 +8,7 @@
 
 #include "base/file_util.h"
 #include "base/temp_dir_testutil.h"
-#include "storage/s3/env_testutil.h"
+#include "storage/testing/fake_env_testutil.h"
 
 namespace ferry::internal_s3 {
 namespace {
@@ -19,7 +19,7 @@ constexpr std::string_view kToken = "FwoGZXIvYXdzEBYaDExampleSessionToken+/=";
 // Every test runs with a fresh HOME and none of the AWS variables set.
 class CredentialsTest : public ::testing::Test {
  protected:
-  CredentialsTest() : env_(testing::kStoreEnvironment) {
+  CredentialsTest() {
     env_.Set("HOME", home_.path().string());
     std::filesystem::create_directories(home_.path() / ".aws");
   }
@@ -29,7 +29,7 @@ class CredentialsTest : public ::testing::Test {
   }
 
   testing::TempDir home_;
-  testing::ScopedEnv env_;
+  testing::FakeEnv env_;
 };
 
 TEST_F(CredentialsTest, EnvironmentComesFirst) {
@@ -39,7 +39,7 @@ TEST_F(CredentialsTest, EnvironmentComesFirst) {
   WriteAwsFile("credentials",
                "[default]\naws_access_key_id = FROMFILE\n"
                "aws_secret_access_key = filesecret\n");
-  auto c = LoadAwsCredentials();
+  auto c = LoadAwsCredentials({}, env_);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->access_key_id, "AKIAIOSFODNN7EXAMPLE");
   EXPECT_EQ(c->secret_access_key, kSecret);
@@ -50,14 +50,14 @@ TEST_F(CredentialsTest, EnvironmentComesFirst) {
 
 TEST_F(CredentialsTest, HalfSetEnvironmentIsAnErrorWithoutTheSecret) {
   env_.Set("AWS_SECRET_ACCESS_KEY", std::string(kSecret));
-  auto c = LoadAwsCredentials();
+  auto c = LoadAwsCredentials({}, env_);
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(c.status().message().find(kSecret), std::string::npos);
 
   env_.Unset("AWS_SECRET_ACCESS_KEY");
   env_.Set("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE");
-  EXPECT_EQ(LoadAwsCredentials().status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(LoadAwsCredentials({}, env_).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(CredentialsTest, SharedCredentialsFileDefaultProfile) {
@@ -66,7 +66,7 @@ TEST_F(CredentialsTest, SharedCredentialsFileDefaultProfile) {
                            "aws_secret_access_key = {}\n\n[dev]\naws_access_key_id = AKIDDEV\n"
                            "aws_secret_access_key = devsecret\naws_session_token = devtoken\n",
                            kSecret));
-  auto c = LoadAwsCredentials();
+  auto c = LoadAwsCredentials({}, env_);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->access_key_id, "AKIDDEFAULT");
   EXPECT_EQ(c->secret_access_key, kSecret);
@@ -74,13 +74,13 @@ TEST_F(CredentialsTest, SharedCredentialsFileDefaultProfile) {
   EXPECT_NE(c->source.find(".aws/credentials [default]"), std::string::npos) << c->source;
 
   env_.Set("AWS_PROFILE", "dev");
-  c = LoadAwsCredentials();
+  c = LoadAwsCredentials({}, env_);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->access_key_id, "AKIDDEV");
   EXPECT_EQ(c->session_token, "devtoken");
 
   // An explicit option beats AWS_PROFILE.
-  c = LoadAwsCredentials({.profile = "default"});
+  c = LoadAwsCredentials({.profile = "default"}, env_);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->access_key_id, "AKIDDEFAULT");
 }
@@ -94,10 +94,10 @@ TEST_F(CredentialsTest, FileLocationsFromTheEnvironment) {
   ASSERT_TRUE(WriteFileAtomically(elsewhere / "conf", "[default]\nregion = ap-south-1\n").ok());
   env_.Set("AWS_SHARED_CREDENTIALS_FILE", (elsewhere / "creds").string());
   env_.Set("AWS_CONFIG_FILE", (elsewhere / "conf").string());
-  auto c = LoadAwsCredentials();
+  auto c = LoadAwsCredentials({}, env_);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->access_key_id, "AKIDOTHER");
-  EXPECT_EQ(LoadAwsRegion().value_or(""), "ap-south-1");
+  EXPECT_EQ(LoadAwsRegion({}, env_).value_or(""), "ap-south-1");
 }
 
 TEST_F(CredentialsTest, ConfigFileProfileSections) {
@@ -105,18 +105,18 @@ TEST_F(CredentialsTest, ConfigFileProfileSections) {
                "[default]\nregion = eu-north-1\n"
                "[profile ci]\nregion = us-west-1\naws_access_key_id = AKIDCI\n"
                "aws_secret_access_key = cisecret\n");
-  auto c = LoadAwsCredentials({.profile = "ci"});
+  auto c = LoadAwsCredentials({.profile = "ci"}, env_);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->access_key_id, "AKIDCI");
   EXPECT_NE(c->source.find("[profile ci]"), std::string::npos);
-  EXPECT_EQ(LoadAwsRegion({.profile = "ci"}).value_or(""), "us-west-1");
-  EXPECT_EQ(LoadAwsRegion().value_or(""), "eu-north-1");
+  EXPECT_EQ(LoadAwsRegion({.profile = "ci"}, env_).value_or(""), "us-west-1");
+  EXPECT_EQ(LoadAwsRegion({}, env_).value_or(""), "eu-north-1");
 }
 
 TEST_F(CredentialsTest, NamedProfileThatExistsNowhereIsAnError) {
   WriteAwsFile("credentials", "[default]\naws_access_key_id=A\naws_secret_access_key=B\n");
   env_.Set("AWS_PROFILE", "missing");
-  auto c = LoadAwsCredentials();
+  auto c = LoadAwsCredentials({}, env_);
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(c.status().message().find("'missing'"), std::string::npos);
@@ -124,14 +124,14 @@ TEST_F(CredentialsTest, NamedProfileThatExistsNowhereIsAnError) {
 
 TEST_F(CredentialsTest, KeyIdWithoutSecretInAFileIsAnError) {
   WriteAwsFile("credentials", "[default]\naws_access_key_id=AKIDLONELY\n");
-  auto c = LoadAwsCredentials();
+  auto c = LoadAwsCredentials({}, env_);
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(CredentialsTest, MalformedFileErrorNamesTheLineNotTheSecret) {
   WriteAwsFile("credentials", fmt::format("[default]\naws_access_key_id=A\n{}\n", kSecret));
-  auto c = LoadAwsCredentials();
+  auto c = LoadAwsCredentials({}, env_);
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), StatusCode::kDataLoss);
   EXPECT_NE(c.status().message().find("credentials:3"), std::string::npos);
@@ -139,7 +139,7 @@ TEST_F(CredentialsTest, MalformedFileErrorNamesTheLineNotTheSecret) {
 }
 
 TEST_F(CredentialsTest, NothingFoundMeansUnsigned) {
-  auto c = LoadAwsCredentials();
+  auto c = LoadAwsCredentials({}, env_);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_TRUE(c->anonymous());
   EXPECT_EQ(c->source, "none found");
@@ -148,30 +148,30 @@ TEST_F(CredentialsTest, NothingFoundMeansUnsigned) {
 TEST_F(CredentialsTest, AnonymousOnRequest) {
   env_.Set("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE");
   env_.Set("AWS_SECRET_ACCESS_KEY", std::string(kSecret));
-  auto c = LoadAwsCredentials({.anonymous = true});
+  auto c = LoadAwsCredentials({.anonymous = true}, env_);
   ASSERT_TRUE(c.ok());
   EXPECT_TRUE(c->anonymous());
 
   env_.Set("AWS_NO_SIGN_REQUEST", "true");
-  c = LoadAwsCredentials();
+  c = LoadAwsCredentials({}, env_);
   ASSERT_TRUE(c.ok());
   EXPECT_TRUE(c->anonymous());
   EXPECT_NE(c->source.find("AWS_NO_SIGN_REQUEST"), std::string::npos);
 
   env_.Set("AWS_NO_SIGN_REQUEST", "false");
-  c = LoadAwsCredentials();
+  c = LoadAwsCredentials({}, env_);
   ASSERT_TRUE(c.ok());
   EXPECT_FALSE(c->anonymous());
 }
 
 TEST_F(CredentialsTest, RegionOrder) {
-  EXPECT_EQ(LoadAwsRegion().value_or(""), "us-east-1");
+  EXPECT_EQ(LoadAwsRegion({}, env_).value_or(""), "us-east-1");
   WriteAwsFile("config", "[default]\nregion = eu-west-3\n");
-  EXPECT_EQ(LoadAwsRegion().value_or(""), "eu-west-3");
+  EXPECT_EQ(LoadAwsRegion({}, env_).value_or(""), "eu-west-3");
   env_.Set("AWS_DEFAULT_REGION", "ca-central-1");
-  EXPECT_EQ(LoadAwsRegion().value_or(""), "ca-central-1");
+  EXPECT_EQ(LoadAwsRegion({}, env_).value_or(""), "ca-central-1");
   env_.Set("AWS_REGION", "sa-east-1");
-  EXPECT_EQ(LoadAwsRegion().value_or(""), "sa-east-1");
+  EXPECT_EQ(LoadAwsRegion({}, env_).value_or(""), "sa-east-1");
 }
 
 TEST(AwsCredentialsTest, EveryPrintedFormIsRedacted) {

@@ -6,7 +6,6 @@
 
 #include "base/ascii.h"
 #include "storage/http/url_encoding.h"
-#include "storage/s3/s3_credentials.h"
 
 namespace ferry::internal_s3 {
 namespace {
@@ -149,12 +148,13 @@ S3Endpoint AwsEndpoint(std::string_view region) {
   return e;
 }
 
-Result<S3Endpoint> ResolveS3Endpoint(std::string_view bucket, std::string_view region) {
+Result<S3Endpoint> ResolveS3Endpoint(std::string_view bucket, std::string_view region,
+                                     const EnvLookup& env) {
   S3Endpoint endpoint;
   std::string source;
   for (const char* name : {"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "S3_ENDPOINT_URL"}) {
-    if (std::string url = GetEnv(name); !url.empty()) {
-      auto parsed = ParseEndpointUrl(url);
+    if (auto url = env(name)) {
+      auto parsed = ParseEndpointUrl(*url);
       if (!parsed) return parsed.status().WithContext(name);
       endpoint = *std::move(parsed);
       source = name;
@@ -166,7 +166,7 @@ Result<S3Endpoint> ResolveS3Endpoint(std::string_view bucket, std::string_view r
     // A dotted name would not match the certificate's *.s3.REGION.amazonaws.com.
     if (bucket.find('.') != std::string_view::npos) endpoint.style = AddressingStyle::kPath;
   }
-  const std::string style = GetEnv("FERRY_S3_ADDRESSING");
+  const std::string style = env("FERRY_S3_ADDRESSING").value_or("");
   if (style == "path") {
     endpoint.style = AddressingStyle::kPath;
   } else if (style == "virtual") {

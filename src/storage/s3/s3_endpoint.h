@@ -13,13 +13,14 @@
 // characters kept, every other byte %XX), which is also exactly the canonical URI that SigV4
 // signs.
 //
-// Thread-safety: values and reentrant functions (ResolveS3Endpoint reads the environment).
+// Thread-safety: values and reentrant functions (ResolveS3Endpoint reads `env`).
 #pragma once
 
 #include <string>
 #include <string_view>
 
 #include "ferry/result.h"
+#include "storage/env_lookup.h"
 
 namespace ferry::internal_s3 {
 
@@ -74,7 +75,8 @@ Result<S3Endpoint> ParseEndpointUrl(std::string_view url);
 S3Endpoint AwsEndpoint(std::string_view region);
 
 /// The endpoint for `bucket`, from the environment as described above.
-Result<S3Endpoint> ResolveS3Endpoint(std::string_view bucket, std::string_view region);
+Result<S3Endpoint> ResolveS3Endpoint(std::string_view bucket, std::string_view region,
+                                     const EnvLookup& env = ProcessEnv);
 
 /// The URL requests about the bucket as a whole go to, without a trailing '/':
 /// "https://b.s3.r.amazonaws.com" or "http://127.0.0.1:5055/b".

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "storage/s3/env_testutil.h"
+#include "storage/testing/fake_env_testutil.h"
 
 namespace ferry::internal_s3 {
 namespace {
@@ -65,11 +65,11 @@ TEST(ValidateBucketNameTest, AwsRules) {
 
 class EndpointTest : public ::testing::Test {
  protected:
-  testing::ScopedEnv env_{testing::kStoreEnvironment};
+  testing::FakeEnv env_;
 };
 
 TEST_F(EndpointTest, AwsIsVirtualHostedUnlessTheBucketHasDots) {
-  auto e = ResolveS3Endpoint("my-bucket", "eu-west-1");
+  auto e = ResolveS3Endpoint("my-bucket", "eu-west-1", env_);
   ASSERT_TRUE(e.ok());
   EXPECT_FALSE(e->custom);
   EXPECT_EQ(e->style, AddressingStyle::kVirtualHosted);
@@ -77,7 +77,7 @@ TEST_F(EndpointTest, AwsIsVirtualHostedUnlessTheBucketHasDots) {
             "https://my-bucket.s3.eu-west-1.amazonaws.com/a/b.txt");
   EXPECT_EQ(BucketUrl(*e, "my-bucket"), "https://my-bucket.s3.eu-west-1.amazonaws.com");
 
-  e = ResolveS3Endpoint("my.dotted.bucket", "eu-west-1");
+  e = ResolveS3Endpoint("my.dotted.bucket", "eu-west-1", env_);
   ASSERT_TRUE(e.ok());
   EXPECT_EQ(e->style, AddressingStyle::kPath);
   EXPECT_EQ(ObjectUrl(*e, "my.dotted.bucket", "k"),
@@ -86,11 +86,11 @@ TEST_F(EndpointTest, AwsIsVirtualHostedUnlessTheBucketHasDots) {
 
 TEST_F(EndpointTest, CustomEndpointsArePathStyleInPriorityOrder) {
   env_.Set("S3_ENDPOINT_URL", "http://third:3");
-  EXPECT_EQ(ResolveS3Endpoint("b", "us-east-1")->authority, "third:3");
+  EXPECT_EQ(ResolveS3Endpoint("b", "us-east-1", env_)->authority, "third:3");
   env_.Set("AWS_ENDPOINT_URL", "http://second:2");
-  EXPECT_EQ(ResolveS3Endpoint("b", "us-east-1")->authority, "second:2");
+  EXPECT_EQ(ResolveS3Endpoint("b", "us-east-1", env_)->authority, "second:2");
   env_.Set("AWS_ENDPOINT_URL_S3", "HTTP://First:1/");
-  auto e = ResolveS3Endpoint("b", "us-east-1");
+  auto e = ResolveS3Endpoint("b", "us-east-1", env_);
   ASSERT_TRUE(e.ok());
   EXPECT_EQ(e->scheme, "http");
   EXPECT_EQ(e->authority, "first:1");
@@ -100,23 +100,24 @@ TEST_F(EndpointTest, CustomEndpointsArePathStyleInPriorityOrder) {
   EXPECT_EQ(e->ToString(), "http://first:1 (path style)");
 
   env_.Set("AWS_ENDPOINT_URL_S3", "ftp://x");
-  EXPECT_EQ(ResolveS3Endpoint("b", "r").status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(ResolveS3Endpoint("b", "r").status().message().find("AWS_ENDPOINT_URL_S3"),
+  EXPECT_EQ(ResolveS3Endpoint("b", "r", env_).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(ResolveS3Endpoint("b", "r", env_).status().message().find("AWS_ENDPOINT_URL_S3"),
             std::string::npos);
 }
 
 TEST_F(EndpointTest, AddressingOverride) {
   env_.Set("AWS_ENDPOINT_URL", "https://minio.internal:9000/s3");
   env_.Set("FERRY_S3_ADDRESSING", "virtual");
-  auto e = ResolveS3Endpoint("data", "us-east-1");
+  auto e = ResolveS3Endpoint("data", "us-east-1", env_);
   ASSERT_TRUE(e.ok());
   EXPECT_EQ(ObjectUrl(*e, "data", "x/y"), "https://data.minio.internal:9000/s3/x/y");
   env_.Unset("AWS_ENDPOINT_URL");
   env_.Set("FERRY_S3_ADDRESSING", "path");
-  EXPECT_EQ(ObjectUrl(*ResolveS3Endpoint("data", "us-west-2"), "data", "k"),
+  EXPECT_EQ(ObjectUrl(*ResolveS3Endpoint("data", "us-west-2", env_), "data", "k"),
             "https://s3.us-west-2.amazonaws.com/data/k");
   env_.Set("FERRY_S3_ADDRESSING", "sideways");
-  EXPECT_EQ(ResolveS3Endpoint("data", "us-east-1").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ResolveS3Endpoint("data", "us-east-1", env_).status().code(),
+            StatusCode::kInvalidArgument);
 }
 
 TEST(ObjectUrlTest, KeysAreEncodedPerSegment) {

@@ -30,8 +30,6 @@
 // Thread-safety: SigV4Signer is immutable after construction; Sign may run on many threads.
 #pragma once
 
-#include <openssl/evp.h>
-
 #include <chrono>
 #include <string>
 #include <string_view>
@@ -39,6 +37,7 @@
 #include "ferry/result.h"
 #include "storage/http/http_types.h"
 #include "storage/s3/s3_credentials.h"
+#include "storage/sha256.h"
 
 namespace ferry::internal_s3 {
 
@@ -47,26 +46,6 @@ inline constexpr std::string_view kUnsignedPayload = "UNSIGNED-PAYLOAD";
 /// hex(SHA-256("")): the payload hash of a request without a body.
 inline constexpr std::string_view kEmptyPayloadSha256 =
     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
-
-/// Incremental SHA-256 (OpenSSL EVP), for hashing a body read in pieces.
-class Sha256 {
- public:
-  Sha256();
-  ~Sha256();
-  Sha256(const Sha256&) = delete;
-  Sha256& operator=(const Sha256&) = delete;
-
-  void Update(std::string_view data);
-  /// The lowercase hex digest; the object is spent afterwards.
-  std::string HexDigest();
-
- private:
-  EVP_MD_CTX* ctx_;
-};
-
-std::string Sha256Hex(std::string_view data);
-/// The raw 32-byte HMAC-SHA256 of `data` under `key`.
-std::string HmacSha256(std::string_view key, std::string_view data);
 
 /// "20130524T000000Z".
 std::string AmzDate(std::chrono::system_clock::time_point time);

@@ -25,7 +25,6 @@
 
 #include <algorithm>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <utility>
 
@@ -35,6 +34,7 @@
 #include "storage/s3/s3_metadata.h"
 #include "storage/s3/s3_multipart.h"
 #include "storage/s3/s3_signer.h"
+#include "storage/store_cache.h"
 
 namespace ferry::internal_s3 {
 namespace {
@@ -404,16 +404,6 @@ constexpr const char* kS3EnvironmentVariables[] = {
     "FERRY_S3_ADDRESSING",
 };
 
-struct StoreCache {
-  std::mutex mu;
-  std::map<std::string, std::shared_ptr<ObjectStore>, std::less<>> stores;  // guarded by mu
-};
-
-StoreCache& TheStoreCache() {
-  static auto* cache = new StoreCache();  // never destroyed: stores may be used until exit
-  return *cache;
-}
-
 }  // namespace
 
 Result<std::shared_ptr<ObjectStore>> MakeS3Store(S3StoreConfig config,
@@ -438,41 +428,30 @@ Result<std::shared_ptr<ObjectStore>> MakeS3Store(S3StoreConfig config,
 }
 
 Result<S3StoreConfig> S3StoreConfigFromEnvironment(std::string_view bucket,
-                                                   const AwsConfigOptions& options) {
+                                                   const AwsConfigOptions& options,
+                                                   const EnvLookup& env) {
   S3StoreConfig config;
   config.bucket = std::string(bucket);
-  FERRY_ASSIGN_OR_RETURN(config.credentials, LoadAwsCredentials(options));
-  FERRY_ASSIGN_OR_RETURN(config.region, LoadAwsRegion(options));
-  FERRY_ASSIGN_OR_RETURN(config.endpoint, ResolveS3Endpoint(bucket, config.region));
+  FERRY_ASSIGN_OR_RETURN(config.credentials, LoadAwsCredentials(options, env));
+  FERRY_ASSIGN_OR_RETURN(config.region, LoadAwsRegion(options, env));
+  FERRY_ASSIGN_OR_RETURN(config.endpoint, ResolveS3Endpoint(bucket, config.region, env));
   FERRY_RETURN_IF_ERROR(ValidateBucketName(
       bucket, config.endpoint.custom ? BucketNaming::kPermissive : BucketNaming::kAws));
   return config;
 }
 
-Result<std::shared_ptr<ObjectStore>> CachedStore(
-    std::string_view cache_key, const std::function<Result<S3StoreConfig>()>& make) {
-  // Keyed by a digest: the key holds secrets, which should not sit in a long-lived map.
-  const std::string digest = Sha256Hex(cache_key);
-  StoreCache& cache = TheStoreCache();
-  {
-    std::lock_guard lock(cache.mu);
-    if (auto it = cache.stores.find(digest); it != cache.stores.end()) return it->second;
-  }
-  FERRY_ASSIGN_OR_RETURN(S3StoreConfig config, make());
-  FERRY_ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store, MakeS3Store(std::move(config)));
-  std::lock_guard lock(cache.mu);
-  // Another thread may have built the same store meanwhile; keep the first.
-  return cache.stores.emplace(digest, std::move(store)).first->second;
-}
-
-Result<StoreAndKey> OpenS3Url(std::string_view url) {
+Result<StoreAndKey> OpenS3Url(std::string_view url, const EnvLookup& env) {
   FERRY_ASSIGN_OR_RETURN(BucketAndKey location, ParseBucketUrl(url, "s3"));
   std::string cache_key = "s3\n" + location.bucket;
   for (const char* name : kS3EnvironmentVariables) {
-    cache_key += fmt::format("\n{}={}", name, GetEnv(name));
+    cache_key += fmt::format("\n{}={}", name, env(name).value_or(""));
   }
-  FERRY_ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store, CachedStore(cache_key, [&] {
-                           return S3StoreConfigFromEnvironment(location.bucket);
+  FERRY_ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store,
+                         CachedStore(cache_key, [&]() -> Result<std::shared_ptr<ObjectStore>> {
+                           FERRY_ASSIGN_OR_RETURN(
+                               S3StoreConfig config,
+                               S3StoreConfigFromEnvironment(location.bucket, {}, env));
+                           return MakeS3Store(std::move(config));
                          }));
   return StoreAndKey{std::move(store), std::move(location.key)};
 }
@@ -481,6 +460,9 @@ Result<StoreAndKey> OpenS3Url(std::string_view url) {
 
 namespace ferry {
 namespace {
-const StoreRegistration kS3Registration("s3", &internal_s3::OpenS3Url);
+Result<StoreAndKey> OpenS3UrlFromEnvironment(std::string_view url) {
+  return internal_s3::OpenS3Url(url);
+}
+const StoreRegistration kS3Registration("s3", &OpenS3UrlFromEnvironment);
 }  // namespace
 }  // namespace ferry

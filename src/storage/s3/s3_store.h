@@ -22,6 +22,7 @@
 #include "ferry/result.h"
 #include "ferry/storage/object_store.h"
 #include "ferry/storage/registry.h"
+#include "storage/env_lookup.h"
 #include "storage/http/http_types.h"
 #include "storage/http/transport.h"
 #include "storage/retry_policy.h"
@@ -71,17 +72,14 @@ Result<std::shared_ptr<ObjectStore>> MakeS3Store(S3StoreConfig config,
 /// endpoint and addressing (s3_endpoint.h), AWS bucket naming rules unless the endpoint is
 /// custom.
 Result<S3StoreConfig> S3StoreConfigFromEnvironment(std::string_view bucket,
-                                                   const AwsConfigOptions& options = {});
+                                                   const AwsConfigOptions& options = {},
+                                                   const EnvLookup& env = ProcessEnv);
 
-/// The registered factory of "s3": parses the URL and returns the store for its bucket, built
-/// from the environment. Stores are cached per bucket and per value of every environment
-/// variable that shapes them, so repeated calls are cheap; edits to ~/.aws files after the
-/// first call in a process are not seen (as in the AWS SDKs, which read them once).
-Result<StoreAndKey> OpenS3Url(std::string_view url);
-
-/// A store from the process-wide cache under `cache_key`, built by `make` on a miss. For
-/// stores on top of this one (GCS); the key should hold every input of `make`.
-Result<std::shared_ptr<ObjectStore>> CachedStore(
-    std::string_view cache_key, const std::function<Result<S3StoreConfig>()>& make);
+/// What the registered factory of "s3" does, with the environment given: parses the URL and
+/// returns the store for its bucket, built from `env`. Stores are cached (store_cache.h) per
+/// bucket and per value of every variable that shapes them, so repeated calls are cheap; edits
+/// to ~/.aws files after the first call in a process are not seen (as in the AWS SDKs, which
+/// read them once).
+Result<StoreAndKey> OpenS3Url(std::string_view url, const EnvLookup& env = ProcessEnv);
 
 }  // namespace ferry::internal_s3

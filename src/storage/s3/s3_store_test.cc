@@ -11,8 +11,8 @@
 #include "ferry/storage/registry.h"
 #include "storage/http/recording_transport.h"
 #include "storage/http/url_encoding.h"
-#include "storage/s3/env_testutil.h"
 #include "storage/s3/s3_signer.h"
+#include "storage/testing/fake_env_testutil.h"
 
 namespace ferry::internal_s3 {
 namespace {
@@ -628,7 +628,7 @@ class OpenS3UrlTest : public ::testing::Test {
   ~OpenS3UrlTest() override { http::SetDefaultTransportForTesting(nullptr); }
 
   std::string home_ = "/nonexistent-home-for-tests";
-  testing::ScopedEnv env_{testing::kStoreEnvironment};
+  testing::FakeEnv env_;
   std::shared_ptr<http::RecordingTransport> transport_ =
       std::make_shared<http::RecordingTransport>([](const RecordedRequest&) -> Result<Response> {
         return Reply(200, "", {{"Content-Length", "3"}});
@@ -636,7 +636,7 @@ class OpenS3UrlTest : public ::testing::Test {
 };
 
 TEST_F(OpenS3UrlTest, RegisteredAndCached) {
-  auto opened = OpenUrl("s3://my-bucket/dir/file.bin");
+  auto opened = OpenS3Url("s3://my-bucket/dir/file.bin", env_);
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   EXPECT_EQ(opened->key, "dir/file.bin");
   EXPECT_EQ(opened->store->scheme(), "s3");
@@ -647,11 +647,11 @@ TEST_F(OpenS3UrlTest, RegisteredAndCached) {
   EXPECT_TRUE(transport_->requests()[0].headers.Get("Authorization"));
 
   // The same environment gives the same store; a changed one a new store.
-  auto again = OpenUrl("s3://my-bucket/other");
+  auto again = OpenS3Url("s3://my-bucket/other", env_);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->store.get(), opened->store.get());
   env_.Set("AWS_NO_SIGN_REQUEST", "true");
-  auto anonymous = OpenUrl("s3://my-bucket/other");
+  auto anonymous = OpenS3Url("s3://my-bucket/other", env_);
   ASSERT_TRUE(anonymous.ok());
   EXPECT_NE(anonymous->store.get(), opened->store.get());
   ASSERT_TRUE(anonymous->store->Head("other").ok());
@@ -662,15 +662,15 @@ TEST_F(OpenS3UrlTest, RegisteredAndCached) {
 }
 
 TEST_F(OpenS3UrlTest, BadUrlsAndBucketNames) {
-  EXPECT_EQ(OpenUrl("s3://").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(OpenS3Url("s3://", env_).status().code(), StatusCode::kInvalidArgument);
   // AWS itself has stricter bucket rules than custom endpoints.
-  EXPECT_TRUE(OpenUrl("s3://Legacy_Bucket/k").ok());
+  EXPECT_TRUE(OpenS3Url("s3://Legacy_Bucket/k", env_).ok());
   env_.Unset("AWS_ENDPOINT_URL");
-  Status s = OpenUrl("s3://Legacy_Bucket/k").status();
+  Status s = OpenS3Url("s3://Legacy_Bucket/k", env_).status();
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("Legacy_Bucket"), std::string::npos);
   env_.Set("AWS_ACCESS_KEY_ID", "");
-  s = OpenUrl("s3://bucket/k").status();
+  s = OpenS3Url("s3://bucket/k", env_).status();
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);  // a secret without a key id
   EXPECT_EQ(s.message().find(kSecret), std::string::npos);
 }

@@ -8,9 +8,7 @@
 // Thread-safety: immutable after construction.
 #include <fmt/format.h>
 
-#include <map>
 #include <memory>
-#include <mutex>
 
 #include "base/ascii.h"
 #include "ferry/storage/object_store.h"
@@ -18,6 +16,7 @@
 #include "storage/http/http_date.h"
 #include "storage/http/resumable_get.h"
 #include "storage/http/transport.h"
+#include "storage/store_cache.h"
 
 namespace ferry {
 namespace {
@@ -109,12 +108,11 @@ Result<StoreAndKey> OpenHttpUrl(std::string_view url) {
   }
   std::string key =
       path_start == std::string_view::npos ? "" : std::string(url.substr(path_start + 1));
-  static std::mutex mu;
-  static auto* stores = new std::map<std::string, std::shared_ptr<HttpStore>>();
-  std::lock_guard lock(mu);
-  auto& store = (*stores)[origin];
-  if (!store) store = std::make_shared<HttpStore>(origin, nullptr);
-  return StoreAndKey{store, std::move(key)};
+  FERRY_ASSIGN_OR_RETURN(
+      std::shared_ptr<ObjectStore> store, CachedStore(origin, [&] {
+        return Result<std::shared_ptr<ObjectStore>>(std::make_shared<HttpStore>(origin, nullptr));
+      }));
+  return StoreAndKey{std::move(store), std::move(key)};
 }
 
 }  // namespace

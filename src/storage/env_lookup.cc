@@ -1,0 +1,13 @@
+#include "storage/env_lookup.h"
+
+#include <cstdlib>
+
+namespace ferry {
+
+std::optional<std::string> ProcessEnv(std::string_view name) {
+  const char* value = std::getenv(std::string(name).c_str());
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return std::string(value);
+}
+
+}  // namespace ferry
