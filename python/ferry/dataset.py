@@ -213,11 +213,12 @@ class StreamingDataset(_NativeDataset):
             "drop_last": bool(drop_last),
             "epoch_size": _epoch_size(epoch_size),
             "sampling_method": sampling_method,
-            "predownload": _count(predownload, "predownload", 1),
-            "download_concurrency": _count(download_concurrency, "download_concurrency", 1),
-            "download_parts": _count(download_parts, "download_parts", 1),
+            # Their ranges are checked once, by the engine.
+            "predownload": _count(predownload, "predownload"),
+            "download_concurrency": _count(download_concurrency, "download_concurrency"),
+            "download_parts": _count(download_parts, "download_parts"),
             "node_download_concurrency": _count(
-                node_download_concurrency, "node_download_concurrency", 1
+                node_download_concurrency, "node_download_concurrency"
             ),
             "max_bytes_in_flight": _size(max_bytes_in_flight, "max_bytes_in_flight"),
             "cache_limit": _size(cache_limit, "cache_limit"),

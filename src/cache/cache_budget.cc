@@ -59,7 +59,8 @@ uint64_t CacheBudget::OpenBytesPerReader(uint32_t readers) const {
 }
 
 uint64_t CacheBudget::AheadBytesPerReader(uint32_t readers, uint64_t working_set) const {
-  if (!limited()) return UINT64_MAX;
+  if (!limit_) return UINT64_MAX;
+  if (fits_) return *limit_ / 2;  // nothing is evicted, but half the limit is plenty ahead
   const uint64_t quarter = *limit_ / 4;
   const uint64_t rest = *limit_ - quarter - std::min(working_set, *limit_ - quarter);
   return std::max(quarter, rest) / std::max<uint32_t>(1, readers);

@@ -8,8 +8,9 @@
 //   ahead        shards fetched or in flight ahead of the readers, pinned until read: the rest,
 //                and never less than a quarter.
 // The parts add up to the limit, so a download always finds a shard that no reader needs any
-// more to evict: no shard is fetched twice in an epoch for want of room. Without a limit, or
-// when every stream fits its limit whole, nothing is evicted and nothing is bounded.
+// more to evict: no shard is fetched twice in an epoch for want of room. Without a limit nothing
+// is bounded; when every stream fits its limit whole nothing is evicted, and only what is fetched
+// ahead is held to half the limit.
 //
 // Thread-safety: an immutable value.
 #pragma once
@@ -55,7 +56,8 @@ class CacheBudget {
   /// Bytes of open shards each of `readers` may keep pinned behind it (UINT64_MAX: no bound).
   uint64_t OpenBytesPerReader(uint32_t readers) const;
   /// Bytes each of `readers` may have fetched or in flight ahead of it (UINT64_MAX: no bound),
-  /// when the order they read keeps `working_set` bytes live (its largest stream's).
+  /// when the order they read keeps `working_set` bytes live (its largest stream's). Where
+  /// every stream fits its limit whole, half the limit, whatever the readers.
   uint64_t AheadBytesPerReader(uint32_t readers, uint64_t working_set) const;
 
  private:

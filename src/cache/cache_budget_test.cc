@@ -16,7 +16,10 @@ TEST(CacheBudget, UnboundedWithoutALimitOrWhenEverythingFits) {
   EXPECT_EQ(none.AheadBytesPerReader(2, 0), UINT64_MAX);
   const CacheBudget fits(1000, /*fits=*/true);
   EXPECT_FALSE(fits.limited());
-  EXPECT_EQ(fits.AheadBytesPerReader(1, 0), UINT64_MAX);
+  EXPECT_EQ(fits.OpenBytesPerReader(2), UINT64_MAX);
+  // Nothing is evicted, but half the limit is plenty to have ahead, whoever reads.
+  EXPECT_EQ(fits.AheadBytesPerReader(1, 0), 500u);
+  EXPECT_EQ(fits.AheadBytesPerReader(4, 900), 500u);
 }
 
 TEST(CacheBudget, PartsAddUpToTheLimit) {

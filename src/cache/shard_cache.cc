@@ -472,9 +472,9 @@ Result<std::unique_ptr<ShardCache>> ShardCache::Open(std::shared_ptr<ObjectStore
   if (options.local.empty()) {
     return InvalidArgumentError("shard cache: `local` (the cache folder) is empty");
   }
-  if (options.download_parts == 0u) {
-    return InvalidArgumentError(
-        fmt::format("{}: download_parts must be at least 1", options.local.string()));
+  if (options.download_parts) {
+    FERRY_RETURN_IF_ERROR(internal_cache::CheckDownloadParts(*options.download_parts)
+                              .WithContext(options.local.string()));
   }
   FERRY_RETURN_IF_ERROR(CheckIndexFitsCache(index, options));
   const CacheLayout layout(options.local);

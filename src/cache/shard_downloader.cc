@@ -224,6 +224,12 @@ Status DownloadParts(ObjectStore& store, std::string_view key, int fd, const fs:
 
 }  // namespace
 
+Status CheckDownloadParts(uint32_t parts) {
+  if (parts >= 1 && parts <= kMaxDownloadParts) return Status::Ok();
+  return InvalidArgumentError(fmt::format("download_parts must be 1 to {} (or unset: auto), not {}",
+                                          kMaxDownloadParts, parts));
+}
+
 Status DownloadToFile(ObjectStore& store, std::string_view key, const fs::path& tmp,
                       uint64_t expected_size, const PartOptions& parts, std::stop_token stop) {
   const std::string url = http::RedactUrl(store.ToUrl(key));

@@ -53,6 +53,11 @@ struct PartOptions {
   PartTuner* tuner = nullptr;
 };
 
+/// The most ranged parts one shard comes in at once (download_parts).
+inline constexpr uint32_t kMaxDownloadParts = 64;
+/// kInvalidArgument, with the range, unless 1 <= parts <= kMaxDownloadParts.
+Status CheckDownloadParts(uint32_t parts);
+
 /// Downloads the whole object `key` into a new file `tmp` (which must not exist), checking that
 /// it has `expected_size` bytes (kDataLoss otherwise). Large objects come as ranged parts (see
 /// the file comment). On error `tmp` is removed. The file is not flushed to disk (see Publish).

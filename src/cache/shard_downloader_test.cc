@@ -49,6 +49,16 @@ class DownloadToFileTest : public ::testing::Test {
   StoreAndKey remote_;
 };
 
+TEST(CheckDownloadParts, AcceptsOneToTheMostAndNamesTheRange) {
+  EXPECT_TRUE(CheckDownloadParts(1).ok());
+  EXPECT_TRUE(CheckDownloadParts(kMaxDownloadParts).ok());
+  for (uint32_t parts : {0u, kMaxDownloadParts + 1}) {
+    const Status status = CheckDownloadParts(parts);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(status.message(), ::testing::HasSubstr("download_parts must be 1 to 64"));
+  }
+}
+
 TEST(RemoteKeyOf, JoinsWithExactlyOneSlash) {
   EXPECT_EQ(RemoteKeyOf("", "index.json"), "index.json");
   EXPECT_EQ(RemoteKeyOf("data/set", "a/shard.00000.mds"), "data/set/a/shard.00000.mds");

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -92,15 +93,13 @@ Result<int> RunStream(const StreamCommandOptions& o) {
   options.order.batch_size = o.batch_size;
   FERRY_ASSIGN_OR_RETURN(options.predownload, Auto("predownload", o.predownload));
   FERRY_ASSIGN_OR_RETURN(auto concurrency, Auto("concurrency", o.concurrency));
-  if (concurrency) options.download_concurrency = static_cast<uint32_t>(*concurrency);
-  FERRY_ASSIGN_OR_RETURN(auto parts, Auto("download-parts", o.download_parts));
-  if (parts) {
-    if (*parts < 1 || *parts > 64) {
-      return InvalidArgumentError(
-          fmt::format("--download-parts: {} is not within 1 to 64, or auto", *parts));
-    }
-    options.download_parts = static_cast<uint32_t>(*parts);
+  if (concurrency) {
+    options.download_concurrency =
+        static_cast<uint32_t>(std::min<uint64_t>(*concurrency, UINT32_MAX));
   }
+  FERRY_ASSIGN_OR_RETURN(auto parts, Auto("download-parts", o.download_parts));
+  // Ranges are the engine's to check; a value past uint32 must not wrap into one.
+  if (parts) options.download_parts = static_cast<uint32_t>(std::min<uint64_t>(*parts, UINT32_MAX));
   options.node_download_concurrency = o.node_concurrency;
   if (!o.cache_limit.empty()) {
     FERRY_ASSIGN_OR_RETURN(uint64_t limit, ParseHumanSize(o.cache_limit));

@@ -15,6 +15,7 @@
 #include "cache/cache_budget.h"
 #include "cache/download_slots.h"
 #include "cache/reader_registry.h"
+#include "cache/shard_downloader.h"
 #include "ferry/format/shard_reader.h"
 #include "ferry/metrics/metrics.h"
 #include "ferry/storage/registry.h"
@@ -54,16 +55,21 @@ class StreamingDatasetImpl : public StreamingDataset,
 
   Status Init() {
     if (options_.streams.empty()) return InvalidArgumentError("no streams given");
+    // The one check of each option (the CLI and Python translate, and leave ranges to it).
     // Zero would silently turn prefetching off.
     if (options_.download_concurrency == 0u) {
-      return InvalidArgumentError("download_concurrency must be at least 1 (or unset: auto)");
+      return InvalidArgumentError(
+          "download_concurrency must be at least 1 (or unset: auto), not 0");
+    }
+    if (options_.download_parts) {
+      FERRY_RETURN_IF_ERROR(internal_cache::CheckDownloadParts(*options_.download_parts));
     }
     if (options_.node_download_concurrency) {
       FERRY_RETURN_IF_ERROR(
           internal_cache::CheckDownloadSlotCount(*options_.node_download_concurrency));
     }
     if (options_.predownload == 0u) {
-      return InvalidArgumentError("predownload must be at least 1 (or unset: auto)");
+      return InvalidArgumentError("predownload must be at least 1 (or unset: auto), not 0");
     }
     uint64_t first_id = 0;
     bool fits = true;  // every stream fits its cache_limit whole (or there is none)
@@ -502,14 +508,14 @@ class StreamIterator : public SampleIterator {
     prefetch.samples_per_shard = dataset_->MeanSamplesPerShard();
     prefetch.node_download_concurrency =
         dataset_->options().node_download_concurrency.value_or(UINT32_MAX);
+    // What is fetched ahead is pinned: it gets what the cache budget leaves beside the order's
+    // working set and the open shards, shared by all the readers of a folder (the node's
+    // workers).
     const internal_cache::CacheBudget& budget = dataset_->budget();
+    const uint64_t live = working_set.Largest();
+    prefetch.max_bytes_in_flight =
+        std::min(prefetch.max_bytes_in_flight, budget.AheadBytesPerReader(1, live));
     if (budget.limited()) {
-      // What is fetched ahead is pinned: it gets what the cache budget leaves beside the order's
-      // working set and the open shards, shared by all the readers of a folder (the node's
-      // workers).
-      const uint64_t live = working_set.Largest();
-      prefetch.max_bytes_in_flight =
-          std::min(prefetch.max_bytes_in_flight, budget.AheadBytesPerReader(1, live));
       // Registered while the prefetcher (which owns the budget) lives.
       auto readers =
           std::make_shared<internal_cache::FolderReaders>(dataset_->LimitedCacheFolders());
@@ -520,9 +526,6 @@ class StreamIterator : public SampleIterator {
           return budget.AheadBytesPerReader(most, live);
         };
       }
-    } else if (const auto& limit = dataset_->options().cache_limit) {
-      // Every stream fits whole: nothing is evicted, but half the limit is plenty ahead.
-      prefetch.max_bytes_in_flight = std::min(prefetch.max_bytes_in_flight, *limit / 2);
     }
     prefetcher_ = std::make_unique<Prefetcher>(
         cursor, [this](uint64_t sample) { return Resolve(sample).first; },

@@ -165,6 +165,8 @@ def test_a_remote_dataset_streams_through_the_cache(tmp_path, s3rver):
     ({"node_download_concurrency": 0}, ValueError, "node_download_concurrency"),
     ({"node_download_concurrency": 2**32}, ValueError, "node_download_concurrency"),
     ({"download_parts": 2**32}, ValueError, "download_parts"),
+    ({"download_parts": 65}, ValueError, "download_parts must be 1 to 64"),
+    ({"download_concurrency": 0}, ValueError, "download_concurrency must be at least 1"),
     ({"batch_size": 0}, ValueError, "batch_size"),
     ({"image_format": "jpeg"}, ValueError, "image_format"),
     ({"sampling_method": "random"}, ValueError, "Invalid sampling method: random"),
