@@ -7,17 +7,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
-#include <mutex>
 #include <optional>
 
 #include "base/ascii.h"
+#include "base/mutex.h"
 
 namespace ferry {
 namespace {
 
 struct Registry {
-  std::mutex mu;
-  std::map<std::string, StoreFactory> factories;  // guarded by mu
+  Mutex mu;
+  std::map<std::string, StoreFactory> factories GUARDED_BY(mu);
 };
 
 Registry& TheRegistry() {
@@ -47,7 +47,7 @@ std::string UrlScheme(std::string_view url) {
 
 StoreRegistration::StoreRegistration(std::string_view scheme, StoreFactory factory) {
   Registry& r = TheRegistry();
-  std::lock_guard lock(r.mu);
+  MutexLock lock(r.mu);
   if (!r.factories.emplace(std::string(scheme), factory).second) {
     // Two stores claiming one scheme is a build mistake; failing loudly at start-up beats
     // silently picking one.
@@ -59,7 +59,7 @@ StoreRegistration::StoreRegistration(std::string_view scheme, StoreFactory facto
 
 std::vector<std::string> RegisteredSchemes() {
   Registry& r = TheRegistry();
-  std::lock_guard lock(r.mu);
+  MutexLock lock(r.mu);
   std::vector<std::string> out;
   for (const auto& [scheme, factory] : r.factories) out.push_back(scheme);
   return out;
@@ -71,7 +71,7 @@ Result<StoreAndKey> OpenUrl(std::string_view url) {
   StoreFactory factory = nullptr;
   {
     Registry& r = TheRegistry();
-    std::lock_guard lock(r.mu);
+    MutexLock lock(r.mu);
     if (auto it = r.factories.find(scheme); it != r.factories.end()) factory = it->second;
   }
   // Only the part before '?' is shown: a query may hold a SAS token.

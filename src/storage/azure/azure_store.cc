@@ -35,12 +35,12 @@
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <optional>
 #include <random>
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "storage/azure/azure_auth.h"
 #include "storage/azure/azure_errors.h"
 #include "storage/azure/azure_metadata.h"
@@ -258,10 +258,10 @@ class AzureBlobStore final : public ObjectStore {
 
   // Completions of Put Block requests, handed from the transport's thread to the writer's.
   struct BlockCompletions {
-    std::mutex mu;
-    std::condition_variable cv;
-    std::deque<std::pair<size_t, Result<http::Response>>> done;  // guarded by mu
-    int in_flight = 0;                                           // guarded by mu
+    Mutex mu;
+    std::condition_variable_any cv;
+    std::deque<std::pair<size_t, Result<http::Response>>> done GUARDED_BY(mu);
+    int in_flight GUARDED_BY(mu) = 0;
   };
 
   Status PutBlocks(std::string_view key, const ByteSource& source) {
@@ -295,7 +295,7 @@ class AzureBlobStore final : public ObjectStore {
       Prepare(request);
       // Runs on the transport's thread (or inline, for a synchronous transport): only hands over.
       transport->Submit(std::move(request), {}, [state, index](Result<http::Response> result) {
-        std::lock_guard lock(state->mu);
+        MutexLock lock(state->mu);
         state->done.emplace_back(index, std::move(result));
         --state->in_flight;
         state->cv.notify_all();
@@ -307,7 +307,7 @@ class AzureBlobStore final : public ObjectStore {
       while (failure.ok()) {
         std::optional<size_t> index;
         {
-          std::lock_guard lock(state->mu);
+          MutexLock lock(state->mu);
           if (state->in_flight >= max_in_flight) break;
           auto due = std::min_element(backing_off.begin(), backing_off.end());
           if (due != backing_off.end() && due->first <= std::chrono::steady_clock::now()) {
@@ -327,21 +327,22 @@ class AzureBlobStore final : public ObjectStore {
       // 2. Wait for completions (or for the next backoff to end).
       std::deque<std::pair<size_t, Result<http::Response>>> done;
       {
-        std::unique_lock lock(state->mu);
+        MutexLock lock(state->mu);
+        auto completed = [&]() REQUIRES(state->mu) { return !state->done.empty(); };
         if (state->done.empty()) {
           if (stored == count) break;
           if (state->in_flight == 0) {
             if (!failure.ok()) break;
             // Only blocks backing off remain: sleep until the first is due.
             const auto due = std::min_element(backing_off.begin(), backing_off.end())->first;
-            state->cv.wait_until(lock, due, [&] { return !state->done.empty(); });
+            state->cv.wait_until(lock, due, completed);
             continue;
           }
           if (failure.ok() && !backing_off.empty()) {
             const auto due = std::min_element(backing_off.begin(), backing_off.end())->first;
-            state->cv.wait_until(lock, due, [&] { return !state->done.empty(); });
+            state->cv.wait_until(lock, due, completed);
           } else {
-            state->cv.wait(lock, [&] { return !state->done.empty(); });
+            state->cv.wait(lock, completed);
           }
         }
         done.swap(state->done);

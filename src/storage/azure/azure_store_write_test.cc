@@ -9,11 +9,11 @@
 #include <atomic>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "storage/azure/azure_store.h"
 #include "storage/azure/azure_store_testutil.h"
 #include "storage/http/recording_transport.h"
@@ -163,15 +163,16 @@ class DeferredTransport : public http::Transport {
     cv_.notify_all();
   }
 
-  void Submit(http::Request request, http::BodySink sink, http::Completion done) override {
-    std::lock_guard lock(mu_);
+  void Submit(http::Request request, http::BodySink sink, http::Completion done) override
+      EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     pending_.push_back({std::move(request), std::move(sink), std::move(done)});
     max_in_flight_ = std::max(max_in_flight_, pending_.size());
     cv_.notify_all();
   }
 
-  size_t max_in_flight() const {
-    std::lock_guard lock(mu_);
+  size_t max_in_flight() const EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     return max_in_flight_;
   }
   std::vector<http::RecordedRequest> requests() const { return recorder_->requests(); }
@@ -183,14 +184,14 @@ class DeferredTransport : public http::Transport {
     http::Completion done;
   };
 
-  void Loop(std::stop_token stop) {
+  void Loop(std::stop_token stop) EXCLUDES(mu_) {
     while (!stop.stop_requested()) {
       std::vector<Pending> batch;
       {
-        std::unique_lock lock(mu_);
+        MutexLock lock(mu_);
         // Let a few arrive, then finish them newest first.
         cv_.wait_for(lock, stop, std::chrono::milliseconds(5),
-                     [&] { return pending_.size() >= 3; });
+                     [&]() REQUIRES(mu_) { return pending_.size() >= 3; });
         while (!pending_.empty()) {
           batch.push_back(std::move(pending_.back()));
           pending_.pop_back();
@@ -204,10 +205,10 @@ class DeferredTransport : public http::Transport {
   }
 
   std::shared_ptr<http::RecordingTransport> recorder_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable_any cv_;
-  std::deque<Pending> pending_;
-  size_t max_in_flight_ = 0;
+  std::deque<Pending> pending_ GUARDED_BY(mu_);
+  size_t max_in_flight_ GUARDED_BY(mu_) = 0;
   std::jthread worker_;
 };
 

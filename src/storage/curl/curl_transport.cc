@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "base/log.h"
+#include "base/mutex.h"
 #include "storage/env_lookup.h"
 
 namespace ferry::http {
@@ -190,14 +191,14 @@ class CurlTransport : public Transport {
     curl_multi_cleanup(multi_);
   }
 
-  void Submit(Request request, BodySink sink, Completion done) override {
+  void Submit(Request request, BodySink sink, Completion done) override EXCLUDES(mu_) {
     auto t = std::make_unique<Transfer>();
     t->request = std::move(request);
     t->sink = std::move(sink);
     t->done = std::move(done);
     bool stopping;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       stopping = stopping_;
       if (!stopping) pending_.push_back(std::move(t));
     }
@@ -290,12 +291,12 @@ class CurlTransport : public Transport {
     done(std::move(result));
   }
 
-  void Loop(std::stop_token stop) {
+  void Loop(std::stop_token stop) EXCLUDES(mu_) {
     std::unordered_map<CURL*, std::unique_ptr<Transfer>> active;
     while (!stop.stop_requested()) {
       std::deque<std::unique_ptr<Transfer>> incoming;
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         incoming.swap(pending_);
       }
       for (auto& t : incoming) {
@@ -328,7 +329,7 @@ class CurlTransport : public Transport {
     // Shutting down: nothing new is accepted; everything in flight or queued is cancelled.
     std::deque<std::unique_ptr<Transfer>> leftover;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       stopping_ = true;
       leftover.swap(pending_);
     }
@@ -345,10 +346,10 @@ class CurlTransport : public Transport {
 
   const CurlTransportOptions options_;
   CURLM* multi_ = nullptr;
-  std::mutex mu_;
-  std::deque<std::unique_ptr<Transfer>> pending_;  // guarded by mu_
-  bool stopping_ = false;                          // guarded by mu_
-  std::jthread thread_;                            // last: uses everything above
+  Mutex mu_;
+  std::deque<std::unique_ptr<Transfer>> pending_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::jthread thread_;  // last: uses everything above
 };
 
 }  // namespace

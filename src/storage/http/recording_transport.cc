@@ -16,7 +16,7 @@ void RecordingTransport::Submit(Request request, BodySink sink, Completion done)
     r.body.resize(offset);
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     requests_.push_back(r);
   }
   Result<Response> response = handler_ ? handler_(r) : Result<Response>(Response{200, {}, {}});
@@ -36,12 +36,12 @@ void RecordingTransport::Submit(Request request, BodySink sink, Completion done)
 }
 
 std::vector<RecordedRequest> RecordingTransport::requests() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return requests_;
 }
 
 void RecordingTransport::Clear() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   requests_.clear();
 }
 

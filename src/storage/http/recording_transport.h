@@ -6,12 +6,12 @@
 #pragma once
 
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/mutex.h"
 #include "storage/http/transport.h"
 
 namespace ferry::http {
@@ -34,15 +34,15 @@ class RecordingTransport : public Transport {
   /// Without a handler every request gets 200 with an empty body.
   explicit RecordingTransport(Handler handler = {}) : handler_(std::move(handler)) {}
 
-  void Submit(Request request, BodySink sink, Completion done) override;
+  void Submit(Request request, BodySink sink, Completion done) override EXCLUDES(mu_);
 
-  std::vector<RecordedRequest> requests() const;
-  void Clear();
+  std::vector<RecordedRequest> requests() const EXCLUDES(mu_);
+  void Clear() EXCLUDES(mu_);
 
  private:
   Handler handler_;
-  mutable std::mutex mu_;
-  std::vector<RecordedRequest> requests_;
+  mutable Mutex mu_;
+  std::vector<RecordedRequest> requests_ GUARDED_BY(mu_);
 };
 
 }  // namespace ferry::http

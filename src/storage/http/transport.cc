@@ -3,18 +3,18 @@
 #include <unistd.h>
 
 #include <future>
-#include <mutex>
 
+#include "base/mutex.h"
 #include "storage/curl/curl_transport.h"
 
 namespace ferry::http {
 namespace {
 
 struct DefaultState {
-  std::mutex mu;
-  std::shared_ptr<Transport> transport;
-  pid_t pid = 0;
-  std::shared_ptr<Transport> override_for_testing;
+  Mutex mu;
+  std::shared_ptr<Transport> transport GUARDED_BY(mu);
+  pid_t pid GUARDED_BY(mu) = 0;
+  std::shared_ptr<Transport> override_for_testing GUARDED_BY(mu);
 };
 
 DefaultState& State() {
@@ -44,7 +44,7 @@ std::optional<Response> FetchErrorDocument(Transport& transport, Request get, in
 
 std::shared_ptr<Transport> DefaultTransport() {
   DefaultState& s = State();
-  std::lock_guard lock(s.mu);
+  MutexLock lock(s.mu);
   if (s.override_for_testing) return s.override_for_testing;
   if (!s.transport || s.pid != ::getpid()) {
     if (s.transport && s.pid != ::getpid()) {
@@ -60,7 +60,7 @@ std::shared_ptr<Transport> DefaultTransport() {
 
 void SetDefaultTransportForTesting(std::shared_ptr<Transport> transport) {
   DefaultState& s = State();
-  std::lock_guard lock(s.mu);
+  MutexLock lock(s.mu);
   s.override_for_testing = std::move(transport);
 }
 

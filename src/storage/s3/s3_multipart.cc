@@ -8,9 +8,10 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <utility>
+
+#include "base/mutex.h"
 
 namespace ferry::internal_s3 {
 namespace {
@@ -20,9 +21,9 @@ using Clock = std::chrono::steady_clock;
 // What completions hand back to the calling thread. Shared, so that a transport that completes
 // late can never touch a finished call's stack.
 struct Mailbox {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<std::pair<int, Result<http::Response>>> done;  // guarded by mu
+  Mutex mu;
+  std::condition_variable_any cv;
+  std::deque<std::pair<int, Result<http::Response>>> done GUARDED_BY(mu);
 };
 
 struct PartState {
@@ -81,7 +82,7 @@ Result<std::vector<CompletedPart>> UploadParts(http::Transport& transport,
     // transport, inside Submit on this one, which is why no lock is held here).
     transport.Submit(*std::move(request), {}, [mailbox, number](Result<http::Response> r) {
       {
-        std::lock_guard lock(mailbox->mu);
+        MutexLock lock(mailbox->mu);
         mailbox->done.emplace_back(number, std::move(r));
       }
       mailbox->cv.notify_one();
@@ -128,8 +129,8 @@ Result<std::vector<CompletedPart>> UploadParts(http::Transport& transport,
 
     std::deque<std::pair<int, Result<http::Response>>> done;
     {
-      std::unique_lock lock(mailbox->mu);
-      auto ready = [&] { return !mailbox->done.empty(); };
+      MutexLock lock(mailbox->mu);
+      auto ready = [&]() REQUIRES(mailbox->mu) { return !mailbox->done.empty(); };
       if (!failure && !retries.empty() && in_flight < max_in_flight) {
         mailbox->cv.wait_until(lock, retries.begin()->first, ready);
       } else {

@@ -6,9 +6,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <thread>
 
+#include "base/mutex.h"
 #include "storage/http/recording_transport.h"
 
 namespace ferry::internal_s3 {
@@ -41,8 +41,8 @@ class AsyncTransport : public http::Transport {
     cv_.notify_all();
   }
 
-  void Submit(http::Request request, http::BodySink, http::Completion done) override {
-    std::lock_guard lock(mu_);
+  void Submit(http::Request request, http::BodySink, http::Completion done) override EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     queue_.emplace_back(std::move(request), std::move(done));
     ++submitted_;
     max_in_flight_ = std::max<int>(max_in_flight_, static_cast<int>(queue_.size()));
@@ -53,17 +53,17 @@ class AsyncTransport : public http::Transport {
   int submitted() const { return submitted_; }
 
  private:
-  void Loop(std::stop_token stop) {
+  void Loop(std::stop_token stop) EXCLUDES(mu_) {
     while (!stop.stop_requested()) {
       std::deque<std::pair<http::Request, http::Completion>> batch;
       {
-        std::unique_lock lock(mu_);
-        cv_.wait(lock, stop, [&] { return !queue_.empty(); });
+        MutexLock lock(mu_);
+        cv_.wait(lock, stop, [&]() REQUIRES(mu_) { return !queue_.empty(); });
         if (queue_.empty()) return;
       }
       std::this_thread::sleep_for(20ms);  // let the caller fill its window
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         batch.swap(queue_);
       }
       for (auto& [request, done] : batch) done(handler_(request));
@@ -71,9 +71,9 @@ class AsyncTransport : public http::Transport {
   }
 
   Handler handler_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable_any cv_;
-  std::deque<std::pair<http::Request, http::Completion>> queue_;
+  std::deque<std::pair<http::Request, http::Completion>> queue_ GUARDED_BY(mu_);
   std::atomic<int> max_in_flight_{0};
   std::atomic<int> submitted_{0};
   std::jthread thread_;  // last: uses everything above
@@ -133,10 +133,10 @@ TEST(UploadPartsTest, KeepsTheWindowFullAndReturnsPartsInOrder) {
 }
 
 TEST(UploadPartsTest, PartsCoverTheObjectExactly) {
-  std::mutex mu;
+  Mutex mu;
   std::vector<std::string> ranges(4);
   http::RecordingTransport transport([&](const http::RecordedRequest& r) -> Result<http::Response> {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     ranges[PartNumberOf(r.url) - 1] = std::string(r.headers.Get("X-Range").value_or(""));
     return Ok("\"e\"");
   });

@@ -5,9 +5,9 @@
 
 #include <chrono>
 #include <map>
-#include <mutex>
 #include <set>
 
+#include "base/mutex.h"
 #include "ferry/storage/registry.h"
 #include "storage/http/recording_transport.h"
 #include "storage/http/url_encoding.h"
@@ -297,14 +297,14 @@ TEST_F(S3StoreTest, OverHttpsBodiesAreUnsignedAndHostsVirtual) {
 
 // A fake S3 multipart endpoint: records parts, answers Create and Complete.
 struct MultipartServer {
-  std::mutex mu;
-  std::map<int, std::string> parts;  // part number -> body
-  std::string complete_body;
-  int fail_part = 0;  // answer this part with 403
-  int aborts = 0;
+  Mutex mu;
+  std::map<int, std::string> parts GUARDED_BY(mu);  // part number -> body
+  std::string complete_body GUARDED_BY(mu);
+  int aborts GUARDED_BY(mu) = 0;
+  int fail_part = 0;  // answer this part with 403; set before the store runs
 
-  Result<Response> Handle(const RecordedRequest& r) {
-    std::lock_guard lock(mu);
+  Result<Response> Handle(const RecordedRequest& r) EXCLUDES(mu) {
+    MutexLock lock(mu);
     if (r.method == "POST" && r.url.ends_with("?uploads")) {
       return Reply(200,
                    "<InitiateMultipartUploadResult><Bucket>bucket</Bucket><Key>big</Key>"
@@ -348,6 +348,7 @@ TEST_F(S3StoreTest, MultipartCreatePartsComplete) {
       Make(SmallParts(Config()), [&](const RecordedRequest& r) { return server.Handle(r); });
   ASSERT_TRUE(store->Put("big", "0123456789A").ok());  // 11 bytes: parts of 4, 4, 3
 
+  MutexLock lock(server.mu);
   EXPECT_EQ(server.parts, (std::map<int, std::string>{{1, "0123"}, {2, "4567"}, {3, "89A"}}));
   EXPECT_EQ(server.complete_body,
             "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
@@ -387,6 +388,7 @@ TEST_F(S3StoreTest, MultipartAbortsWhenAPartFails) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
   EXPECT_EQ(s.message(), "s3://bucket/big: part 2 of 3: AccessDenied: Access Denied");
+  MutexLock lock(server.mu);
   EXPECT_EQ(server.aborts, 1);
   EXPECT_TRUE(server.complete_body.empty());
   const auto requests = transport_->requests();
@@ -408,6 +410,7 @@ TEST_F(S3StoreTest, MultipartErrorInsideA200CompleteIsRetried) {
   });
   ASSERT_TRUE(store->Put("big", "0123456789A").ok());
   EXPECT_EQ(completes, 2);
+  MutexLock lock(server.mu);
   EXPECT_EQ(server.aborts, 0);
 }
 
@@ -424,6 +427,7 @@ TEST_F(S3StoreTest, MultipartPermanentErrorInsideA200CompleteAborts) {
   Status s = store->Put("big", "0123456789A");
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("InvalidPart"), std::string::npos) << s.message();
+  MutexLock lock(server.mu);
   EXPECT_EQ(server.aborts, 1);
 }
 
@@ -443,6 +447,7 @@ TEST_F(S3StoreTest, MultipartCompleteWhoseReplyWasLost) {
     return server.Handle(r);
   });
   EXPECT_TRUE(store->Put("big", "0123456789A").ok());
+  MutexLock lock(server.mu);
   EXPECT_EQ(server.aborts, 0);
 }
 
