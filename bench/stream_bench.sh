@@ -12,7 +12,8 @@
 # what it chose by the end of epoch 1). --conn-mbps caps each connection through the proxy, as
 # a cross-cloud TCP stream is (0: pure delay); --total-mbps caps the whole link, so that it, and
 # not the two cores that the server, the proxy and ferry share, limits the rate (0: no cap).
-# --stream-args adds options to every `ferry stream`.
+# --stream-args adds options to every `ferry stream`. FERRY_BENCH_BIN=<build/release of another
+# checkout> runs that build's ferry against the same data and servers (a before/after pair).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rtts="0 50 100"
@@ -34,7 +35,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-bin=build/release
+bin=${FERRY_BENCH_BIN:-build/release}
 work=build/bench
 src=$work/images-10000
 if [ ! -f "$src.complete" ]; then
