@@ -15,6 +15,7 @@
 #include "ferry/format/local_dataset.h"
 #include "ferry/stream/shard_cache.h"
 #include "storage/http/http_types.h"
+#include "storage/object_key.h"
 
 namespace ferry {
 namespace internal_cache {
@@ -122,7 +123,7 @@ Result<Index> LoadIndex(ObjectStore* remote, const std::string& remote_prefix,
   using internal_cache::CacheLayout;
   if (remote == nullptr) return ReadLocalIndex(local);
   const CacheLayout layout(local);
-  const std::string key = internal_cache::RemoteKeyOf(remote_prefix, "index.json");
+  const std::string key = JoinKey(remote_prefix, "index.json");
   const std::string url = http::RedactUrl(remote->ToUrl(key));
   const std::string remote_url = http::RedactUrl(remote->ToUrl(remote_prefix));
 

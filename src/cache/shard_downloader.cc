@@ -21,6 +21,7 @@
 #include "format/compression.h"
 #include "format/hash.h"
 #include "storage/http/http_types.h"
+#include "storage/object_key.h"
 
 namespace ferry::internal_cache {
 namespace {
@@ -254,14 +255,8 @@ ShardDownloader::ShardDownloader(std::shared_ptr<ObjectStore> remote, std::strin
       layout_(std::move(layout)),
       options_(std::move(options)) {}
 
-std::string RemoteKeyOf(std::string_view prefix, std::string_view name) {
-  if (prefix.empty()) return std::string(name);
-  if (prefix.back() == '/') return fmt::format("{}{}", prefix, name);
-  return fmt::format("{}/{}", prefix, name);
-}
-
 std::string ShardDownloader::RemoteKey(std::string_view basename) const {
-  return RemoteKeyOf(remote_prefix_, basename);
+  return JoinKey(remote_prefix_, basename);
 }
 
 Status ShardDownloader::CheckDigest(std::string_view data, const FileInfo& file,

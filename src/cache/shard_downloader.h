@@ -43,9 +43,6 @@
 
 namespace ferry::internal_cache {
 
-/// `name` under the remote folder `prefix` ("" is the store's root; a trailing '/' is optional).
-std::string RemoteKeyOf(std::string_view prefix, std::string_view name);
-
 struct PartOptions {
   uint64_t parallel_part_threshold = uint64_t{32} << 20;
   uint32_t download_parts = 8;

@@ -59,12 +59,6 @@ TEST(CheckDownloadParts, AcceptsOneToTheMostAndNamesTheRange) {
   }
 }
 
-TEST(RemoteKeyOf, JoinsWithExactlyOneSlash) {
-  EXPECT_EQ(RemoteKeyOf("", "index.json"), "index.json");
-  EXPECT_EQ(RemoteKeyOf("data/set", "a/shard.00000.mds"), "data/set/a/shard.00000.mds");
-  EXPECT_EQ(RemoteKeyOf("data/set/", "index.json"), "data/set/index.json");
-}
-
 TEST_F(DownloadToFileTest, SmallObjectsComeInOneRead) {
   auto store = Store();
   ASSERT_TRUE(DownloadToFile(*store, Key(), Tmp(), data_.size(), {}).ok());

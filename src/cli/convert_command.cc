@@ -40,6 +40,7 @@
 #include "files/file_encoding.h"
 #include "files/file_listing.h"
 #include "storage/http/http_types.h"
+#include "storage/object_key.h"
 
 namespace ferry::cli {
 namespace {
@@ -118,8 +119,8 @@ Status CheckFolders(const fs::path& src, const fs::path& out) {
 
 // The same rule for two store prefixes.
 Status CheckPrefixes(const StoreAndKey& src, const StoreAndKey& out) {
-  const std::string s = FolderPrefix(src.store->ToUrl(src.key));
-  const std::string o = FolderPrefix(out.store->ToUrl(out.key));
+  const std::string s = FolderKey(src.store->ToUrl(src.key));
+  const std::string o = FolderKey(out.store->ToUrl(out.key));
   if (o.starts_with(s)) {
     return InvalidArgumentError(fmt::format("output {} lies inside the source prefix {}",
                                             http::RedactUrl(o), http::RedactUrl(s)));
@@ -135,7 +136,7 @@ Result<bool> CheckStoreOutput(const StoreAndKey& out, std::string_view out_name,
         fmt::format("{}: {}:// is read-only; convert into a writable store or a local folder",
                     out_name, out.store->scheme()));
   }
-  auto head = out.store->Head(internal_cache::RemoteKeyOf(out.key, "index.json"));
+  auto head = out.store->Head(JoinKey(out.key, "index.json"));
   if (!head) {
     if (head.error().code() == StatusCode::kNotFound) return false;
     return head.error();
@@ -270,7 +271,7 @@ Result<int> RunConvert(const ConvertOptions& o) {
   // The old index goes before the first new shard, so that no reader pairs it with them; not
   // earlier, so that a conversion refused for its options leaves the old dataset whole.
   if (replacing) {
-    FERRY_RETURN_IF_ERROR(out.store->Remove(internal_cache::RemoteKeyOf(out.key, "index.json")));
+    FERRY_RETURN_IF_ERROR(out.store->Remove(JoinKey(out.key, "index.json")));
   }
   // Column order in the writer is sorted: data < label < path.
   std::vector<Value> values;
@@ -287,7 +288,7 @@ Result<int> RunConvert(const ConvertOptions& o) {
                                                      std::stop_token) -> Result<std::string> {
       const FolderFile& f = listing.files[i];
       if (!store) return ReadFileToString(f.path);
-      return store->Get(internal_cache::RemoteKeyOf(prefix, f.relative));
+      return store->Get(JoinKey(prefix, f.relative));
     };
     const uint32_t local_threads = static_cast<uint32_t>(std::max<size_t>(1, o.threads));
     const std::optional<uint32_t> concurrency = src_local ? std::optional<uint32_t>(local_threads)

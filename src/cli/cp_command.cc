@@ -22,6 +22,7 @@
 #include "cli/transfer.h"
 #include "ferry/storage/registry.h"
 #include "storage/http/http_types.h"
+#include "storage/object_key.h"
 
 namespace ferry::cli {
 namespace {
@@ -49,8 +50,8 @@ Result<int> RunCp(const CpOptions& o) {
   }
   std::vector<CopyItem> items;
   if (o.recursive) {
-    FERRY_ASSIGN_OR_RETURN(
-        items, PlanFolderCopy(*src.store, FolderPrefix(src.key), FolderPrefix(dst.key)));
+    FERRY_ASSIGN_OR_RETURN(items,
+                           PlanFolderCopy(*src.store, FolderKey(src.key), FolderKey(dst.key)));
     if (items.empty()) {
       return NotFoundError(fmt::format("{}: nothing to copy", src.store->ToUrl(src.key)));
     }
@@ -61,7 +62,7 @@ Result<int> RunCp(const CpOptions& o) {
     std::error_code ec;
     if (dst_key.empty() || dst_key.ends_with('/') ||
         (local && std::filesystem::is_directory(*local, ec))) {
-      dst_key = FolderPrefix(dst_key) + BaseName(src.key);
+      dst_key = FolderKey(dst_key) + BaseName(src.key);
     }
     items.push_back({src.key, dst_key, info.size});
   }

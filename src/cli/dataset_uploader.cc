@@ -9,6 +9,7 @@
 #include "cache/shard_downloader.h"
 #include "files/file_listing.h"
 #include "storage/http/http_types.h"
+#include "storage/object_key.h"
 
 namespace ferry::cli {
 
@@ -32,7 +33,7 @@ DatasetUploader::~DatasetUploader() {
 }
 
 std::string DatasetUploader::UrlOf(std::string_view basename) const {
-  return http::RedactUrl(store_->ToUrl(internal_cache::RemoteKeyOf(prefix_, basename)));
+  return http::RedactUrl(store_->ToUrl(JoinKey(prefix_, basename)));
 }
 
 void DatasetUploader::Add(const std::string& basename) {
@@ -50,7 +51,7 @@ Status DatasetUploader::Upload(const std::string& basename) {
   std::error_code ec;
   const uint64_t size = std::filesystem::file_size(path, ec);
   if (ec) return ErrnoToStatus(ec.value(), "stat", path);
-  if (Status s = store_->PutFile(internal_cache::RemoteKeyOf(prefix_, basename), path); !s.ok()) {
+  if (Status s = store_->PutFile(JoinKey(prefix_, basename), path); !s.ok()) {
     return s.WithContext("uploading");  // the store's error names the URL
   }
   files_ += 1;
@@ -89,7 +90,7 @@ Status DatasetUploader::Finish(const std::vector<std::string>& closing) {
 }
 
 Status DatasetUploader::RemoveOtherShards(const std::set<std::string>& keep) {
-  const std::string folder = internal_cache::RemoteKeyOf(prefix_, "");
+  const std::string folder = FolderKey(prefix_);
   FERRY_ASSIGN_OR_RETURN(ListResult listed, store_->List(folder, /*recursive=*/false));
   for (const ObjectInfo& object : listed.objects) {
     if (!object.key.starts_with(folder)) continue;

@@ -4,16 +4,17 @@
 
 #include "cli/transfer.h"
 #include "storage/http/http_types.h"
+#include "storage/object_key.h"
 
 namespace ferry::cli {
 
 Result<DatasetUrl> DatasetUrl::Open(std::string_view url, std::string_view split) {
   DatasetUrl d;
   FERRY_ASSIGN_OR_RETURN(d.where_, OpenUrl(url));
-  d.where_.key = FolderPrefix(std::move(d.where_.key));
+  d.where_.key = FolderKey(d.where_.key);
   d.name_ = http::RedactUrl(url);
   if (!split.empty()) {
-    d.where_.key += FolderPrefix(std::string(split));
+    d.where_.key += FolderKey(split);
     d.name_ = fmt::format(
         "{}/{}", d.name_.ends_with('/') ? d.name_.substr(0, d.name_.size() - 1) : d.name_, split);
   }

@@ -10,6 +10,7 @@
 #include "cli/transfer.h"
 #include "ferry/format/index.h"
 #include "files/file_encoding.h"
+#include "storage/object_key.h"
 
 namespace ferry {
 namespace {
@@ -73,7 +74,7 @@ Status Finish(FolderListing& out, std::string_view root) {
 
 Result<FolderListing> ListRemoteImageFolder(ObjectStore& store, std::string_view prefix,
                                             std::string_view url) {
-  const std::string folder = FolderPrefix(std::string(prefix));
+  const std::string folder = FolderKey(prefix);
   FERRY_ASSIGN_OR_RETURN(ListResult listed, store.List(folder, /*recursive=*/true));
   FolderListing out;
   std::vector<FolderFile> top;

@@ -18,6 +18,7 @@
 #include "cli/transfer.h"
 #include "ferry/storage/registry.h"
 #include "storage/http/http_types.h"
+#include "storage/object_key.h"
 
 namespace ferry::cli {
 namespace {
@@ -56,8 +57,8 @@ Result<int> RunSync(const SyncOptions& o) {
   if (dst.store->read_only()) {
     return InvalidArgumentError(fmt::format("{}: cannot sync into a read-only store", o.dst));
   }
-  const std::string src_prefix = FolderPrefix(src.key);
-  const std::string dst_prefix = FolderPrefix(dst.key);
+  const std::string src_prefix = FolderKey(src.key);
+  const std::string dst_prefix = FolderKey(dst.key);
   FERRY_ASSIGN_OR_RETURN(ListResult src_list, src.store->List(src_prefix, true));
   FERRY_ASSIGN_OR_RETURN(ListResult dst_list, dst.store->List(dst_prefix, true));
   std::map<std::string, const ObjectInfo*> existing;  // relative key -> destination object

@@ -28,11 +28,6 @@ std::filesystem::path SpoolPath() {
 
 }  // namespace
 
-std::string FolderPrefix(std::string key) {
-  if (!key.empty() && !key.ends_with('/')) key += '/';
-  return key;
-}
-
 Result<std::vector<CopyItem>> PlanFolderCopy(ObjectStore& src, const std::string& src_prefix,
                                              const std::string& dst_prefix) {
   FERRY_ASSIGN_OR_RETURN(ListResult listing, src.List(src_prefix, /*recursive=*/true));

@@ -53,9 +53,6 @@ struct CopyReport {
   bool stopped = false;
 };
 
-/// "a/b" -> "a/b/"; "" and "a/" stay as they are: the prefix of everything "in" a folder key.
-std::string FolderPrefix(std::string key);
-
 /// Every object below `src_prefix` (recursively), paired with the key it gets below `dst_prefix`.
 Result<std::vector<CopyItem>> PlanFolderCopy(ObjectStore& src, const std::string& src_prefix,
                                              const std::string& dst_prefix);

@@ -19,6 +19,7 @@
 #include "cli/scratch_folder.h"
 #include "cli/transfer.h"
 #include "ferry/format/verify.h"
+#include "storage/object_key.h"
 
 namespace ferry::cli {
 namespace {
@@ -50,7 +51,7 @@ Result<VerifyReport> VerifyRemote(const DatasetUrl& dataset, const std::string& 
   FERRY_ASSIGN_OR_RETURN(const std::set<std::string> present, dataset.Present(files));
   FERRY_ASSIGN_OR_RETURN(const auto scratch, ScratchFolder::Create("verify"));
   FERRY_ASSIGN_OR_RETURN(StoreAndKey local, OpenUrl(scratch->path().string()));
-  local.key = FolderPrefix(local.key);
+  local.key = FolderKey(local.key);
 
   VerifyReport report;
   const size_t n = index.shards.size();

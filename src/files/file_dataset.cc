@@ -30,6 +30,7 @@
 #include "files/file_pack.h"
 #include "storage/http/http_types.h"
 #include "storage/instrumented_store.h"
+#include "storage/object_key.h"
 
 namespace ferry {
 namespace fs = std::filesystem;
@@ -220,9 +221,8 @@ class FileDatasetImpl final : public FileDataset,
 
   const FileEntry& entry(uint64_t index) const { return listing_.files[index]; }
   std::string FileUrl(uint64_t index) const {
-    return http::RedactUrl(
-        remote_ ? remote_->ToUrl(internal_cache::RemoteKeyOf(prefix_, listing_.files[index].path))
-                : (cache_root_ / listing_.files[index].path).string());
+    return http::RedactUrl(remote_ ? remote_->ToUrl(JoinKey(prefix_, listing_.files[index].path))
+                                   : (cache_root_ / listing_.files[index].path).string());
   }
 
   // File `index`'s bytes: from a pack, else from the cache (downloading it if needed, until
@@ -237,8 +237,7 @@ class FileDatasetImpl final : public FileDataset,
     const FileEntry& file = listing_.files[index];
     Result<std::string> data = [&]() -> Result<std::string> {
       if (to_memory && remote_) {
-        FERRY_ASSIGN_OR_RETURN(std::string bytes,
-                               remote_->Get(internal_cache::RemoteKeyOf(prefix_, file.path)));
+        FERRY_ASSIGN_OR_RETURN(std::string bytes, remote_->Get(JoinKey(prefix_, file.path)));
         if (bytes.size() != file.size) {
           return DataLossError(fmt::format(
               "{}: {} bytes, the listing says {}: the file changed since it was listed (open "

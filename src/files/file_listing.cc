@@ -16,6 +16,7 @@
 #include "cache/cache_layout.h"
 #include "cache/shard_downloader.h"
 #include "ferry/format/index.h"
+#include "storage/object_key.h"
 
 namespace ferry::internal_files {
 namespace {
@@ -84,7 +85,7 @@ Result<std::vector<std::string>> NormalizeExtensions(const std::vector<std::stri
 
 Result<Listing> ListFiles(ObjectStore& store, std::string_view prefix, std::string root_url,
                           FileLabels labels, std::vector<std::string> extensions) {
-  const std::string folder = internal_cache::RemoteKeyOf(prefix, "");  // "" or "prefix/"
+  const std::string folder = FolderKey(prefix);  // "" or "prefix/"
   auto listed = store.List(folder, /*recursive=*/true);
   if (!listed) return listed.error().WithContext(fmt::format("listing {}", root_url));
   if (const auto mds = MdsFolders(listed->objects, folder); !mds.empty()) {

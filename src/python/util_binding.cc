@@ -23,16 +23,12 @@
 #include "python/bindings.h"
 #include "python/status_exception.h"
 #include "storage/http/http_types.h"
+#include "storage/object_key.h"
 
 namespace py = pybind11;
 
 namespace ferry::python {
 namespace {
-
-std::string FolderKey(std::string key) {
-  if (!key.empty() && !key.ends_with('/')) key += '/';
-  return key;
-}
 
 // store.Get(key), given up after `timeout_s` seconds (Mosaic's download_timeout, per file).
 Result<std::string> GetWithin(ObjectStore& store, const std::string& key,
@@ -102,7 +98,7 @@ Status WriteMergedIndex(const std::vector<std::string>& folders, const std::stri
   std::vector<StoreAndKey> targets;
   for (const std::string& folder : folders) {
     FERRY_ASSIGN_OR_RETURN(StoreAndKey at, OpenUrl(folder));
-    at.key = FolderKey(std::move(at.key)) + "index.json";
+    at.key = FolderKey(at.key) + "index.json";
     auto existing = at.store->Head(at.key);
     if (existing) {
       return AlreadyExistsError(
