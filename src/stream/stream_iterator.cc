@@ -1,0 +1,120 @@
+#include "stream/stream_iterator.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "base/log.h"
+#include "cache/cache_budget.h"
+#include "cache/reader_registry.h"
+#include "ferry/metrics/metrics.h"
+#include "ferry/stream/shard_cache.h"
+#include "stream/streaming_dataset_impl.h"
+
+namespace ferry::internal_stream {
+
+StreamIterator::StreamIterator(std::shared_ptr<StreamingDatasetImpl> dataset,
+                               std::shared_ptr<const EpochPlan> plan,
+                               std::shared_ptr<const EpochMix> mix, WorkerCursor cursor,
+                               const internal_order::WorkingSet& working_set)
+    : dataset_(std::move(dataset)), plan_(std::move(plan)), mix_(std::move(mix)), cursor_(cursor) {
+  std::vector<ShardCache*> caches;
+  for (uint32_t s = 0; s < dataset_->num_streams(); ++s) caches.push_back(dataset_->cache(s));
+  PrefetchOptions prefetch;
+  prefetch.predownload = dataset_->options().predownload;
+  prefetch.concurrency = dataset_->options().download_concurrency;
+  prefetch.max_bytes_in_flight = dataset_->options().max_bytes_in_flight;
+  prefetch.cache_limited = dataset_->options().cache_limit.has_value();
+  prefetch.samples_per_shard = dataset_->MeanSamplesPerShard();
+  prefetch.node_download_concurrency =
+      dataset_->options().node_download_concurrency.value_or(UINT32_MAX);
+  // What is fetched ahead is pinned: it gets what the cache budget leaves beside the order's
+  // working set and the open shards, shared by all the readers of a folder (the node's
+  // workers).
+  const internal_cache::CacheBudget& budget = dataset_->budget();
+  const uint64_t live = working_set.Largest();
+  prefetch.max_bytes_in_flight =
+      std::min(prefetch.max_bytes_in_flight, budget.AheadBytesPerReader(1, live));
+  if (budget.limited()) {
+    // Registered while the prefetcher (which owns the budget) lives.
+    auto readers = std::make_shared<internal_cache::FolderReaders>(dataset_->LimitedCacheFolders());
+    if (!readers->empty()) {
+      prefetch.byte_budget = [readers, budget, live, dataset = dataset_.get()] {
+        const uint32_t most = readers->Most();
+        dataset->SetReaders(most);
+        return budget.AheadBytesPerReader(most, live);
+      };
+    }
+  }
+  prefetcher_ = std::make_unique<Prefetcher>(
+      cursor, [this](uint64_t sample) { return Resolve(sample).first; },
+      [this](const ShardKey& key) { return dataset_->ShardBytes(key); }, std::move(caches),
+      prefetch);
+}
+
+Result<std::optional<Sample>> StreamIterator::Next() {
+  const bool first = std::exchange(first_, false);
+  auto sample = NextSample(first);
+  // However the first sample came (by range, from a local shard) or failed: a cold start may
+  // now fetch at full width.
+  if (first) prefetcher_->FirstSampleRead();
+  return sample;
+}
+
+bool StreamIterator::AwaitNext(std::chrono::milliseconds timeout) {
+  // The first sample of a cold start is read by range: a round trip or two, not a shard.
+  if (first_) return true;
+  const auto v = cursor_.Peek(0);
+  if (!v) return true;
+  const ShardKey key = Resolve(*v).first;
+  if ((current_ && current_key_ == key) || dataset_->Cached(key)) return true;
+  return prefetcher_->AwaitFetched(key, cursor_.taken(), timeout);  // Next's position
+}
+
+Result<std::optional<Sample>> StreamIterator::NextSample(bool first) {
+  const auto v = cursor_.Next();
+  if (!v) return std::optional<Sample>();
+  prefetcher_->Advance(cursor_.taken() - 1);  // the position of the sample being read
+  const auto [key, index] = Resolve(*v);
+  // Its file was deleted from the cache folder: fetch it again (as Mosaic does) rather than
+  // read on from a mapping of a file that is gone.
+  if (drain_.Due()) dataset_->DrainDeletions();
+  if (current_ && current_->deleted.load(std::memory_order_relaxed)) current_.reset();
+  if (!current_ || current_key_ != key) {
+    if (auto open = dataset_->Cached(key)) {
+      current_ = std::move(open);
+      current_key_ = key;
+    }
+  }
+  if (!current_ || current_key_ != key) {
+    if (first && !prefetcher_->Warm() && !prefetcher_->Ready(key) &&
+        !dataset_->cache(key.stream)->IsLocal(key.shard)) {
+      // Cold start, nothing local yet: read the first sample with ranged GETs rather than wait
+      // for a whole shard, while the shard itself is fetched. Only the first: each direct read
+      // costs a round trip, and one after another they would be slower than the shards.
+      prefetcher_->Request(key);
+      auto direct = dataset_->ReadDirect(key, index);
+      if (direct && *direct) return std::move(*direct);
+      // The shard is on its way: a failed ranged read costs the wait for it, not the sample.
+      if (!direct) {
+        Log().warn("reading the first sample by range failed, waiting for its shard: {}",
+                   direct.status().ToString());
+      }
+    }
+    FERRY_ASSIGN_OR_RETURN(ShardHandle handle, prefetcher_->Wait(key));
+    FERRY_ASSIGN_OR_RETURN(current_, dataset_->Open(key, std::move(handle)));
+    current_key_ = key;
+  }
+  FERRY_ASSIGN_OR_RETURN(Sample sample, dataset_->Read(current_, key, index));
+  metrics::GetCounter("/ferry/stream/samples").Add();
+  return std::optional<Sample>(std::move(sample));
+}
+
+std::pair<ShardKey, uint64_t> StreamIterator::Resolve(uint64_t sample) const {
+  const auto [v, offset] = plan_->Locate(sample);
+  const VirtualShard& vs = mix_->shards[v];
+  return {ShardKey{vs.stream, vs.shard}, vs.SampleInShard(offset)};
+}
+
+}  // namespace ferry::internal_stream

@@ -1,0 +1,57 @@
+// StreamIterator: one worker's iterator over a StreamingDatasetImpl for one epoch. It walks the
+// worker's plan cursor; its Prefetcher fetches ahead of it the shards the cursor will need; it
+// reads from one open shard at a time, taken from the dataset's open shards or opened when its
+// fetch is done. At a cold start, the first sample is read by range while its shard downloads.
+//
+// Thread-safety: used by one thread (the worker's). The prefetcher's threads only resolve plan
+// samples to shards, over the plan and mix, which do not change.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "ferry/result.h"
+#include "ferry/stream/epoch_plan.h"
+#include "ferry/stream/streaming_dataset.h"
+#include "order/working_set.h"
+#include "stream/open_shards.h"
+#include "stream/prefetcher.h"
+#include "stream/stream_mix.h"
+
+namespace ferry::internal_stream {
+
+class StreamingDatasetImpl;
+
+class StreamIterator : public SampleIterator {
+ public:
+  /// Reads `cursor`'s samples of `plan` (of the epoch mixed as `mix`), fetching ahead within
+  /// what the dataset's cache budget leaves beside `working_set`.
+  StreamIterator(std::shared_ptr<StreamingDatasetImpl> dataset,
+                 std::shared_ptr<const EpochPlan> plan, std::shared_ptr<const EpochMix> mix,
+                 WorkerCursor cursor, const internal_order::WorkingSet& working_set);
+
+  Result<std::optional<Sample>> Next() override;
+  bool AwaitNext(std::chrono::milliseconds timeout) override;
+  uint64_t remaining() const override { return cursor_.remaining(); }
+
+ private:
+  Result<std::optional<Sample>> NextSample(bool first);
+
+  // The shard and in-shard index of a plan sample.
+  std::pair<ShardKey, uint64_t> Resolve(uint64_t sample) const;
+
+  std::shared_ptr<StreamingDatasetImpl> dataset_;
+  std::shared_ptr<const EpochPlan> plan_;
+  std::shared_ptr<const EpochMix> mix_;
+  WorkerCursor cursor_;
+  std::shared_ptr<const OpenShard> current_;
+  ShardKey current_key_;
+  bool first_ = true;                       // no sample returned yet
+  DrainEvery drain_;                        // when to hear of deleted shards
+  std::unique_ptr<Prefetcher> prefetcher_;  // last: its threads use the members above
+};
+
+}  // namespace ferry::internal_stream
