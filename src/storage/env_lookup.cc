@@ -10,4 +10,15 @@ std::optional<std::string> ProcessEnv(std::string_view name) {
   return std::string(value);
 }
 
+std::string EnvFingerprint(std::span<const char* const> names, const EnvLookup& env) {
+  std::string out;
+  for (const char* name : names) {
+    out += '\n';
+    out += name;
+    out += '=';
+    out += env(name).value_or("");
+  }
+  return out;
+}
+
 }  // namespace ferry

@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -21,5 +22,9 @@ using EnvLookup = std::function<std::optional<std::string>(std::string_view name
 
 /// The process environment.
 std::optional<std::string> ProcessEnv(std::string_view name);
+
+/// "\nNAME=value" for each of `names` ("" for an unset one): a part of a store-cache key
+/// (store_cache.h) that changes whenever one of the settings a store is built from does.
+std::string EnvFingerprint(std::span<const char* const> names, const EnvLookup& env);
 
 }  // namespace ferry

@@ -20,6 +20,18 @@ TEST(ProcessEnv, ReadsTheEnvironmentAndTakesEmptyForUnset) {
   ::unsetenv(kName);
 }
 
+TEST(EnvFingerprint, NamesEveryVariableAndChangesWithAnyValue) {
+  constexpr const char* kNames[] = {"A", "B"};
+  testing::FakeEnv env{{"A", "1"}};
+  EXPECT_EQ(EnvFingerprint(kNames, env), "\nA=1\nB=");
+  const std::string before = EnvFingerprint(kNames, env);
+  env.Set("B", "2");
+  EXPECT_EQ(EnvFingerprint(kNames, env), "\nA=1\nB=2");
+  env.Set("C", "ignored");
+  EXPECT_EQ(EnvFingerprint(kNames, env), "\nA=1\nB=2");
+  EXPECT_NE(EnvFingerprint(kNames, env), before);
+}
+
 TEST(FakeEnv, AnswersFromItsValuesOnlyAsProcessEnvWould) {
   ::setenv("FERRY_ENV_LOOKUP_TEST", "from the process", 1);
   testing::FakeEnv fake{{"SET", "x"}, {"EMPTY", ""}};

@@ -30,10 +30,10 @@ using azure_test::kKey;
 using azure_test::kSig;
 using azure_test::Ok;
 using azure_test::Open;
-using azure_test::Query;
 using azure_test::SasEnv;
 using azure_test::SmallBlocks;
 using azure_test::TestOptions;
+using http::QueryParam;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -155,7 +155,7 @@ TEST(AzureStore, ReadPastTheEndIsOutOfRange) {
 }
 
 http::Response ListPage(const http::RecordedRequest& r) {
-  const std::string marker = Query(r.url, "marker");
+  const std::string marker = QueryParam(r.url, "marker");
   std::string blobs;
   std::string next;
   if (marker.empty()) {
@@ -200,12 +200,12 @@ TEST(AzureStore, ListFollowsNextMarkerAcrossPages) {
   EXPECT_EQ(requests[0].url,
             "https://myaccount.blob.core.windows.net/data?restype=container&comp=list&prefix=p%2F&"
             "delimiter=%2F&maxresults=2");
-  EXPECT_EQ(Query(requests[1].url, "marker"), "m1");
+  EXPECT_EQ(QueryParam(requests[1].url, "marker"), "m1");
   EXPECT_THAT(requests[2].url, HasSubstr("&marker=m2%20%2B%2F%3D&"));
   for (const auto& r : requests) {
     ExpectSigned(r);
-    EXPECT_EQ(Query(r.url, "delimiter"), "/");
-    EXPECT_EQ(Query(r.url, "prefix"), "p/");
+    EXPECT_EQ(QueryParam(r.url, "delimiter"), "/");
+    EXPECT_EQ(QueryParam(r.url, "prefix"), "p/");
   }
 }
 
@@ -292,7 +292,7 @@ TEST(AzureStore, SasIsAppendedToEveryRequestAndNeverShown) {
           // A transport failure that quotes the URL it was given.
           return UnavailableError(fmt::format("DELETE {}: connection refused", r.url));
         }
-        if (Query(r.url, "comp") == "list") {
+        if (QueryParam(r.url, "comp") == "list") {
           return Ok(200, "<EnumerationResults><Blobs/><NextMarker/></EnumerationResults>");
         }
         return Ok(201);

@@ -85,24 +85,6 @@ inline http::Response AzureError(int status, std::string_view code, std::string_
   return r;
 }
 
-// The query parameter `name` of `url`, decoded; "" when absent.
-inline std::string Query(std::string_view url, std::string_view name) {
-  const size_t q = url.find('?');
-  if (q == std::string_view::npos) return "";
-  std::string_view query = url.substr(q + 1);
-  while (!query.empty()) {
-    const size_t amp = query.find('&');
-    const std::string_view pair = query.substr(0, amp);
-    const size_t eq = pair.find('=');
-    if (pair.substr(0, eq) == name) {
-      return http::PercentDecode(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
-    }
-    if (amp == std::string_view::npos) break;
-    query.remove_prefix(amp + 1);
-  }
-  return "";
-}
-
 // Checks that a recorded request carries the version, the pinned date and a correct signature.
 inline void ExpectSigned(const http::RecordedRequest& recorded) {
   SCOPED_TRACE(recorded.method + " " + recorded.url);

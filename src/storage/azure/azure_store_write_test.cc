@@ -27,8 +27,8 @@ using azure_test::ExpectSigned;
 using azure_test::kBlobBase;
 using azure_test::Ok;
 using azure_test::Open;
-using azure_test::Query;
 using azure_test::SmallBlocks;
+using http::QueryParam;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -60,15 +60,15 @@ void ExpectBlockUpload(const std::vector<http::RecordedRequest>& requests, std::
   const http::RecordedRequest* list = nullptr;
   for (const auto& r : requests) {
     ExpectSigned(r);
-    if (Query(r.url, "comp") == "blocklist") {
+    if (QueryParam(r.url, "comp") == "blocklist") {
       EXPECT_EQ(list, nullptr) << "one Put Block List";
       list = &r;
       continue;
     }
-    if (Query(r.url, "comp") != "block") continue;
+    if (QueryParam(r.url, "comp") != "block") continue;
     EXPECT_EQ(list, nullptr) << "no Put Block after the list";
     EXPECT_THAT(r.url, StartsWith(std::string(kBlobBase) + "big.bin?comp=block&blockid="));
-    const std::string id = Query(r.url, "blockid");
+    const std::string id = QueryParam(r.url, "blockid");
     if (id_length == 0) id_length = id.size();
     EXPECT_EQ(id.size(), id_length) << "all ids have one length";
     const std::string raw = Base64Decode(id).value();
@@ -109,7 +109,7 @@ TEST(AzureStore, LargeWriteGoesUpInBlocksThenABlockList) {
 TEST(AzureStore, AFailedBlockIsRetriedOnItsOwn) {
   std::atomic<int> block_two_attempts = 0;
   auto transport = std::make_shared<http::RecordingTransport>([&](const http::RecordedRequest& r) {
-    if (Query(r.url, "comp") == "block" && r.body == "efgh" && block_two_attempts++ == 0) {
+    if (QueryParam(r.url, "comp") == "block" && r.body == "efgh" && block_two_attempts++ == 0) {
       return AzureError(503, "ServerBusy", "Operations per second is over the account limit.");
     }
     return Ok(201);
@@ -148,7 +148,7 @@ TEST(AzureStore, APermanentBlockFailureFailsTheWriteWithoutCommitting) {
   EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
   EXPECT_THAT(s.message(), HasSubstr("block 2 of 3"));
   EXPECT_THAT(s.message(), HasSubstr("AuthorizationPermissionMismatch"));
-  for (const auto& r : transport->requests()) EXPECT_NE(Query(r.url, "comp"), "blocklist");
+  for (const auto& r : transport->requests()) EXPECT_NE(QueryParam(r.url, "comp"), "blocklist");
 }
 
 // Completes requests later, from its own thread, in reverse order of arrival: a stand-in for the

@@ -1,11 +1,8 @@
 #include "storage/gcs/gcs_store.h"
 
-#include <fmt/format.h>
-
 #include <string>
 
 #include "storage/s3/s3_endpoint.h"
-#include "storage/store_cache.h"
 
 namespace ferry::internal_gcs {
 namespace {
@@ -59,17 +56,11 @@ Result<internal_s3::S3StoreConfig> GcsStoreConfigFromEnvironment(std::string_vie
 Result<StoreAndKey> OpenGcsUrl(std::string_view url, const EnvLookup& env) {
   FERRY_ASSIGN_OR_RETURN(internal_s3::BucketAndKey location,
                          internal_s3::ParseBucketUrl(url, UrlScheme(url)));
-  std::string cache_key = "gs\n" + location.bucket;
-  for (const char* name : kGcsEnvironmentVariables) {
-    cache_key += fmt::format("\n{}={}", name, env(name).value_or(""));
-  }
-  FERRY_ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store,
-                         CachedStore(cache_key, [&]() -> Result<std::shared_ptr<ObjectStore>> {
-                           FERRY_ASSIGN_OR_RETURN(
-                               internal_s3::S3StoreConfig config,
-                               GcsStoreConfigFromEnvironment(location.bucket, env));
-                           return internal_s3::MakeS3Store(std::move(config));
-                         }));
+  FERRY_ASSIGN_OR_RETURN(
+      std::shared_ptr<ObjectStore> store,
+      internal_s3::CachedS3Store(
+          "gs\n" + location.bucket + EnvFingerprint(kGcsEnvironmentVariables, env),
+          [&] { return GcsStoreConfigFromEnvironment(location.bucket, env); }));
   return StoreAndKey{std::move(store), std::move(location.key)};
 }
 

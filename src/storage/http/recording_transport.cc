@@ -1,5 +1,7 @@
 #include "storage/http/recording_transport.h"
 
+#include "storage/http/url_encoding.h"
+
 namespace ferry::http {
 
 void RecordingTransport::Submit(Request request, BodySink sink, Completion done) {
@@ -43,6 +45,23 @@ std::vector<RecordedRequest> RecordingTransport::requests() const {
 void RecordingTransport::Clear() {
   MutexLock lock(mu_);
   requests_.clear();
+}
+
+std::string QueryParam(std::string_view url, std::string_view name) {
+  const size_t q = url.find('?');
+  if (q == std::string_view::npos) return "";
+  std::string_view query = url.substr(q + 1);
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    const size_t eq = pair.find('=');
+    if (pair.substr(0, eq) == name) {
+      return PercentDecode(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
+    }
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return "";
 }
 
 }  // namespace ferry::http

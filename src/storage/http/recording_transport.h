@@ -45,4 +45,8 @@ class RecordingTransport : public Transport {
   std::vector<RecordedRequest> requests_ GUARDED_BY(mu_);
 };
 
+/// The query parameter `name` of `url`, percent-decoded; "" when absent. For checking the
+/// requests a store made.
+std::string QueryParam(std::string_view url, std::string_view name);
+
 }  // namespace ferry::http

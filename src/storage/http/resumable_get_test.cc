@@ -343,5 +343,17 @@ TEST(ObjectInfoFromHeaders, AnUnreadableDateLeavesNoMtime) {
   EXPECT_EQ(info->etag, "");
 }
 
+TEST(QueryParam, FindsTheNamedParameterDecoded) {
+  const std::string url = "https://h/p?comp=block&blockid=ab%2Bc%3D&flag&empty=&x=1";
+  EXPECT_EQ(QueryParam(url, "comp"), "block");
+  EXPECT_EQ(QueryParam(url, "blockid"), "ab+c=");
+  EXPECT_EQ(QueryParam(url, "x"), "1");
+  EXPECT_EQ(QueryParam(url, "flag"), "");
+  EXPECT_EQ(QueryParam(url, "empty"), "");
+  EXPECT_EQ(QueryParam(url, "missing"), "");
+  EXPECT_EQ(QueryParam(url, "com"), "");  // names match whole
+  EXPECT_EQ(QueryParam("https://h/p", "comp"), "");
+}
+
 }  // namespace
 }  // namespace ferry::http

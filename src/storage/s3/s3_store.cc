@@ -440,19 +440,20 @@ Result<S3StoreConfig> S3StoreConfigFromEnvironment(std::string_view bucket,
   return config;
 }
 
+Result<std::shared_ptr<ObjectStore>> CachedS3Store(
+    std::string_view cache_key, const std::function<Result<S3StoreConfig>()>& make) {
+  return CachedStore(cache_key, [&]() -> Result<std::shared_ptr<ObjectStore>> {
+    FERRY_ASSIGN_OR_RETURN(S3StoreConfig config, make());
+    return MakeS3Store(std::move(config));
+  });
+}
+
 Result<StoreAndKey> OpenS3Url(std::string_view url, const EnvLookup& env) {
   FERRY_ASSIGN_OR_RETURN(BucketAndKey location, ParseBucketUrl(url, "s3"));
-  std::string cache_key = "s3\n" + location.bucket;
-  for (const char* name : kS3EnvironmentVariables) {
-    cache_key += fmt::format("\n{}={}", name, env(name).value_or(""));
-  }
-  FERRY_ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store,
-                         CachedStore(cache_key, [&]() -> Result<std::shared_ptr<ObjectStore>> {
-                           FERRY_ASSIGN_OR_RETURN(
-                               S3StoreConfig config,
-                               S3StoreConfigFromEnvironment(location.bucket, {}, env));
-                           return MakeS3Store(std::move(config));
-                         }));
+  FERRY_ASSIGN_OR_RETURN(
+      std::shared_ptr<ObjectStore> store,
+      CachedS3Store("s3\n" + location.bucket + EnvFingerprint(kS3EnvironmentVariables, env),
+                    [&] { return S3StoreConfigFromEnvironment(location.bucket, {}, env); }));
   return StoreAndKey{std::move(store), std::move(location.key)};
 }
 

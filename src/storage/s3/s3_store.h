@@ -82,4 +82,10 @@ Result<S3StoreConfig> S3StoreConfigFromEnvironment(std::string_view bucket,
 /// read them once).
 Result<StoreAndKey> OpenS3Url(std::string_view url, const EnvLookup& env = ProcessEnv);
 
+/// The store for the configuration `make` builds, from the process-wide store cache under
+/// `cache_key` (store_cache.h), which must hold every input of `make`. For the factories of
+/// stores built on this one (GCS).
+Result<std::shared_ptr<ObjectStore>> CachedS3Store(
+    std::string_view cache_key, const std::function<Result<S3StoreConfig>()>& make);
+
 }  // namespace ferry::internal_s3

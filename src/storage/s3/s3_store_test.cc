@@ -33,22 +33,7 @@ Response Reply(int status, std::string body = "",
   return r;
 }
 
-std::string QueryParam(std::string_view url, std::string_view name) {
-  const size_t q = url.find('?');
-  if (q == std::string_view::npos) return "";
-  std::string_view query = url.substr(q + 1);
-  while (!query.empty()) {
-    const size_t amp = query.find('&');
-    const std::string_view pair = query.substr(0, amp);
-    const size_t eq = pair.find('=');
-    if (pair.substr(0, eq) == name) {
-      return http::PercentDecode(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
-    }
-    if (amp == std::string_view::npos) break;
-    query.remove_prefix(amp + 1);
-  }
-  return "";
-}
+using http::QueryParam;
 
 // Checks that the signature of `r` is the one the signer computes for what was recorded.
 std::string Signature(const RecordedRequest& r) {
