@@ -34,6 +34,7 @@ build-dev: deps
 # ASan+UBSan, the Python package's tests (release build of the module), then a short
 # fixed-count fuzz run.
 test: build-dev build-python
+	@./scripts/check-thread-safety.py
 	@./scripts/run-tests.sh dev
 	@$(MAKE) --no-print-directory fuzz-smoke
 
