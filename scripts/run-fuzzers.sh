@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs the libFuzzer targets built by the `fuzz` preset, seeded from the MDS fixtures and from
-# the small committed corpus under fuzz/corpus/ (copied: what a run finds stays in build/).
+# Runs the libFuzzer targets built by the `fuzz` preset, seeded from the MDS and WebDataset
+# fixtures and from the small committed corpus under fuzz/corpus/ (copied: what a run finds
+# stays in build/).
 #   scripts/run-fuzzers.sh --runs N      fixed number of inputs per target (make test)
 #   scripts/run-fuzzers.sh --seconds S   time budget per target (make fuzz)
 # Crashes are written to build/fuzz/crashes/<target>/ and make the script fail.
@@ -15,23 +16,25 @@ esac
 fixtures="${FERRY_FIXTURES_DIR:-$(pwd)/$(head -n1 scripts/fixtures-dir.txt)}"  # docs/development.md
 build=build/fuzz
 
-seed() {  # seed <corpus> <find predicate...>
-  local corpus=$1; shift
+seed() {  # seed <corpus> <folder> <find predicate...>
+  local corpus=$1 folder=$2; shift 2
   mkdir -p "$corpus"
-  if [ -d "$fixtures" ]; then
-    find "$fixtures" "$@" -size -200k -print0 | while IFS= read -r -d '' f; do
+  if [ -d "$folder" ]; then
+    find "$folder" "$@" -size -200k -print0 | while IFS= read -r -d '' f; do
       cp -f "$f" "$corpus/$(echo "$f" | md5sum | cut -c1-16)"
     done
   fi
 }
 
-seed "$build/corpus/index_fuzzer" -name index.json
-seed "$build/corpus/shard_reader_fuzzer" -name '*.mds'
+seed "$build/corpus/index_fuzzer" "$fixtures" -name index.json
+seed "$build/corpus/shard_reader_fuzzer" "$fixtures" -name '*.mds'
+# The WebDataset fixtures sit beside the MDS ones.
+seed "$build/corpus/tar_fuzzer" "$fixtures/../webdataset" -name '*.tar'
 mkdir -p "$build/corpus/storage_fuzzer"
 cp -f fuzz/corpus/storage_fuzzer/* "$build/corpus/storage_fuzzer/"
 
 status=0
-for target in index_fuzzer shard_reader_fuzzer storage_fuzzer; do
+for target in index_fuzzer shard_reader_fuzzer tar_fuzzer storage_fuzzer; do
   crashes="$build/crashes/$target"
   mkdir -p "$crashes"
   echo "fuzz: $target ${mode[*]} ($(ls "$build/corpus/$target" | wc -l) seeds)"

@@ -1,0 +1,105 @@
+#include "format/webdataset_samples.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "format/compression.h"
+#include "format/fixture_testutil.h"
+#include "format/hash.h"
+#include "format/tar_scan.h"
+
+namespace ferry::internal_format {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+// The WebDataset fixtures sit beside the MDS ones (FERRY_FIXTURES_DIR names the MDS folder).
+fs::path WebDatasetFixtures() { return testing::FixturesDir().parent_path() / "webdataset"; }
+
+// The shard's tar bytes: gunzipped when it is a .tar.gz.
+std::string TarBytes(const fs::path& shard) {
+  std::string bytes = testing::FileText(shard);
+  if (shard.string().ends_with(".gz")) {
+    auto tar = Compression::Parse("gz").value().Decompress(bytes, uint64_t{1} << 30);
+    EXPECT_TRUE(tar.ok()) << tar.status().ToString();
+    return tar.value_or("");
+  }
+  return bytes;
+}
+
+Result<std::vector<WebDatasetSample>> Samples(const std::string& tar, std::string_view shard) {
+  FERRY_ASSIGN_OR_RETURN(auto members, ScanTar(tar, shard));
+  return GroupWebDatasetSamples(members, shard);
+}
+
+class WebDatasetFixture : public ::testing::TestWithParam<std::string> {};
+
+// Every shard yields what WebDataset itself yields: the same samples in the same order, each
+// with the same fields, sizes and bytes.
+TEST_P(WebDatasetFixture, YieldsWhatWebDatasetYields) {
+  const fs::path dir = WebDatasetFixtures() / GetParam();
+  const auto expected = nlohmann::json::parse(testing::FileText(dir / "expected.json"));
+  ASSERT_FALSE(expected["shards"].empty());
+  for (const auto& shard : expected["shards"]) {
+    const std::string name = shard["shard"];
+    SCOPED_TRACE(name);
+    const std::string tar = TarBytes(dir / name);
+    auto samples = Samples(tar, name);
+    ASSERT_TRUE(samples.ok()) << samples.status().ToString();
+    ASSERT_EQ(samples->size(), shard["samples"].size());
+    for (size_t i = 0; i < samples->size(); ++i) {
+      const WebDatasetSample& got = (*samples)[i];
+      const auto& want = shard["samples"][i];
+      EXPECT_EQ(got.key, want["__key__"].get<std::string>()) << "sample " << i;
+      std::map<std::string, std::pair<uint64_t, std::string>> fields;
+      for (const WebDatasetField& f : got.fields) {
+        fields[f.name] = {
+            f.size, HashHex("sha256", std::string_view(tar).substr(f.offset, f.size)).value_or("")};
+      }
+      ASSERT_EQ(fields.size(), want["fields"].size()) << "sample " << i;
+      for (const auto& [field, info] : want["fields"].items()) {
+        ASSERT_EQ(fields.count(field), 1u) << "sample " << i << " lacks " << field;
+        EXPECT_EQ(fields[field].first, info["bytes"].get<uint64_t>()) << field;
+        EXPECT_EQ(fields[field].second, info["sha256"].get<std::string>()) << field;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, WebDatasetFixture,
+                         ::testing::Values("tarwriter", "gnutar", "gnutar_gz", "edge"));
+
+TEST(WebDatasetSamples, ARepeatedFieldIsAnErrorNamingTheShardAndMember) {
+  const fs::path shard = WebDatasetFixtures() / "bad_duplicate" / "bad-000000.tar";
+  auto samples = Samples(TarBytes(shard), "bad-000000.tar");
+  ASSERT_FALSE(samples.ok());
+  EXPECT_EQ(samples.status().code(), StatusCode::kDataLoss);
+  EXPECT_THAT(samples.status().message(), HasSubstr("bad-000000.tar: k.jpg"));
+  EXPECT_THAT(samples.status().message(), HasSubstr("duplicate file name in tar file"));
+}
+
+TEST(WebDatasetSamples, KeysSplitAtTheFirstDotOfTheLastComponent) {
+  const std::vector<TarMember> members = {
+      {"a.b/c.d.E", 0, 1}, {"a.b/c.x", 1, 1},   {"noext", 2, 1},   {".hidden", 3, 1},
+      {"__meta__", 4, 1},  {"d/__x__.y", 5, 1}, {"a.b/c.y", 6, 1},
+  };
+  auto samples = GroupWebDatasetSamples(members, "s.tar");
+  ASSERT_TRUE(samples.ok()) << samples.status().ToString();
+  ASSERT_EQ(samples->size(), 3u);
+  EXPECT_EQ((*samples)[0].key, "a.b/c");
+  ASSERT_EQ((*samples)[0].fields.size(), 2u);
+  EXPECT_EQ((*samples)[0].fields[0].name, "d.e");
+  EXPECT_EQ((*samples)[0].fields[1].name, "x");
+  EXPECT_EQ((*samples)[1].key, "d/__x__");  // "__*__" is skipped at the top level only
+  EXPECT_EQ((*samples)[2].key, "a.b/c");    // a key that comes back starts a new sample
+  EXPECT_EQ((*samples)[2].fields[0].offset, 6u);
+}
+
+}  // namespace
+}  // namespace ferry::internal_format
