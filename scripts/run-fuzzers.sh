@@ -30,11 +30,20 @@ seed "$build/corpus/index_fuzzer" "$fixtures" -name index.json
 seed "$build/corpus/shard_reader_fuzzer" "$fixtures" -name '*.mds'
 # The WebDataset fixtures sit beside the MDS ones.
 seed "$build/corpus/tar_fuzzer" "$fixtures/../webdataset" -name '*.tar'
+# Mosaic's split shards, framed as the target reads them: format byte, .meta length, .meta, data.
+mkdir -p "$build/corpus/split_shard_fuzzer"
+for meta in "$fixtures"/../split/*_plain/shard.0000[01].*.meta; do
+  [ -f "$meta" ] || continue
+  case "$meta" in *.json.meta) f=0 ;; *.csv.meta) f=1 ;; *) f=2 ;; esac
+  n=$(stat -c %s "$meta")
+  { printf "\\$(printf %03o "$f")\\$(printf %03o $((n % 256)))\\$(printf %03o $((n / 256)))"
+    cat "$meta" "${meta%.meta}"; } > "$build/corpus/split_shard_fuzzer/$(basename "$meta")"
+done
 mkdir -p "$build/corpus/storage_fuzzer"
 cp -f fuzz/corpus/storage_fuzzer/* "$build/corpus/storage_fuzzer/"
 
 status=0
-for target in index_fuzzer shard_reader_fuzzer tar_fuzzer storage_fuzzer; do
+for target in index_fuzzer shard_reader_fuzzer split_shard_fuzzer tar_fuzzer storage_fuzzer; do
   crashes="$build/crashes/$target"
   mkdir -p "$crashes"
   echo "fuzz: $target ${mode[*]} ($(ls "$build/corpus/$target" | wc -l) seeds)"
