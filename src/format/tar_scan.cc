@@ -117,7 +117,9 @@ Result<std::vector<TarMember>> ScanTar(std::string_view archive, std::string_vie
   std::vector<TarMember> members;
   std::optional<std::string> long_name;  // from a GNU 'L' member, for the next one
   std::optional<std::string> pax_path;   // from a PAX 'x' header, for the next one
-  std::optional<uint64_t> pax_size;
+  // Not an optional: GCC 12 at -O3 takes its value for uninitialized where it is read.
+  uint64_t pax_size = 0;
+  bool pax_sized = false;
   uint64_t at = 0;
   auto error = [&](std::string_view what) {
     return DataLossError(fmt::format("{}: tar header at byte {}: {}", name, at, what));
@@ -129,8 +131,8 @@ Result<std::vector<TarMember>> ScanTar(std::string_view archive, std::string_vie
     const char type = header[kType];
     auto header_size = Number(header.substr(kSize, kSizeLen));
     if (!header_size) return error("malformed size field");
-    const uint64_t size = pax_size && type != 'x' && type != 'g' && type != 'L' && type != 'K'
-                              ? *pax_size
+    const uint64_t size = pax_sized && type != 'x' && type != 'g' && type != 'L' && type != 'K'
+                              ? pax_size
                               : *header_size;
     const uint64_t data = at + kBlock;
     if (size > archive.size() - data) {
@@ -155,7 +157,8 @@ Result<std::vector<TarMember>> ScanTar(std::string_view archive, std::string_vie
         }
         if (type == 'x') {
           pax_path = std::move(path_record);
-          pax_size = size_record;
+          pax_sized = size_record.has_value();
+          pax_size = size_record.value_or(0);
         }
         break;
       }
@@ -181,7 +184,7 @@ Result<std::vector<TarMember>> ScanTar(std::string_view archive, std::string_vie
         if (IsRegular(type)) members.push_back({std::move(member_name), data, size});
         long_name.reset();
         pax_path.reset();
-        pax_size.reset();
+        pax_sized = false;
         break;
       }
     }
