@@ -17,22 +17,13 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
-// Python's int(text) for the decimal integers Mosaic writes.
-bool ParseInt(std::string_view text, nlohmann::json& out) {
+// Python's int(text) or float(text) for the numbers Mosaic writes (decimal and exponent forms,
+// inf and nan for floats): surrounding blanks and a leading '+' allowed, nothing else.
+template <typename T>
+bool ParseNumber(std::string_view text, nlohmann::json& out) {
   text = Trim(text);
   if (!text.empty() && text.front() == '+') text.remove_prefix(1);
-  int64_t v = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return false;
-  out = v;
-  return true;
-}
-
-// Python's float(text): decimal and exponent forms, inf and nan.
-bool ParseFloat(std::string_view text, nlohmann::json& out) {
-  text = Trim(text);
-  if (!text.empty() && text.front() == '+') text.remove_prefix(1);
-  double v = 0;
+  T v = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return false;
   out = v;
@@ -118,7 +109,8 @@ Result<nlohmann::json> SplitShard::Decode(uint32_t i) const {
     nlohmann::json& value = obj[config_.column_names[column]];
     if (encoding == "str") {
       value = std::string(part);
-    } else if (!(encoding == "int" ? ParseInt(part, value) : ParseFloat(part, value))) {
+    } else if (!(encoding == "int" ? ParseNumber<int64_t>(part, value)
+                                   : ParseNumber<double>(part, value))) {
       return SampleError(i, fmt::format("column {}: '{}' is not an {}",
                                         config_.column_names[column], part, encoding));
     }
