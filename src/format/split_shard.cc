@@ -6,22 +6,17 @@
 #include <cstring>
 #include <utility>
 
+#include "base/ascii.h"
 #include "base/little_endian.h"
 
 namespace ferry::internal_format {
 namespace {
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 // Python's int(text) or float(text) for the numbers Mosaic writes (decimal and exponent forms,
-// inf and nan for floats): surrounding blanks and a leading '+' allowed, nothing else.
+// inf and nan for floats): surrounding whitespace and a leading '+' allowed, nothing else.
 template <typename T>
 bool ParseNumber(std::string_view text, nlohmann::json& out) {
-  text = Trim(text);
+  text = TrimAsciiWhitespace(text);
   if (!text.empty() && text.front() == '+') text.remove_prefix(1);
   T v = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);

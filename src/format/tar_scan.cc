@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <optional>
 
+#include "base/ascii.h"
+
 namespace ferry::internal_format {
 namespace {
 
@@ -80,11 +82,9 @@ Status ParsePax(std::string_view data, std::optional<std::string>& path,
     if (data[0] == '\0') break;  // padding some writers leave
     const size_t space = data.find(' ');
     if (space == std::string_view::npos || space == 0) return DataLossError("bad PAX record");
-    uint64_t length = 0;
-    for (char c : data.substr(0, space)) {
-      if (c < '0' || c > '9' || length > (UINT64_MAX / 10)) return DataLossError("bad PAX length");
-      length = length * 10 + static_cast<uint64_t>(c - '0');
-    }
+    const std::optional<uint64_t> parsed = ParseUint(data.substr(0, space));
+    if (!parsed) return DataLossError("bad PAX length");
+    const uint64_t length = *parsed;
     if (length <= space + 1 || length > data.size() || data[length - 1] != '\n') {
       return DataLossError("bad PAX record length");
     }
@@ -96,13 +96,8 @@ Status ParsePax(std::string_view data, std::optional<std::string>& path,
     if (key == "path") {
       path = std::string(value);
     } else if (key == "size") {
-      uint64_t v = 0;
-      if (value.empty()) return DataLossError("empty PAX size");
-      for (char c : value) {
-        if (c < '0' || c > '9' || v > (UINT64_MAX / 10)) return DataLossError("bad PAX size");
-        v = v * 10 + static_cast<uint64_t>(c - '0');
-      }
-      size = v;
+      size = ParseUint(value);
+      if (!size) return DataLossError("bad PAX size");
     }
     data.remove_prefix(length);
   }
