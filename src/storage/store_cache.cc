@@ -1,5 +1,6 @@
 #include "storage/store_cache.h"
 
+#include <deque>
 #include <map>
 #include <string>
 
@@ -12,6 +13,7 @@ namespace {
 struct StoreCache {
   Mutex mu;
   std::map<std::string, std::shared_ptr<ObjectStore>, std::less<>> stores GUARDED_BY(mu);
+  std::deque<std::string> order GUARDED_BY(mu);  // keys of `stores`, oldest first
 };
 
 StoreCache& TheStoreCache() {
@@ -34,7 +36,17 @@ Result<std::shared_ptr<ObjectStore>> CachedStore(
   FERRY_ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store, make());
   MutexLock lock(cache.mu);
   // Another thread may have built the same store meanwhile; keep the first.
-  return cache.stores.emplace(digest, std::move(store)).first->second;
+  auto [it, added] = cache.stores.emplace(digest, std::move(store));
+  if (added) {
+    cache.order.push_back(digest);
+    // Rotated credentials (a session token in the environment) make a new key each time: the
+    // oldest stores are forgotten, and live on with whoever still holds them.
+    while (cache.order.size() > kMaxCachedStores) {
+      cache.stores.erase(cache.order.front());
+      cache.order.pop_front();
+    }
+  }
+  return it->second;
 }
 
 }  // namespace ferry

@@ -10,6 +10,7 @@
 // Thread-safety: CachedStore may be called concurrently.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string_view>
@@ -18,6 +19,9 @@
 #include "ferry/storage/object_store.h"
 
 namespace ferry {
+
+/// The most stores kept; past it the oldest is forgotten (its holders keep it).
+inline constexpr size_t kMaxCachedStores = 64;
 
 /// The store cached under `key`, else the one `make` builds, cached from then on. An error from
 /// `make` is returned and nothing is cached.

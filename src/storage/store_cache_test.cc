@@ -83,5 +83,18 @@ TEST(CachedStore, ConcurrentCallersAllGetTheFirstStore) {
   EXPECT_GE(make.calls, 1);
 }
 
+TEST(CachedStore, KeepsAtMostTheBoundForgettingTheOldest) {
+  CountingMaker make;
+  for (size_t i = 0; i <= kMaxCachedStores; ++i) {
+    ASSERT_TRUE(CachedStore("bound\n" + std::to_string(i), std::ref(make)).ok());
+  }
+  EXPECT_EQ(make.calls, static_cast<int>(kMaxCachedStores) + 1);
+  // The newest is still cached; the oldest was forgotten and is built again.
+  ASSERT_TRUE(CachedStore("bound\n" + std::to_string(kMaxCachedStores), std::ref(make)).ok());
+  EXPECT_EQ(make.calls, static_cast<int>(kMaxCachedStores) + 1);
+  ASSERT_TRUE(CachedStore("bound\n0", std::ref(make)).ok());
+  EXPECT_EQ(make.calls, static_cast<int>(kMaxCachedStores) + 2);
+}
+
 }  // namespace
 }  // namespace ferry
