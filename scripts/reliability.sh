@@ -60,7 +60,7 @@ passed=$(grep -c "^\[       OK \]" "$log" || true)
 
 fuzz_rows=""
 crashes=0
-for target in index_fuzzer shard_reader_fuzzer storage_fuzzer; do
+for target in index_fuzzer mds_shard_reader_fuzzer storage_fuzzer; do
   corpus=build/fuzz/corpus/$target
   mkdir -p "$corpus" "$out/crashes/$target"
   [ "$target" = storage_fuzzer ] && cp -f fuzz/corpus/storage_fuzzer/* "$corpus/"

@@ -27,7 +27,7 @@ seed() {  # seed <corpus> <folder> <find predicate...>
 }
 
 seed "$build/corpus/index_fuzzer" "$fixtures" -name index.json
-seed "$build/corpus/shard_reader_fuzzer" "$fixtures" -name '*.mds'
+seed "$build/corpus/mds_shard_reader_fuzzer" "$fixtures" -name '*.mds'
 # The WebDataset fixtures sit beside the MDS ones.
 seed "$build/corpus/tar_fuzzer" "$fixtures/../webdataset" -name '*.tar'
 # Mosaic's split shards, framed as the target reads them: format byte, .meta length, .meta, data.
@@ -43,7 +43,7 @@ mkdir -p "$build/corpus/storage_fuzzer"
 cp -f fuzz/corpus/storage_fuzzer/* "$build/corpus/storage_fuzzer/"
 
 status=0
-for target in index_fuzzer shard_reader_fuzzer split_shard_fuzzer tar_fuzzer storage_fuzzer; do
+for target in index_fuzzer mds_shard_reader_fuzzer split_shard_fuzzer tar_fuzzer storage_fuzzer; do
   crashes="$build/crashes/$target"
   mkdir -p "$crashes"
   echo "fuzz: $target ${mode[*]} ($(ls "$build/corpus/$target" | wc -l) seeds)"

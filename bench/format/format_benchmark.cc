@@ -1,7 +1,8 @@
 // Inner loops of the MDS format layer (Google Benchmark):
 //   - per-sample read overhead over a hot (in-memory) shard for 100-byte and 100 KB samples:
 //     MdsShardReader::ReadFields hands out views, so it should cost tens of nanoseconds whatever
-//     the sample size; BM_CopySample is the copy a caller may add on top, measured beside it;
+//     the sample size; BM_ReadSample is the same read through the format seam (ShardReader, the
+//     stream layer's path); BM_CopySample is the copy a caller may add on top, measured beside it;
 //   - MdsWriter throughput (MB/s of raw shard data) without compression and with zstd.
 #include <benchmark/benchmark.h>
 
@@ -10,8 +11,9 @@
 
 #include "base/temp_dir_testutil.h"
 #include "ferry/format/index.h"
+#include "ferry/format/mds_shard_reader.h"
 #include "ferry/format/mds_writer.h"
-#include "ferry/format/shard_reader.h"
+#include "ferry/format/shard_format.h"
 
 namespace ferry {
 namespace {
@@ -31,6 +33,7 @@ std::string MixedBytes(size_t n, uint64_t seed) {
 struct HotShard {
   testing::TempDir tmp;
   std::unique_ptr<MdsShardReader> reader;
+  std::unique_ptr<ShardReader> seam;  // the same shard, opened through its ShardFormat
 
   HotShard(size_t sample_bytes, size_t count) {
     auto writer = MdsWriter::Create({.out = tmp.path(),
@@ -42,9 +45,13 @@ struct HotShard {
       const Value values[] = {Value(Bytes{payload}), Value(static_cast<int64_t>(i))};
       if (!writer->WriteValues(values).ok()) std::abort();
     }
-    Index index = writer->Finish().value();
+    DatasetDescription index = writer->Finish().value();
     reader = std::make_unique<MdsShardReader>(
         MdsShardReader::Open(tmp / index.shards[0].raw_data.basename, index.shards[0]).value());
+    seam = FindShardFormat("mds")
+               .value()
+               ->Open(tmp / index.shards[0].raw_data.basename, index.shards[0])
+               .value();
   }
 };
 
@@ -65,6 +72,25 @@ void BM_ReadFields(benchmark::State& state) {
   state.counters["sample_bytes"] = static_cast<double>(sample_bytes);
 }
 BENCHMARK(BM_ReadFields)->Arg(100)->Arg(100 << 10);
+
+void BM_ReadSample(benchmark::State& state) {
+  const size_t sample_bytes = static_cast<size_t>(state.range(0));
+  const size_t count = std::max<size_t>(64, (64u << 20) / (sample_bytes + 16)) / 4;
+  HotShard shard(sample_bytes, count);
+  const ShardReader& reader = *shard.seam;
+  SampleFields out;
+  uint32_t i = 0;
+  const uint32_t n = reader.num_samples();
+  for (auto _ : state) {
+    if (!reader.ReadSample(i, out).ok()) state.SkipWithError("bad sample");
+    benchmark::DoNotOptimize(out.fields[0].data());
+    benchmark::DoNotOptimize(out.fields[1].data());
+    if (++i == n) i = 0;
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["sample_bytes"] = static_cast<double>(sample_bytes);
+}
+BENCHMARK(BM_ReadSample)->Arg(100)->Arg(100 << 10);
 
 // The copy a caller asks for when it wants the bytes in its own buffer (the baseline).
 void BM_CopySample(benchmark::State& state) {

@@ -14,7 +14,7 @@
 #include <numeric>
 #include <vector>
 
-#include "ferry/stream/epoch_plan.h"
+#include "ferry/order/epoch_plan.h"
 #include "order/random.h"
 
 namespace ferry {

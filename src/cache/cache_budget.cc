@@ -17,7 +17,7 @@ Status CheckCacheLimit(uint64_t cache_limit, std::span<const CacheFolder> folder
     index_bytes += folder.index_bytes;
     if (!largest_index || folder.index_bytes > largest_index->index_bytes) largest_index = &folder;
     if (folder.index == nullptr) continue;
-    for (const ShardEntry& shard : folder.index->shards) {
+    for (const ShardDescription& shard : folder.index->shards) {
       const uint64_t bytes = shard.raw_data.bytes + (shard.zip_data ? shard.zip_data->bytes : 0);
       if (bytes > largest_shard) {
         largest_shard = bytes;

@@ -20,7 +20,7 @@
 #include <optional>
 #include <span>
 
-#include "ferry/format/index.h"
+#include "ferry/format/dataset_description.h"
 #include "ferry/result.h"
 
 namespace ferry::internal_cache {
@@ -29,7 +29,7 @@ namespace ferry::internal_cache {
 struct CacheFolder {
   std::filesystem::path local;  // the folder (its index.json is there)
   uint64_t index_bytes = 0;     // of its index.json
-  const Index* index = nullptr;
+  const DatasetDescription* index = nullptr;
 };
 
 /// The checks Mosaic Streaming makes of a cache_limit when a dataset opens (kInvalidArgument,

@@ -43,8 +43,8 @@ TEST(CacheBudget, PartsAddUpToTheLimit) {
 }
 
 // A shard of `raw` bytes, compressed to `zip` (0: not compressed).
-ShardEntry Shard(std::string name, uint64_t raw, uint64_t zip = 0) {
-  ShardEntry shard;
+ShardDescription Shard(std::string name, uint64_t raw, uint64_t zip = 0) {
+  ShardDescription shard;
   shard.config = std::make_shared<const ShardConfig>();
   shard.raw_data = {.basename = name, .bytes = raw};
   if (zip > 0) shard.zip_data = FileInfo{.basename = name + ".zstd", .bytes = zip};
@@ -52,7 +52,7 @@ ShardEntry Shard(std::string name, uint64_t raw, uint64_t zip = 0) {
 }
 
 TEST(CheckCacheLimit, TheLimitMustExceedTheIndexFiles) {
-  Index a, b;
+  DatasetDescription a, b;
   a.shards = {Shard("shard.00000.mds", 10)};
   b.shards = {Shard("shard.00000.mds", 10)};
   const CacheFolder folders[] = {{.local = "/cache/a", .index_bytes = 300, .index = &a},
@@ -68,7 +68,7 @@ TEST(CheckCacheLimit, TheLimitMustExceedTheIndexFiles) {
 }
 
 TEST(CheckCacheLimit, TheLimitMustHoldFourOfTheLargestShardRawAndZipTogether) {
-  Index index;
+  DatasetDescription index;
   index.shards = {Shard("shard.00000.mds", 100, 50), Shard("shard.00001.mds", 120, 80)};
   const CacheFolder folders[] = {{.local = "/cache", .index_bytes = 10, .index = &index}};
   const Status status = CheckCacheLimit(4 * 200 - 1, folders);

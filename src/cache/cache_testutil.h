@@ -44,7 +44,7 @@ struct DatasetSpec {
 
 /// Writes an MDS dataset into `out` with MdsWriter. Samples are half random bytes (so that
 /// compressed shards keep a size of their own) and half a repeated pattern.
-inline Index WriteDataset(const std::filesystem::path& out, const DatasetSpec& spec) {
+inline DatasetDescription WriteDataset(const std::filesystem::path& out, const DatasetSpec& spec) {
   auto writer = MdsWriter::Create({.out = out,
                                    .columns = {{"id", "int"}, {"data", "bytes"}},
                                    .compression = spec.compression,
@@ -60,11 +60,11 @@ inline Index WriteDataset(const std::filesystem::path& out, const DatasetSpec& s
   }
   auto index = (*writer)->Finish();
   EXPECT_TRUE(index.has_value()) << index.status().ToString();
-  return index.value_or(Index{});
+  return index.value_or(DatasetDescription{});
 }
 
 /// True when `path` holds the raw shard `shard` describes (its xxh64 from index.json).
-inline bool RawShardIsIntact(const std::filesystem::path& path, const ShardEntry& shard) {
+inline bool RawShardIsIntact(const std::filesystem::path& path, const ShardDescription& shard) {
   auto text = ReadFileToString(path);
   if (!text) return false;
   const std::string* want = shard.raw_data.FindHash("xxh64");

@@ -12,8 +12,8 @@
 #include "base/log.h"
 #include "cache/file_lock.h"
 #include "cache/shard_downloader.h"
+#include "ferry/cache/shard_cache.h"
 #include "ferry/format/local_dataset.h"
-#include "ferry/stream/shard_cache.h"
 #include "storage/http/http_types.h"
 #include "storage/object_key.h"
 
@@ -46,9 +46,10 @@ Status WriteCacheOrigin(const CacheLayout& layout, const CacheOrigin& origin) {
   return WriteFileAtomically(path, json.dump() + "\n", Modes().file);
 }
 
-std::vector<std::string> FilesNoLongerDescribed(const Index& before, const Index& after) {
+std::vector<std::string> FilesNoLongerDescribed(const DatasetDescription& before,
+                                                const DatasetDescription& after) {
   std::map<std::string_view, const FileInfo*> described;
-  for (const ShardEntry& shard : after.shards) {
+  for (const ShardDescription& shard : after.shards) {
     described[shard.raw_data.basename] = &shard.raw_data;
     if (shard.zip_data) described[shard.zip_data->basename] = &*shard.zip_data;
   }
@@ -62,7 +63,7 @@ std::vector<std::string> FilesNoLongerDescribed(const Index& before, const Index
     return false;  // no digest in common: a rewritten shard of the same size cannot be told apart
   };
   std::vector<std::string> out;
-  for (const ShardEntry& shard : before.shards) {
+  for (const ShardDescription& shard : before.shards) {
     for (const FileInfo* file : {&shard.raw_data, shard.zip_data ? &*shard.zip_data : nullptr}) {
       if (file == nullptr) continue;
       auto it = described.find(file->basename);
@@ -82,7 +83,7 @@ Status NamingUrl(const Status& error, const std::string& url) {
 // Replaces the cached index with `text` (the remote's, version `version`), dropping the shard
 // files the old one described and the new one does not; under cache.lock.
 Status Replace(const CacheLayout& layout, const std::string& remote_url, const std::string& text,
-               const Index& index, const std::string& version) {
+               const DatasetDescription& index, const std::string& version) {
   FERRY_RETURN_IF_ERROR(layout.CreateLocksDir());
   FERRY_ASSIGN_OR_RETURN(FileLock lock,
                          FileLock::Lock(layout.CacheLockPath(), LockMode::kExclusive));
@@ -118,8 +119,9 @@ Status Replace(const CacheLayout& layout, const std::string& remote_url, const s
 
 }  // namespace internal_cache
 
-Result<Index> LoadIndex(ObjectStore* remote, const std::string& remote_prefix,
-                        const std::filesystem::path& local, const LoadIndexOptions& options) {
+Result<DatasetDescription> LoadIndex(ObjectStore* remote, const std::string& remote_prefix,
+                                     const std::filesystem::path& local,
+                                     const LoadIndexOptions& options) {
   using internal_cache::CacheLayout;
   if (remote == nullptr) return ReadLocalIndex(local);
   const CacheLayout layout(local);
@@ -183,7 +185,7 @@ Result<Index> LoadIndex(ObjectStore* remote, const std::string& remote_prefix,
   });
   if (!read) return internal_cache::NamingUrl(read.error(), url);
   // Parsed before it lands: a broken remote index never becomes the local copy.
-  FERRY_ASSIGN_OR_RETURN(Index index, ParseIndex(text, url));
+  FERRY_ASSIGN_OR_RETURN(DatasetDescription index, ParseIndex(text, url));
   FERRY_RETURN_IF_ERROR(internal_cache::CreateCacheFolders(local));
   FERRY_RETURN_IF_ERROR(
       internal_cache::Replace(layout, remote_url, text, index, ObjectVersion(*read)));

@@ -1,5 +1,5 @@
 // The index.json of a cache folder, kept in step with the remote it came from (LoadIndex in
-// include/ferry/stream/shard_cache.h).
+// include/ferry/cache/shard_cache.h).
 //
 // A cache folder records in .ferry/origin.json the remote that filled it and the version of the
 // remote index.json that its copy is (ObjectVersion: the store's etag, or the modification time
@@ -40,6 +40,7 @@ Status WriteCacheOrigin(const CacheLayout& layout, const CacheOrigin& origin);
 
 /// Basenames of the shard files (raw and compressed) that `before` names and `after` does not
 /// describe exactly (see the file comment).
-std::vector<std::string> FilesNoLongerDescribed(const Index& before, const Index& after);
+std::vector<std::string> FilesNoLongerDescribed(const DatasetDescription& before,
+                                                const DatasetDescription& after);
 
 }  // namespace ferry::internal_cache

@@ -63,12 +63,12 @@ TEST_F(CachedIndexTest, AFolderFilledFromAnotherRemoteRefusesNamingBoth) {
 TEST_F(CachedIndexTest, AChangedRemoteIndexReplacesTheCopyAndDropsWhatItNoLongerDescribes) {
   WriteRemote({.samples = 42});  // eight full shards of five and one of two
   FillCache();
-  const Index before = index_;
+  const DatasetDescription before = index_;
   // The dataset is rewritten with more samples: the full shards stay the same, the last one of
   // before is rewritten, new ones appear.
   fs::remove_all(Remote());
   WriteRemote({.samples = 60});
-  const Index after = index_;
+  const DatasetDescription after = index_;
   const std::vector<std::string> gone = internal_cache::FilesNoLongerDescribed(before, after);
   ASSERT_EQ(gone, std::vector<std::string>{before.shards.back().raw_data.basename});
 
@@ -88,8 +88,8 @@ TEST_F(CachedIndexTest, AChangedRemoteIndexReplacesTheCopyAndDropsWhatItNoLonger
 }
 
 TEST_F(CachedIndexTest, ShardsWithoutADigestInCommonCannotBeTrustedAndGo) {
-  Index before = WriteRemote({.hashes = {}});
-  Index after = before;
+  DatasetDescription before = WriteRemote({.hashes = {}});
+  DatasetDescription after = before;
   EXPECT_EQ(internal_cache::FilesNoLongerDescribed(before, after).size(), before.shards.size());
   fs::remove_all(Remote());
   before = WriteRemote({.hashes = {"sha1"}});

@@ -93,9 +93,9 @@ Status StampLastUse(int fd) {
   return ErrnoToStatus(errno, "set mtime of", "use-lock file");
 }
 
-uint64_t MeasureDiskUsage(const CacheLayout& layout, const Index& index) {
+uint64_t MeasureDiskUsage(const CacheLayout& layout, const DatasetDescription& index) {
   uint64_t used = 0;
-  for (const ShardEntry& shard : index.shards) {
+  for (const ShardDescription& shard : index.shards) {
     used += StatFile(layout.FilePath(shard.raw_data.basename)).bytes;
     if (shard.zip_data) used += StatFile(layout.FilePath(shard.zip_data->basename)).bytes;
   }
@@ -116,7 +116,7 @@ struct ShardFiles {
   int64_t last_use_ns = 0;
 };
 
-ShardFiles ScanShard(const CacheLayout& layout, const ShardEntry& shard) {
+ShardFiles ScanShard(const CacheLayout& layout, const ShardDescription& shard) {
   const FileState raw = StatFile(layout.FilePath(shard.raw_data.basename));
   const FileState zip =
       shard.zip_data ? StatFile(layout.FilePath(shard.zip_data->basename)) : FileState{};
@@ -131,7 +131,8 @@ ShardFiles ScanShard(const CacheLayout& layout, const ShardEntry& shard) {
 
 }  // namespace
 
-std::vector<EvictionCandidate> LocalShards(const CacheLayout& layout, const Index& index) {
+std::vector<EvictionCandidate> LocalShards(const CacheLayout& layout,
+                                           const DatasetDescription& index) {
   std::vector<EvictionCandidate> out;
   for (size_t i = 0; i < index.shards.size(); ++i) {
     const ShardFiles files = ScanShard(layout, index.shards[i]);
@@ -187,7 +188,7 @@ bool IsRecent(const Ledger& ledger, int64_t now_ns) {
 }
 
 // Deletes a shard's files unless some process has it pinned. \pre cache.lock is held.
-Result<EvictResult> RemoveUnpinned(const CacheLayout& layout, const ShardEntry& shard) {
+Result<EvictResult> RemoveUnpinned(const CacheLayout& layout, const ShardDescription& shard) {
   FERRY_ASSIGN_OR_RETURN(
       std::optional<FileLock> exclusive,
       FileLock::TryLock(layout.UseLockPath(shard.raw_data.basename), LockMode::kExclusive));
@@ -206,7 +207,8 @@ Result<EvictResult> RemoveUnpinned(const CacheLayout& layout, const ShardEntry& 
 
 }  // namespace
 
-Result<EvictResult> EvictShard(const CacheLayout& layout, const Index& index, size_t k) {
+Result<EvictResult> EvictShard(const CacheLayout& layout, const DatasetDescription& index,
+                               size_t k) {
   if (k >= index.shards.size()) {
     return OutOfRangeError(fmt::format("{}: shard {} asked for; the index lists {}",
                                        layout.root().string(), k, index.shards.size()));
@@ -222,7 +224,7 @@ Result<EvictResult> EvictShard(const CacheLayout& layout, const Index& index, si
   return result;
 }
 
-Result<RoomResult> MakeRoom(const CacheLayout& layout, const Index& index,
+Result<RoomResult> MakeRoom(const CacheLayout& layout, const DatasetDescription& index,
                             std::span<const size_t> upcoming_position, const RoomRequest& request) {
   FERRY_ASSIGN_OR_RETURN(FileLock cache_lock,
                          FileLock::Lock(layout.CacheLockPath(), LockMode::kExclusive));
@@ -260,7 +262,7 @@ Result<RoomResult> MakeRoom(const CacheLayout& layout, const Index& index,
       if (used + request.needed <= target) break;
       const size_t at = position(candidate.shard);
       if (at != kNotUpcoming && at <= wanted_at) break;  // the victims left are all wanted sooner
-      const ShardEntry& shard = index.shards[candidate.shard];
+      const ShardDescription& shard = index.shards[candidate.shard];
       FERRY_ASSIGN_OR_RETURN(const EvictResult evicted, RemoveUnpinned(layout, shard));
       if (evicted.freed == 0) continue;  // pinned by some process, or gone already
       used -= std::min(used, evicted.freed);

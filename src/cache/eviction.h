@@ -39,7 +39,7 @@
 #include <vector>
 
 #include "cache/cache_layout.h"
-#include "ferry/format/index.h"
+#include "ferry/format/dataset_description.h"
 #include "ferry/result.h"
 
 namespace ferry::internal_cache {
@@ -69,7 +69,7 @@ void OrderVictims(std::vector<EvictionCandidate>& candidates,
 Status StampLastUse(int fd);
 
 /// Bytes of shard files (raw and zip) of `index` present under `layout` now.
-uint64_t MeasureDiskUsage(const CacheLayout& layout, const Index& index);
+uint64_t MeasureDiskUsage(const CacheLayout& layout, const DatasetDescription& index);
 
 /// What the usage ledger takes in cache.lock (it is padded to this size).
 inline constexpr uint64_t kLedgerBytes = 64;
@@ -81,7 +81,8 @@ uint64_t MeasureOtherBytes(const CacheLayout& layout);
 
 /// The shards of `index` with a file (raw or zip) under `layout`, each with its last use (as
 /// eviction orders them: the use-lock's mtime, or the files' own when it has none).
-std::vector<EvictionCandidate> LocalShards(const CacheLayout& layout, const Index& index);
+std::vector<EvictionCandidate> LocalShards(const CacheLayout& layout,
+                                           const DatasetDescription& index);
 
 struct EvictResult {
   bool pinned = false;  // some reader has it pinned: nothing was deleted
@@ -91,7 +92,8 @@ struct EvictResult {
 /// Deletes shard `k`'s files (raw and zip) unless it is pinned, as MakeRoom evicts a victim
 /// (under cache.lock, with the shard's use-lock taken exclusively without waiting); the ledger
 /// is lowered by what was freed. Bumps the evictions/evicted_bytes counters.
-Result<EvictResult> EvictShard(const CacheLayout& layout, const Index& index, size_t k);
+Result<EvictResult> EvictShard(const CacheLayout& layout, const DatasetDescription& index,
+                               size_t k);
 
 struct RoomRequest {
   uint64_t limit = 0;     // cache_limit
@@ -111,7 +113,7 @@ struct RoomResult {
 
 /// Evicts unpinned shards until `needed` more bytes fit under the limit (see the file comment).
 /// Bumps the evictions/evicted_bytes counters.
-Result<RoomResult> MakeRoom(const CacheLayout& layout, const Index& index,
+Result<RoomResult> MakeRoom(const CacheLayout& layout, const DatasetDescription& index,
                             std::span<const size_t> upcoming_position, const RoomRequest& request);
 
 }  // namespace ferry::internal_cache

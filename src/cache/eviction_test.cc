@@ -46,8 +46,8 @@ TEST(OrderVictims, ShardsPastTheScheduleCountAsUnneeded) {
 }
 
 // Ten cached files of 100 bytes named f0..f9, under an index of those names.
-Index TenFiles(const CacheLayout& layout) {
-  Index index;
+DatasetDescription TenFiles(const CacheLayout& layout) {
+  DatasetDescription index;
   auto config = std::make_shared<const ShardConfig>();
   EXPECT_TRUE(layout.CreateLocksDir().ok());
   for (int i = 0; i < 10; ++i) {
@@ -61,7 +61,7 @@ Index TenFiles(const CacheLayout& layout) {
 TEST(MakeRoom, TheLedgerAnswersWithoutAScanWhileFreshAndTheDownloadFits) {
   ferry::testing::TempDir tmp;
   const CacheLayout layout(tmp.path());
-  const Index index = TenFiles(layout);
+  const DatasetDescription index = TenFiles(layout);
   // The first call scans (no ledger yet): 1000 bytes there, 50 more fit under 2000.
   auto first = MakeRoom(layout, index, {}, {.limit = 2000, .needed = 50}).value();
   EXPECT_TRUE(first.scanned);
@@ -84,7 +84,7 @@ TEST(MakeRoom, TheLedgerAnswersWithoutAScanWhileFreshAndTheDownloadFits) {
 TEST(MakeRoom, HeadroomEvictsMoreOnceEvictionRuns) {
   ferry::testing::TempDir tmp;
   const CacheLayout layout(tmp.path());
-  const Index index = TenFiles(layout);
+  const DatasetDescription index = TenFiles(layout);
   // 1000 used, limit 1000, 100 needed: 1 file must go; a headroom of 300 takes 3 more.
   auto room = MakeRoom(layout, index, {}, {.limit = 1000, .needed = 100, .headroom = 300}).value();
   EXPECT_EQ(room.evicted_shards, 4u);
@@ -102,7 +102,7 @@ TEST(MakeRoom, HeadroomEvictsMoreOnceEvictionRuns) {
 TEST(MakeRoom, NeverEvictsAShardNeededSoonerThanTheOneFetched) {
   ferry::testing::TempDir tmp;
   const CacheLayout layout(tmp.path());
-  Index index = TenFiles(layout);
+  DatasetDescription index = TenFiles(layout);
   // f0..f9 are local and upcoming in that order; f10 (not local) is fetched, needed after f4.
   index.shards.push_back(
       {.config = index.shards[0].config, .raw_data = {.basename = "f10", .bytes = 100}});
@@ -144,7 +144,7 @@ TEST(MeasureOtherBytes, CountsTheIndexTheOriginRecordAndTheLedger) {
 TEST(EvictShard, DeletesAnUnpinnedShardAndLowersTheLedger) {
   ferry::testing::TempDir tmp;
   const CacheLayout layout(tmp.path());
-  const Index index = TenFiles(layout);
+  const DatasetDescription index = TenFiles(layout);
   ASSERT_TRUE(MakeRoom(layout, index, {}, {.limit = 2000, .needed = 0}).value().scanned);
   auto evicted = EvictShard(layout, index, 3).value();
   EXPECT_FALSE(evicted.pinned);
@@ -162,7 +162,7 @@ TEST(EvictShard, DeletesAnUnpinnedShardAndLowersTheLedger) {
 TEST(EvictShard, LeavesAPinnedShard) {
   ferry::testing::TempDir tmp;
   const CacheLayout layout(tmp.path());
-  const Index index = TenFiles(layout);
+  const DatasetDescription index = TenFiles(layout);
   auto pin = FileLock::Lock(layout.UseLockPath("f5"), LockMode::kShared).value();
   auto evicted = EvictShard(layout, index, 5).value();
   EXPECT_TRUE(evicted.pinned);
@@ -173,7 +173,7 @@ TEST(EvictShard, LeavesAPinnedShard) {
 TEST(LocalShards, ListsTheShardsWithAFileAndTheirLastUse) {
   ferry::testing::TempDir tmp;
   const CacheLayout layout(tmp.path());
-  const Index index = TenFiles(layout);
+  const DatasetDescription index = TenFiles(layout);
   std::filesystem::remove(layout.FilePath("f2"));
   auto stamp = [&](const std::string& name) {
     auto lock = FileLock::Lock(layout.UseLockPath(name), LockMode::kShared).value();

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "base/mutex.h"
-#include "ferry/stream/shard_cache.h"
+#include "ferry/cache/shard_cache.h"
 
 namespace ferry::internal_cache {
 

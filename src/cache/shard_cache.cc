@@ -1,5 +1,5 @@
 // ShardCache over a cache folder shared by processes: the protocol is in
-// include/ferry/stream/shard_cache.h; the pieces are here:
+// include/ferry/cache/shard_cache.h; the pieces are here:
 //   cache_layout   where shard files, temporaries and lock files live
 //   file_lock      flock() on those lock files
 //   shard_downloader  one shard: download, decompress, hash check, rename
@@ -17,7 +17,7 @@
 // Thread-safety: the cache's own state is the index and options (immutable) and the upcoming
 // order (behind a mutex); everything shared with other threads and processes goes through the
 // lock files.
-#include "ferry/stream/shard_cache.h"
+#include "ferry/cache/shard_cache.h"
 
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -106,8 +106,8 @@ namespace {
 // and nothing counts these against cache_limit): those whose shard's download lock is free now -
 // a held lock means a live download is writing it. Done once per open, so a job preempted again
 // and again does not pile them up; one stat per shard file.
-void RemoveLeftoverTemporaries(const CacheLayout& layout, const Index& index) {
-  for (const ShardEntry& shard : index.shards) {
+void RemoveLeftoverTemporaries(const CacheLayout& layout, const DatasetDescription& index) {
+  for (const ShardDescription& shard : index.shards) {
     std::vector<fs::path> leftovers;
     for (const FileInfo* file : {&shard.raw_data, shard.zip_data ? &*shard.zip_data : nullptr}) {
       if (file == nullptr) continue;
@@ -186,9 +186,9 @@ class WaitTimer {
 
 class ShardCacheImpl final : public ShardCache {
  public:
-  ShardCacheImpl(std::shared_ptr<ObjectStore> remote, std::string remote_prefix, Index index,
-                 ShardCacheOptions options, std::unique_ptr<internal_cache::DownloadSlots> slots,
-                 uint64_t other_bytes)
+  ShardCacheImpl(std::shared_ptr<ObjectStore> remote, std::string remote_prefix,
+                 DatasetDescription index, ShardCacheOptions options,
+                 std::unique_ptr<internal_cache::DownloadSlots> slots, uint64_t other_bytes)
       : remote_(remote),
         slots_(std::move(slots)),
         other_bytes_(other_bytes),
@@ -203,7 +203,7 @@ class ShardCacheImpl final : public ShardCache {
                                .download_parts = options_.download_parts.value_or(1),
                                .tuner = tuner_.get()}}) {}
 
-  const Index& index() const override { return index_; }
+  const DatasetDescription& index() const override { return index_; }
 
   Result<ShardHandle> Acquire(size_t k, std::stop_token stop) override {
     FERRY_ASSIGN_OR_RETURN(std::optional<ShardHandle> handle, AcquireShard(k, stop, true));
@@ -278,7 +278,7 @@ class ShardCacheImpl final : public ShardCache {
       FERRY_ASSIGN_OR_RETURN(ShardHandle local, AcquireLocal(k));
       return std::optional<ShardHandle>(std::move(local));
     }
-    const ShardEntry& shard = index_.shards[k];
+    const ShardDescription& shard = index_.shards[k];
     const fs::path raw = layout_.FilePath(shard.raw_data.basename);
     auto pinned =
         FileLock::Lock(layout_.UseLockPath(shard.raw_data.basename), LockMode::kShared, stop);
@@ -337,7 +337,7 @@ class ShardCacheImpl final : public ShardCache {
   // A dataset already local: read in place; a shard present only compressed is decompressed
   // beside it (under the download lock, so once); nothing is ever evicted or deleted.
   Result<ShardHandle> AcquireLocal(size_t k) {
-    const ShardEntry& shard = index_.shards[k];
+    const ShardDescription& shard = index_.shards[k];
     const fs::path raw = layout_.FilePath(shard.raw_data.basename);
     // Pin only where a cache with a remote may share the folder (it has our locks folder):
     // a plain dataset folder, maybe read-only, gets no .ferry/ just for being read. Nothing here
@@ -422,7 +422,7 @@ class ShardCacheImpl final : public ShardCache {
   const std::shared_ptr<ObjectStore> remote_;
   const std::unique_ptr<internal_cache::DownloadSlots> slots_;  // node_download_concurrency
   const uint64_t other_bytes_;                                  // OtherBytes()
-  const Index index_;
+  const DatasetDescription index_;
   const ShardCacheOptions options_;
   const CacheLayout layout_;
   const std::unique_ptr<internal_cache::PartTuner> tuner_;  // null when download_parts is set
@@ -434,8 +434,8 @@ class ShardCacheImpl final : public ShardCache {
   std::map<const void*, std::shared_ptr<const std::vector<size_t>>> upcoming_ GUARDED_BY(mu_);
 };
 
-Status CheckIndexFitsCache(const Index& index, const ShardCacheOptions& options) {
-  for (const ShardEntry& shard : index.shards) {
+Status CheckIndexFitsCache(const DatasetDescription& index, const ShardCacheOptions& options) {
+  for (const ShardDescription& shard : index.shards) {
     for (const FileInfo* file : {&shard.raw_data, shard.zip_data ? &*shard.zip_data : nullptr}) {
       if (file == nullptr) continue;
       // Indexes built by hand skip ParseIndex: nothing may name a file outside the folder.
@@ -450,7 +450,7 @@ Status CheckIndexFitsCache(const Index& index, const ShardCacheOptions& options)
                                             options.local.string(), algorithm));
   }
   // The file checked is the one fetched: the compressed one when there is one (as Mosaic does).
-  for (const ShardEntry& shard : index.shards) {
+  for (const ShardDescription& shard : index.shards) {
     const FileInfo& file = shard.zip_data ? *shard.zip_data : shard.raw_data;
     if (file.FindHash(algorithm) == nullptr) {
       std::vector<std::string> listed;
@@ -467,7 +467,8 @@ Status CheckIndexFitsCache(const Index& index, const ShardCacheOptions& options)
 }  // namespace
 
 Result<std::unique_ptr<ShardCache>> ShardCache::Open(std::shared_ptr<ObjectStore> remote,
-                                                     std::string remote_prefix, Index index,
+                                                     std::string remote_prefix,
+                                                     DatasetDescription index,
                                                      ShardCacheOptions options) {
   if (options.local.empty()) {
     return InvalidArgumentError("shard cache: `local` (the cache folder) is empty");

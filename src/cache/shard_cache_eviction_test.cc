@@ -17,9 +17,9 @@
 #include "cache/eviction.h"
 #include "cache/file_lock.h"
 #include "cache/shard_cache_fixture_testutil.h"
+#include "ferry/cache/shard_cache.h"
 #include "ferry/format/merge_index.h"
 #include "ferry/metrics/metrics.h"
-#include "ferry/stream/shard_cache.h"
 #include "format/fixture_testutil.h"
 
 namespace ferry {
@@ -126,8 +126,8 @@ TEST_F(ShardCacheTest, EverythingPinnedGoesOverTheLimitInsteadOfFailing) {
 
 // Iterates the dataset in several orders with `threads` threads, each holding one shard at a
 // time, while a sampler watches the bytes in the cache folder (temporaries included).
-void IterateUnderLimit(ShardCache& cache, const Index& index, const fs::path& folder, int threads,
-                       uint64_t bound) {
+void IterateUnderLimit(ShardCache& cache, const DatasetDescription& index, const fs::path& folder,
+                       int threads, uint64_t bound) {
   std::atomic<uint64_t> most{0};
   std::atomic<int> bad{0};
   {

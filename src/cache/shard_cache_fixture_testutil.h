@@ -16,8 +16,8 @@
 #include "base/file_util.h"
 #include "base/temp_dir_testutil.h"
 #include "cache/cache_testutil.h"
+#include "ferry/cache/shard_cache.h"
 #include "ferry/metrics/metrics.h"
-#include "ferry/stream/shard_cache.h"
 #include "format/fixture_testutil.h"
 
 namespace ferry::shard_cache_test {
@@ -54,7 +54,7 @@ class ShardCacheTest : public ::testing::Test {
   fs::path Cache() const { return tmp_ / "cache"; }
   fs::path ReadLog() const { return tmp_ / "reads.log"; }
 
-  const Index& WriteRemote(const testing::DatasetSpec& spec = {}) {
+  const DatasetDescription& WriteRemote(const testing::DatasetSpec& spec = {}) {
     index_ = testing::WriteDataset(Remote(), spec);
     EXPECT_GE(index_.shards.size(), 4u);
     return index_;
@@ -82,14 +82,14 @@ class ShardCacheTest : public ::testing::Test {
   }
   // The file a shard's download fetches.
   const FileInfo& Fetched(size_t k) const {
-    const ShardEntry& shard = index_.shards[k];
+    const ShardDescription& shard = index_.shards[k];
     return shard.zip_data ? *shard.zip_data : shard.raw_data;
   }
   uint64_t ShardBytes(size_t k) const { return index_.shards[k].raw_data.bytes; }
   // The most one download adds to the folder: both files while a compressed one is unpacked.
   uint64_t LargestPeak() const {
     uint64_t peak = 0;
-    for (const ShardEntry& s : index_.shards) {
+    for (const ShardDescription& s : index_.shards) {
       peak = std::max(peak, s.raw_data.bytes + (s.zip_data ? s.zip_data->bytes : 0));
     }
     return peak;
@@ -99,7 +99,7 @@ class ShardCacheTest : public ::testing::Test {
   }
 
   testing::TempDir tmp_;
-  Index index_;
+  DatasetDescription index_;
   std::string prefix_;
 };
 

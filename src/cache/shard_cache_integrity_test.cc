@@ -18,9 +18,9 @@
 #include "cache/cache_testutil.h"
 #include "cache/file_lock.h"
 #include "cache/shard_cache_fixture_testutil.h"
+#include "ferry/cache/shard_cache.h"
 #include "ferry/format/merge_index.h"
 #include "ferry/metrics/metrics.h"
-#include "ferry/stream/shard_cache.h"
 #include "format/fixture_testutil.h"
 
 namespace ferry {
@@ -36,7 +36,7 @@ using std::chrono::milliseconds;
 using ::testing::HasSubstr;
 
 // A child downloading shard 0 from a slow remote is SIGKILLed once its temporary has bytes.
-void KillMidDownload(const std::shared_ptr<ObjectStore>& slow, const Index& index,
+void KillMidDownload(const std::shared_ptr<ObjectStore>& slow, const DatasetDescription& index,
                      const std::string& prefix, const fs::path& cache, const fs::path& temporary) {
   testing::Children children;
   const pid_t child = children.Spawn([&]() -> int {
@@ -54,8 +54,9 @@ void KillMidDownload(const std::shared_ptr<ObjectStore>& slow, const Index& inde
   EXPECT_TRUE(fs::exists(temporary)) << "the download was not caught in the middle";
 }
 
-void ExpectRecoveryAfterKill(const Index& index, const std::shared_ptr<ObjectStore>& store,
-                             const std::string& prefix, const fs::path& cache) {
+void ExpectRecoveryAfterKill(const DatasetDescription& index,
+                             const std::shared_ptr<ObjectStore>& store, const std::string& prefix,
+                             const fs::path& cache) {
   const CacheLayout layout(cache);
   const std::string& raw = index.shards[0].raw_data.basename;
   EXPECT_FALSE(fs::exists(layout.FilePath(raw)));
@@ -96,8 +97,9 @@ TEST_F(ShardCacheTest, AKilledCompressedDownloadLeavesNoShardAndNoLock) {
   ExpectRecoveryAfterKill(index_, Store(), prefix_, Cache());
 }
 
-void ExpectCorruptShardFails(ShardCache& cache, const Index& index, const fs::path& folder) {
-  const ShardEntry& shard = index.shards[1];
+void ExpectCorruptShardFails(ShardCache& cache, const DatasetDescription& index,
+                             const fs::path& folder) {
+  const ShardDescription& shard = index.shards[1];
   const FileInfo& fetched = shard.zip_data ? *shard.zip_data : shard.raw_data;
   const uint64_t failures = CounterValue("/ferry/cache/hash_failures");
   auto handle = cache.Acquire(1);
@@ -160,7 +162,7 @@ TEST_F(ShardCacheTest, GoodDigestsPass) {
 
 TEST_F(ShardCacheTest, KeepZipKeepsTheCompressedFileAndReusesIt) {
   WriteRemote({.compression = "zstd"});
-  const ShardEntry& shard = index_.shards[0];
+  const ShardDescription& shard = index_.shards[0];
   auto store = Store();
   {
     auto plain = Open({.local = Cache() / "plain"}, store);
@@ -199,7 +201,7 @@ TEST_F(ShardCacheTest, KeepZipKeepsTheCompressedFileAndReusesIt) {
 
 TEST_F(ShardCacheTest, ACorruptKeptZipIsReplacedByADownload) {
   WriteRemote({.compression = "zstd"});
-  const ShardEntry& shard = index_.shards[0];
+  const ShardDescription& shard = index_.shards[0];
   auto store = Store();
   {
     auto cache = Open({.keep_zip = true}, store);

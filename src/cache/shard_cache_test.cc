@@ -1,6 +1,6 @@
 // ShardCache: acquiring shards, one download across threads and processes, local datasets,
 // the index, parallel parts, merged datasets and what Open refuses.
-#include "ferry/stream/shard_cache.h"
+#include "ferry/cache/shard_cache.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -163,7 +163,8 @@ TEST_F(ShardCacheTest, ThreadsAskingForOneShardShareOneDownload) {
 // 4 processes x 2 threads acquire every shard through one cache folder (options.local) at the
 // same time; each gets every shard intact. With `spread`, each process starts a quarter of the
 // shards further on, so that more downloads run at once.
-void AcquireEveryShardInFourProcesses(const Index& index, const std::shared_ptr<ObjectStore>& store,
+void AcquireEveryShardInFourProcesses(const DatasetDescription& index,
+                                      const std::shared_ptr<ObjectStore>& store,
                                       const std::string& prefix, const ShardCacheOptions& options,
                                       bool spread = false) {
   testing::Children children;
@@ -541,13 +542,13 @@ TEST_F(ShardCacheTest, OpenRefusesWhatCouldHarmTheDataset) {
   EXPECT_EQ(same.error().code(), StatusCode::kInvalidArgument);
   EXPECT_FALSE(fs::exists(Remote() / ".ferry")) << "refused, but wrote into the dataset first";
 
-  Index escaping = index_;
+  DatasetDescription escaping = index_;
   escaping.shards[0].raw_data.basename = "../outside.mds";
   auto outside = ShardCache::Open(store, prefix_, escaping, {.local = Cache()});
   ASSERT_FALSE(outside.has_value());
   EXPECT_EQ(outside.error().code(), StatusCode::kInvalidArgument);
 
-  Index reserved = index_;
+  DatasetDescription reserved = index_;
   reserved.shards[0].raw_data.basename = ".ferry/locks/cache.lock";
   EXPECT_FALSE(ShardCache::Open(store, prefix_, reserved, {.local = Cache()}).has_value());
 

@@ -280,7 +280,8 @@ Status ShardDownloader::CheckDigest(std::string_view data, const FileInfo& file,
 namespace {
 
 // Decompresses `zip` (the contents of shard.zip_data) into the raw file's temporary.
-Status WriteRawFromZip(const ShardEntry& shard, std::string_view zip, const fs::path& raw_tmp) {
+Status WriteRawFromZip(const ShardDescription& shard, std::string_view zip,
+                       const fs::path& raw_tmp) {
   const FileInfo& zip_info = *shard.zip_data;
   if (shard.config == nullptr || !shard.config->compression) {
     return InvalidArgumentError(fmt::format(
@@ -299,7 +300,7 @@ Status WriteRawFromZip(const ShardEntry& shard, std::string_view zip, const fs::
 
 }  // namespace
 
-Status ShardDownloader::DecompressLocalZip(const ShardEntry& shard) const {
+Status ShardDownloader::DecompressLocalZip(const ShardDescription& shard) const {
   const fs::path zip_path = layout_.FilePath(shard.zip_data->basename);
   const fs::path raw_tmp = layout_.TemporaryPath(shard.raw_data.basename);
   {
@@ -314,7 +315,7 @@ Status ShardDownloader::DecompressLocalZip(const ShardEntry& shard) const {
   return Status::Ok();
 }
 
-Status ShardDownloader::DownloadOnce(const ShardEntry& shard, const MakeRoomFn& make_room,
+Status ShardDownloader::DownloadOnce(const ShardDescription& shard, const MakeRoomFn& make_room,
                                      std::stop_token stop) const {
   const FileInfo& file = shard.zip_data ? *shard.zip_data : shard.raw_data;
   // A compressed shard peaks at both files while it is decompressed.
@@ -357,7 +358,7 @@ Status ShardDownloader::DownloadOnce(const ShardEntry& shard, const MakeRoomFn& 
   return Status::Ok();
 }
 
-Status ShardDownloader::Fetch(const ShardEntry& shard, const MakeRoomFn& make_room,
+Status ShardDownloader::Fetch(const ShardDescription& shard, const MakeRoomFn& make_room,
                               std::stop_token stop) const {
   const fs::path raw_path = layout_.FilePath(shard.raw_data.basename);
   FERRY_RETURN_IF_ERROR(CreateParentFolder(layout_, raw_path));

@@ -37,7 +37,7 @@
 
 #include "cache/cache_layout.h"
 #include "cache/part_tuner.h"
-#include "ferry/format/index.h"
+#include "ferry/format/dataset_description.h"
 #include "ferry/result.h"
 #include "ferry/storage/object_store.h"
 
@@ -80,7 +80,7 @@ class ShardDownloader {
   /// Makes `shard`'s raw file exist (see the file comment). \pre the caller holds the shard's
   /// download lock. A stop request ends a download in progress with kCancelled, and nothing
   /// is published.
-  Status Fetch(const ShardEntry& shard, const MakeRoomFn& make_room,
+  Status Fetch(const ShardDescription& shard, const MakeRoomFn& make_room,
                std::stop_token stop = {}) const;
 
   /// The remote key of a file named `basename` in index.json.
@@ -88,9 +88,9 @@ class ShardDownloader {
 
  private:
   // Decompresses the local compressed file into the raw file. kDataLoss on a digest mismatch.
-  Status DecompressLocalZip(const ShardEntry& shard) const;
+  Status DecompressLocalZip(const ShardDescription& shard) const;
   // One download (and, for a compressed shard, decompression) attempt.
-  Status DownloadOnce(const ShardEntry& shard, const MakeRoomFn& make_room,
+  Status DownloadOnce(const ShardDescription& shard, const MakeRoomFn& make_room,
                       std::stop_token stop) const;
   // Checks the validate_hash digest of `data`, the contents of `file`.
   Status CheckDigest(std::string_view data, const FileInfo& file, std::string_view origin) const;

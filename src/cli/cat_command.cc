@@ -30,7 +30,7 @@ struct CatOptions {
 
 // Fetches the file(s) of `entry` that a reader needs from `source` into `folder`: the compressed
 // file when the index lists one and the store has it, else the raw file.
-Status FetchShard(const DatasetUrl& source, size_t k, const ShardEntry& entry,
+Status FetchShard(const DatasetUrl& source, size_t k, const ShardDescription& entry,
                   const std::filesystem::path& folder) {
   const std::vector<std::string> names = ShardFiles(entry);
   for (const std::string& name : names) {

@@ -324,7 +324,7 @@ Result<int> RunConvert(const ConvertOptions& o) {
     if (uploader) FERRY_RETURN_IF_ERROR(uploader->error());  // not hours later, at the end
     progress.Update(i + 1, bytes_read);
   }
-  FERRY_ASSIGN_OR_RETURN(Index index, (*writer)->Finish());
+  FERRY_ASSIGN_OR_RETURN(DatasetDescription index, (*writer)->Finish());
   progress.Finish();
   std::vector<std::string> closing;
   if (with_label) {
@@ -337,7 +337,7 @@ Result<int> RunConvert(const ConvertOptions& o) {
   if (uploader) {
     FERRY_RETURN_IF_ERROR(uploader->Finish(closing));
     std::set<std::string> keep;
-    for (const ShardEntry& s : index.shards) {
+    for (const ShardDescription& s : index.shards) {
       keep.insert(s.raw_data.basename);
       if (s.zip_data) keep.insert(s.zip_data->basename);
     }

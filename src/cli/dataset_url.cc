@@ -43,7 +43,7 @@ Result<std::string> DatasetUrl::ReadIndexText() const {
       fmt::format("{} is not an MDS dataset: {} does not exist", name_, UrlOf("index.json")));
 }
 
-Result<Index> DatasetUrl::ReadIndex() const {
+Result<DatasetDescription> DatasetUrl::ReadIndex() const {
   FERRY_ASSIGN_OR_RETURN(std::string text, ReadIndexText());
   return ParseIndex(text, UrlOf("index.json"));
 }
@@ -81,7 +81,7 @@ Result<std::set<std::string>> DatasetUrl::Present(const std::vector<std::string>
   return out;
 }
 
-std::vector<std::string> ShardFiles(const ShardEntry& entry) {
+std::vector<std::string> ShardFiles(const ShardDescription& entry) {
   std::vector<std::string> files;
   if (entry.zip_data) files.push_back(entry.zip_data->basename);
   files.push_back(entry.raw_data.basename);

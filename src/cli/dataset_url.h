@@ -40,7 +40,7 @@ class DatasetUrl {
   /// kInvalidArgument "NAME is not an MDS dataset" when the folder holds no index.json.
   Result<std::string> ReadIndexText() const;
   /// ReadIndexText, parsed.
-  Result<Index> ReadIndex() const;
+  Result<DatasetDescription> ReadIndex() const;
 
   /// Which of `basenames` are in the folder: one listing per distinct sub-folder among them
   /// (merged datasets name "part/shard..."), not one request per file - except in a store that
@@ -55,6 +55,6 @@ class DatasetUrl {
 
 /// The files of `entry` that a reader needs, in the order to fetch them: the compressed file
 /// (smaller) when the index lists one, then the raw file.
-std::vector<std::string> ShardFiles(const ShardEntry& entry);
+std::vector<std::string> ShardFiles(const ShardDescription& entry);
 
 }  // namespace ferry::cli

@@ -59,9 +59,9 @@ struct DoctorOptions {
 };
 
 // What the order asked for (and py1s) keeps in use at once on a node reading `index`.
-Status AddWorkingSet(const DoctorOptions& o, const Index& index, DatasetShape& d) {
+Status AddWorkingSet(const DoctorOptions& o, const DatasetDescription& index, DatasetShape& d) {
   internal_order::StreamFootprint f;
-  for (const ShardEntry& s : index.shards) {
+  for (const ShardDescription& s : index.shards) {
     f.samples += s.samples;
     f.bytes += s.raw_data.bytes;  // what a shard takes in the cache
     f.max_shard_bytes = std::max(f.max_shard_bytes, s.raw_data.bytes);
@@ -218,9 +218,9 @@ Result<int> RunDoctor(const DoctorOptions& o) {
   std::optional<DatasetShape> shape;
   if (o.dataset) {
     FERRY_ASSIGN_OR_RETURN(const std::string text, store.Get(prefix + "index.json"));
-    FERRY_ASSIGN_OR_RETURN(const Index index, ParseIndex(text, o.url + "/index.json"));
+    FERRY_ASSIGN_OR_RETURN(const DatasetDescription index, ParseIndex(text, o.url + "/index.json"));
     DatasetShape d;
-    for (const ShardEntry& s : index.shards) {
+    for (const ShardDescription& s : index.shards) {
       d.samples += s.samples;
       d.bytes += s.zip_data ? s.zip_data->bytes : s.raw_data.bytes;
     }

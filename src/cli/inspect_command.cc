@@ -53,7 +53,7 @@ nlohmann::ordered_json ConfigJson(const ConfigSummary& s) {
 
 Result<int> RunInspect(const InspectOptions& o) {
   FERRY_ASSIGN_OR_RETURN(const DatasetUrl dataset, DatasetUrl::Open(o.dataset, o.split));
-  FERRY_ASSIGN_OR_RETURN(const Index index, dataset.ReadIndex());
+  FERRY_ASSIGN_OR_RETURN(const DatasetDescription index, dataset.ReadIndex());
   std::vector<std::string> files;
   for (const auto& s : index.shards) {
     for (std::string& name : ShardFiles(s)) files.push_back(std::move(name));

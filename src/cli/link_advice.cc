@@ -7,7 +7,7 @@
 
 #include "base/human_size.h"
 #include "cache/cache_budget.h"
-#include "ferry/stream/shard_cache.h"
+#include "ferry/cache/shard_cache.h"
 
 namespace ferry::cli {
 

@@ -41,11 +41,11 @@ constexpr size_t kRemoteShardsAtOnce = 4;
 // its shard; a fetch that fails otherwise (a network or permission error) says nothing about the
 // data and ends the run with that error.
 Result<VerifyReport> VerifyRemote(const DatasetUrl& dataset, const std::string& text,
-                                  const Index& index, const VerifyOptions& options) {
+                                  const DatasetDescription& index, const VerifyOptions& options) {
   nlohmann::ordered_json json = nlohmann::ordered_json::parse(text);  // ParseIndex accepted it
   const nlohmann::ordered_json all_shards = std::move(json["shards"]);
   std::vector<std::string> files;
-  for (const ShardEntry& s : index.shards) {
+  for (const ShardDescription& s : index.shards) {
     for (std::string& name : ShardFiles(s)) files.push_back(std::move(name));
   }
   FERRY_ASSIGN_OR_RETURN(const std::set<std::string> present, dataset.Present(files));
@@ -107,7 +107,8 @@ Result<int> RunVerify(const VerifyCommandOptions& o) {
   FERRY_ASSIGN_OR_RETURN(const DatasetUrl dataset, DatasetUrl::Open(o.dataset, o.split));
   // Read through the store first: the same answer for a missing or non-dataset folder anywhere.
   FERRY_ASSIGN_OR_RETURN(const std::string text, dataset.ReadIndexText());
-  FERRY_ASSIGN_OR_RETURN(const Index index, ParseIndex(text, dataset.UrlOf("index.json")));
+  FERRY_ASSIGN_OR_RETURN(const DatasetDescription index,
+                         ParseIndex(text, dataset.UrlOf("index.json")));
   ProgressBar progress("verify", "shards", 0, !o.quiet);
   VerifyOptions options;
   options.decode_samples = !o.layout_only;

@@ -20,9 +20,9 @@
 #include "cache/cache_layout.h"
 #include "cache/file_lock.h"
 #include "cache/shard_downloader.h"
+#include "ferry/cache/shard_cache.h"
 #include "ferry/metrics/metrics.h"
 #include "ferry/storage/registry.h"
-#include "ferry/stream/shard_cache.h"
 #include "files/fetch_ahead.h"
 #include "files/file_encoding.h"
 #include "files/file_listing.h"
@@ -128,12 +128,16 @@ class FileDatasetImpl final : public FileDataset,
         skipped_other_(skipped_other) {}
 
   Status Init() {
-    Index index;
+    // Each file is a shard of one sample, described by the listing; the cache fetches it as it
+    // would any shard, and FileDataset reads it whole.
+    DatasetDescription index;
     auto config = std::make_shared<const ShardConfig>();
     index.shards.reserve(listing_.files.size());
     for (const FileEntry& f : listing_.files) {
-      index.shards.push_back(
-          {.config = config, .raw_data = {.basename = f.path, .bytes = f.size}, .samples = 1});
+      index.shards.push_back({.config = config,
+                              .raw_data = {.basename = f.path, .bytes = f.size},
+                              .samples = 1,
+                              .format = "file"});
     }
     FERRY_ASSIGN_OR_RETURN(
         cache_, ShardCache::Open(remote_, prefix_, std::move(index),

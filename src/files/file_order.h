@@ -17,8 +17,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "ferry/order/epoch_plan.h"
 #include "ferry/result.h"
-#include "ferry/stream/epoch_plan.h"
 
 namespace ferry::internal_files {
 

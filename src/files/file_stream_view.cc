@@ -57,10 +57,11 @@ class FileStreamView final : public StreamingDataset {
   FileStreamView(std::shared_ptr<FileDataset> files, std::shared_ptr<const ShardConfig> config,
                  uint32_t batch_size)
       : files_(std::move(files)), config_(std::move(config)) {
-    Index index;
+    DatasetDescription index;
     index.shards.push_back({.config = config_,
                             .raw_data = {.basename = "files", .bytes = 0},
-                            .samples = files_->files().size()});
+                            .samples = files_->files().size(),
+                            .format = "file"});
     indexes_.push_back(std::move(index));
     options_.streams.push_back({.remote = files_->options().root,
                                 .local = files_->options().local,
@@ -76,7 +77,7 @@ class FileStreamView final : public StreamingDataset {
 
   uint64_t num_samples() const override { return files_->files().size(); }
   uint64_t epoch_samples() const override { return files_->files().size(); }
-  const std::vector<Index>& indexes() const override { return indexes_; }
+  const std::vector<DatasetDescription>& indexes() const override { return indexes_; }
   const StreamingOptions& options() const override { return options_; }
 
   // Files come whole and small: the stop is not heard.
@@ -108,7 +109,7 @@ class FileStreamView final : public StreamingDataset {
  private:
   std::shared_ptr<FileDataset> files_;
   std::shared_ptr<const ShardConfig> config_;
-  std::vector<Index> indexes_;
+  std::vector<DatasetDescription> indexes_;
   StreamingOptions options_;
 };
 

@@ -205,31 +205,6 @@ OrderedJson FileInfoJson(const FileInfo& f) {
 
 }  // namespace
 
-const std::string* FileInfo::FindHash(std::string_view algorithm) const {
-  for (const auto& [algo, digest] : hashes) {
-    if (algo == algorithm) return &digest;
-  }
-  return nullptr;
-}
-
-std::optional<size_t> ShardConfig::ColumnIndex(std::string_view name) const {
-  for (size_t i = 0; i < column_names.size(); ++i) {
-    if (column_names[i] == name) return i;
-  }
-  return std::nullopt;
-}
-
-bool ShardConfig::HasUnsafeColumn() const {
-  return std::any_of(column_encodings.begin(), column_encodings.end(),
-                     [](const ColumnEncoding& e) { return e.unsafe(); });
-}
-
-uint64_t Index::num_samples() const {
-  uint64_t n = 0;
-  for (const auto& s : shards) n += s.samples;
-  return n;
-}
-
 Status ValidateBasename(std::string_view basename) {
   auto bad = [&](std::string_view why) {
     return InvalidArgumentError(fmt::format("basename '{}' {}", basename, why));
@@ -253,7 +228,7 @@ Status ValidateBasename(std::string_view basename) {
 
 std::string RawShardBasename(uint64_t ordinal) { return fmt::format("shard.{:05}.mds", ordinal); }
 
-Result<Index> ParseIndex(std::string_view text, std::string_view origin) {
+Result<DatasetDescription> ParseIndex(std::string_view text, std::string_view origin) {
   JsonDoc root;
   try {
     root = JsonDoc::parse(text);
@@ -270,7 +245,7 @@ Result<Index> ParseIndex(std::string_view text, std::string_view origin) {
   if (!root.contains("shards") || !root["shards"].is_array()) {
     return where.DataLoss("index has no 'shards' list");
   }
-  Index index;
+  DatasetDescription index;
   index.shards.reserve(root["shards"].size());
   std::shared_ptr<const ShardConfig> last_config;
   for (size_t i = 0; i < root["shards"].size(); ++i) {
@@ -278,7 +253,7 @@ Result<Index> ParseIndex(std::string_view text, std::string_view origin) {
     const Where shard_where(fmt::format("{}: shard {}", origin, i));
     FERRY_RETURN_IF_ERROR(CheckExactKeys(obj, kShardKeys, shard_where));
     FERRY_ASSIGN_OR_RETURN(ShardConfig config, ParseConfig(obj, shard_where));
-    ShardEntry entry;
+    ShardDescription entry;
     // Shards of one writer run share one config object.
     if (last_config && *last_config == config) {
       entry.config = last_config;
@@ -330,7 +305,7 @@ std::string SerializeShardConfig(const ShardConfig& config) {
   return DumpPythonJson(ConfigJson(config), JsonKeyOrder::kSorted);
 }
 
-std::string SerializeIndex(const Index& index) {
+std::string SerializeIndex(const DatasetDescription& index) {
   OrderedJson shards = OrderedJson::array();
   for (const auto& s : index.shards) {
     OrderedJson j = ConfigJson(*s.config);

@@ -25,11 +25,11 @@ using OrderedJson = nlohmann::ordered_json;
 const std::filesystem::path kFixtures = testing::FixturesDir();
 constexpr std::string_view kOrigin = "some/dataset/index.json";
 
-Index LoadFixtureIndex(const std::string& name) {
+DatasetDescription LoadFixtureIndex(const std::string& name) {
   const auto path = kFixtures / name / "index.json";
   auto index = ParseIndex(FileText(path), path.string());
   EXPECT_TRUE(index.has_value()) << index.status().ToString();
-  return index.value_or(Index{});
+  return index.value_or(DatasetDescription{});
 }
 
 // The config block embedded in a raw shard file.
@@ -84,7 +84,7 @@ TEST(IndexRoundTrip, MergedRootIndexParsesThoughItsKeyOrderDiffers) {
 TEST(ShardConfig, SerializeEqualsTheBlockEmbeddedInFixtureShards) {
   for (const char* name : {"all_scalars", "empty_and_edge", "ndarray", "image_misc", "oversize",
                            "pickle", "merged/part_a"}) {
-    const Index index = LoadFixtureIndex(name);
+    const DatasetDescription index = LoadFixtureIndex(name);
     ASSERT_FALSE(index.shards.empty()) << name;
     for (const auto& shard : index.shards) {
       const std::string bytes = FileText(kFixtures / name / shard.raw_data.basename);
@@ -99,7 +99,7 @@ TEST(ShardConfig, SerializeEqualsTheBlockEmbeddedInFixtureShards) {
 }
 
 TEST(ShardConfig, NonAsciiColumnNameIsEscaped) {
-  const Index index = LoadFixtureIndex("empty_and_edge");
+  const DatasetDescription index = LoadFixtureIndex("empty_and_edge");
   const ShardConfig& config = *index.shards[0].config;
   EXPECT_EQ(config.column_names.back(),
             "\xc3\xbcn\xc3\xaf"
@@ -164,19 +164,19 @@ TEST(ShardConfig, ParseErrorsAreDataLoss) {
 // ---------------------------------------------------------------------------------------------
 // Small accessors
 
-TEST(Index, NumSamplesAndSharedConfigs) {
-  const Index scalars = LoadFixtureIndex("all_scalars");
+TEST(DatasetDescription, NumSamplesAndSharedConfigs) {
+  const DatasetDescription scalars = LoadFixtureIndex("all_scalars");
   ASSERT_EQ(scalars.shards.size(), 9u);
   EXPECT_EQ(scalars.num_samples(), 50u);
   for (const auto& shard : scalars.shards) {
     EXPECT_EQ(shard.config.get(), scalars.shards[0].config.get()) << "one writer, one config";
   }
-  const Index oversize = LoadFixtureIndex("oversize");
+  const DatasetDescription oversize = LoadFixtureIndex("oversize");
   std::vector<uint64_t> counts;
   for (const auto& s : oversize.shards) counts.push_back(s.samples);
   EXPECT_EQ(counts, (std::vector<uint64_t>{0, 1, 2, 1, 1}));
   EXPECT_EQ(oversize.num_samples(), 5u);
-  EXPECT_EQ(Index{}.num_samples(), 0u);
+  EXPECT_EQ(DatasetDescription{}.num_samples(), 0u);
 
   // Merged: two writer runs with different configs; each part's shards share one object.
   auto merged = ParseIndex(FileText(kFixtures / "merged" / "index.json"), "merged");
@@ -188,16 +188,16 @@ TEST(Index, NumSamplesAndSharedConfigs) {
   EXPECT_FALSE(merged->shards[0].config->compression.has_value());
 }
 
-TEST(Index, EmptyDataset) {
+TEST(DatasetDescription, EmptyDataset) {
   auto index = ParseIndex(R"({"shards": [], "version": 2})", kOrigin);
   ASSERT_TRUE(index.has_value());
   EXPECT_TRUE(index->shards.empty());
   EXPECT_EQ(SerializeIndex(*index), R"({"shards": [], "version": 2})");
 }
 
-TEST(Index, Accessors) {
-  const Index scalars = LoadFixtureIndex("all_scalars");
-  const ShardEntry& s = scalars.shards[0];
+TEST(DatasetDescription, Accessors) {
+  const DatasetDescription scalars = LoadFixtureIndex("all_scalars");
+  const ShardDescription& s = scalars.shards[0];
   ASSERT_NE(s.raw_data.FindHash("sha1"), nullptr);
   EXPECT_EQ(s.raw_data.FindHash("sha1")->size(), 40u);
   EXPECT_EQ(s.raw_data.FindHash("xxh64")->size(), 16u);
@@ -207,8 +207,8 @@ TEST(Index, Accessors) {
   EXPECT_FALSE(s.config->ColumnIndex("id").has_value());  // case matters
   EXPECT_FALSE(s.config->HasUnsafeColumn());
   EXPECT_TRUE(LoadFixtureIndex("pickle").shards[0].config->HasUnsafeColumn());
-  const Index zstd7 = LoadFixtureIndex("compressed_zstd_7");
-  const ShardEntry& zipped = zstd7.shards[1];
+  const DatasetDescription zstd7 = LoadFixtureIndex("compressed_zstd_7");
+  const ShardDescription& zipped = zstd7.shards[1];
   ASSERT_TRUE(zipped.zip_data.has_value());
   EXPECT_EQ(zipped.zip_data->basename, "shard.00001.mds.zstd");
   EXPECT_EQ(zipped.config->compression, "zstd:7");

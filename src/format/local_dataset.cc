@@ -31,7 +31,7 @@ Status CheckHash(std::string_view data, const FileInfo& info, std::string_view a
 
 }  // namespace
 
-Result<Index> ReadLocalIndex(const std::filesystem::path& folder) {
+Result<DatasetDescription> ReadLocalIndex(const std::filesystem::path& folder) {
   const std::filesystem::path index_path = folder / "index.json";
   auto text = ReadFileToString(index_path);
   if (!text) {
@@ -128,7 +128,7 @@ Result<std::shared_ptr<const MdsShardReader>> LocalDataset::Shard(size_t k) cons
 }
 
 Result<std::shared_ptr<const MdsShardReader>> LocalDataset::OpenShard(size_t k) const {
-  const ShardEntry& entry = index_.shards[k];
+  const ShardDescription& entry = index_.shards[k];
   const std::filesystem::path raw_path = folder_ / entry.raw_data.basename;
   std::error_code ec;
   if (std::filesystem::exists(raw_path, ec) || !entry.zip_data) {

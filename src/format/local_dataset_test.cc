@@ -166,9 +166,9 @@ TEST(LocalDatasetLocate, RunsOfEmptyShardsAnywhere) {
   config->column_names = {"x"};
   config->column_encodings = {ColumnEncoding::Parse("int").value()};
   config->column_sizes = {8};
-  Index index;
+  DatasetDescription index;
   for (uint64_t samples : {0, 0, 2, 0, 0, 1, 0, 3, 0}) {
-    ShardEntry e;
+    ShardDescription e;
     e.config = config;
     e.raw_data = {RawShardBasename(index.shards.size()), 1000, {}};
     e.samples = samples;
@@ -216,7 +216,7 @@ TEST(LocalDatasetGet, DecodesWhatTheWriterWrote) {
     written.push_back({sample["big"], Value(int64_t{i * 1000 - 7}), sample["meta"], sample["name"],
                        Value(i + 0.5), sample["vec"]});
   }
-  const Index index = (*writer)->Finish().value();
+  const DatasetDescription index = (*writer)->Finish().value();
   ASSERT_GT(index.shards.size(), 3u);
   auto ds = OpenOk(tmp.path(), {.validate_hash = "sha1"});
   ASSERT_NE(ds, nullptr);

@@ -179,7 +179,7 @@ class MdsWriter::Impl {
     return WriteValues(values);
   }
 
-  Result<Index> Finish() {
+  Result<DatasetDescription> Finish() {
     if (finished_) return FailedPreconditionError("MdsWriter: Finish called twice");
     finished_ = true;
     if (!offsets_.empty()) FERRY_RETURN_IF_ERROR(FlushShard());
@@ -189,7 +189,7 @@ class MdsWriter::Impl {
     for (auto& f : flushers_) f.join();
     flushers_.clear();
     FERRY_RETURN_IF_ERROR(BackgroundStatus());
-    Index index;
+    DatasetDescription index;
     {
       MutexLock lock(mu_);
       std::sort(done_.begin(), done_.end(),
@@ -261,8 +261,8 @@ class MdsWriter::Impl {
     return info;
   }
 
-  Result<ShardEntry> WriteShard(const FlushJob& job) const {
-    ShardEntry entry;
+  Result<ShardDescription> WriteShard(const FlushJob& job) const {
+    ShardDescription entry;
     entry.config = config_;
     entry.samples = job.samples;
     const std::string raw_name = RawShardBasename(job.ordinal);
@@ -318,7 +318,7 @@ class MdsWriter::Impl {
   BoundedQueue<FlushJob> queue_;
   mutable Mutex mu_;
   Status background_status_ GUARDED_BY(mu_);
-  std::vector<std::pair<uint64_t, ShardEntry>> done_ GUARDED_BY(mu_);
+  std::vector<std::pair<uint64_t, ShardDescription>> done_ GUARDED_BY(mu_);
   std::vector<std::string> spare_ GUARDED_BY(mu_);
   // Last: started after everything they use, joined (destroyed) first.
   std::vector<std::jthread> flushers_;
@@ -367,7 +367,7 @@ Status MdsWriter::WriteValues(std::span<const Value> values) { return impl_->Wri
 Status MdsWriter::Write(const std::map<std::string, Value, std::less<>>& sample) {
   return impl_->Write(sample);
 }
-Result<Index> MdsWriter::Finish() { return impl_->Finish(); }
+Result<DatasetDescription> MdsWriter::Finish() { return impl_->Finish(); }
 uint64_t MdsWriter::samples_written() const { return impl_->samples_written(); }
 uint64_t MdsWriter::raw_bytes_written() const { return impl_->raw_bytes_written(); }
 

@@ -30,7 +30,7 @@ std::unique_ptr<MdsWriter> MakeWriter(MdsWriterOptions options) {
   return writer ? std::move(*writer) : nullptr;
 }
 
-std::vector<uint64_t> ShardSamples(const Index& index) {
+std::vector<uint64_t> ShardSamples(const DatasetDescription& index) {
   std::vector<uint64_t> out;
   for (const auto& s : index.shards) out.push_back(s.samples);
   return out;
@@ -76,7 +76,7 @@ class RolloverTest : public ::testing::Test {
     c.size_limit = limit;
     return 8 + SerializeShardConfig(c).size();
   }
-  Index WriteRecords(uint64_t limit, const std::vector<size_t>& record_sizes) {
+  DatasetDescription WriteRecords(uint64_t limit, const std::vector<size_t>& record_sizes) {
     auto writer =
         MakeWriter({.out = tmp_.path(), .columns = {{"b", "bytes"}}, .size_limit = limit});
     for (size_t n : record_sizes) {
@@ -94,7 +94,7 @@ TEST_F(RolloverTest, SampleExactlyAtTheLimitStaysInTheShard) {
   // Two records whose (record + 4) sum to exactly `room`: no rollover.
   const size_t first = 100;
   const size_t second = room - (first + 4) - 4;
-  Index index = WriteRecords(limit, {first, second});
+  DatasetDescription index = WriteRecords(limit, {first, second});
   EXPECT_THAT(ShardSamples(index), ::testing::ElementsAre(2));
   EXPECT_EQ(index.shards[0].raw_data.bytes, limit);
 }
@@ -104,13 +104,13 @@ TEST_F(RolloverTest, OneByteOverTheLimitStartsANewShard) {
   const uint64_t room = limit - ShardOverhead(limit);
   const size_t first = 100;
   const size_t second = room - (first + 4) - 4 + 1;
-  Index index = WriteRecords(limit, {first, second});
+  DatasetDescription index = WriteRecords(limit, {first, second});
   EXPECT_THAT(ShardSamples(index), ::testing::ElementsAre(1, 1));
 }
 
 TEST_F(RolloverTest, OversizeFirstSampleLeavesAnEmptyFirstShardLikeTheReference) {
   const uint64_t limit = 512;
-  Index index = WriteRecords(limit, {600, 20, 20, 700, 20});
+  DatasetDescription index = WriteRecords(limit, {600, 20, 20, 700, 20});
   EXPECT_THAT(ShardSamples(index), ::testing::ElementsAre(0, 1, 2, 1, 1));
   EXPECT_EQ(index.shards[0].raw_data.bytes, ShardOverhead(limit));  // a valid N = 0 shard
   EXPECT_GT(index.shards[1].raw_data.bytes, limit);                 // oversize sample alone
@@ -131,7 +131,7 @@ TEST_F(RolloverTest, NoLimitMeansOneShard) {
     const Value v = BlobOfRecordSize(10000);
     ASSERT_TRUE(writer->WriteValues(std::span<const Value>(&v, 1)).ok());
   }
-  Index index = writer->Finish().value();
+  DatasetDescription index = writer->Finish().value();
   EXPECT_THAT(ShardSamples(index), ::testing::ElementsAre(50));
   EXPECT_THAT(FileText(tmp_ / "index.json"), HasSubstr(R"("size_limit": null)"));
 }
@@ -139,7 +139,7 @@ TEST_F(RolloverTest, NoLimitMeansOneShard) {
 TEST(MdsWriter, EmptyDatasetHasNoShards) {
   testing::TempDir tmp;
   auto writer = MakeWriter({.out = tmp.path(), .columns = {{"x", "int"}}});
-  Index index = writer->Finish().value();
+  DatasetDescription index = writer->Finish().value();
   EXPECT_TRUE(index.shards.empty());
   EXPECT_EQ(FileText(tmp / "index.json"), R"({"shards": [], "version": 2})");
   EXPECT_FALSE(std::filesystem::exists(tmp / "shard.00000.mds"));
@@ -190,7 +190,7 @@ TEST(MdsWriter, RejectsBadValuesWithTheColumnNamed) {
   EXPECT_THAT(s.message(), HasSubstr("takes a string"));
   // A rejected sample leaves nothing behind: the next good one is sample 0.
   ASSERT_TRUE(writer->Write({{"small", Value(7)}, {"name", Value("ok")}}).ok());
-  Index index = writer->Finish().value();
+  DatasetDescription index = writer->Finish().value();
   EXPECT_EQ(index.num_samples(), 1u);
   EXPECT_EQ(writer->Write({{"small", Value(1)}, {"name", Value("late")}}).code(),
             StatusCode::kFailedPrecondition);
@@ -225,7 +225,7 @@ TEST(MdsWriter, FlushShardEndsTheShardAndNeverWritesAnEmptyOne) {
   ASSERT_TRUE(writer->FlushShard().ok());
   ASSERT_TRUE(writer->FlushShard().ok());  // again, with nothing new: no empty shard either
   ASSERT_TRUE(writer->Write({{"x", Value(3)}}).ok());
-  const Index index = writer->Finish().value();
+  const DatasetDescription index = writer->Finish().value();
   EXPECT_EQ(ShardSamples(index), (std::vector<uint64_t>{3, 1}));
   EXPECT_EQ(writer->FlushShard().code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(SerializeShardConfig(writer->config()), SerializeShardConfig(*index.shards[0].config));
@@ -241,7 +241,7 @@ TEST(MdsWriter, WritesOnlyTheCompressedFileAndItsHashes) {
   for (int i = 0; i < 300; ++i) {
     ASSERT_TRUE(writer->Write({{"t", Value("sample text number " + std::to_string(i))}}).ok());
   }
-  Index index = writer->Finish().value();
+  DatasetDescription index = writer->Finish().value();
   ASSERT_GT(index.shards.size(), 1u);
   for (const auto& s : index.shards) {
     ASSERT_TRUE(s.zip_data.has_value());
@@ -468,7 +468,7 @@ TEST(MdsWriterProperty, RandomSchemasRoundTripThroughTheReader) {
       ASSERT_TRUE(writer->WriteValues(sample).ok());
       written.push_back(std::move(sample));
     }
-    Index index = writer->Finish().value();
+    DatasetDescription index = writer->Finish().value();
     ASSERT_EQ(index.num_samples(), n);
 
     auto ds = LocalDataset::Open(tmp.path());
@@ -509,7 +509,7 @@ TEST(MdsWriter, FinishWritesEveryQueuedShard) {
     ASSERT_TRUE(
         writer->Write({{"x", Value(std::string(40, static_cast<char>('a' + i % 26)))}}).ok());
   }
-  Index index = writer->Finish().value();
+  DatasetDescription index = writer->Finish().value();
   EXPECT_EQ(index.num_samples(), 3000u);
   size_t files = 0;
   for (const auto& entry : std::filesystem::directory_iterator(tmp.path())) {
@@ -542,11 +542,11 @@ TEST(MdsWriter, ReportsEachShardFileOnceItIsCompleteUnderItsName) {
     ASSERT_TRUE(
         writer->Write({{"x", Value(std::string(40, static_cast<char>('a' + i % 26)))}}).ok());
   }
-  const Index index = writer->Finish().value();
+  const DatasetDescription index = writer->Finish().value();
   ASSERT_GT(index.shards.size(), 3u);
   MutexLock lock(mu);
   EXPECT_EQ(seen.size(), index.shards.size()) << "every shard, and never index.json";
-  for (const ShardEntry& shard : index.shards) {
+  for (const ShardDescription& shard : index.shards) {
     ASSERT_TRUE(shard.zip_data.has_value());
     EXPECT_EQ(seen[shard.zip_data->basename], shard.zip_data->bytes) << "complete when reported";
   }

@@ -37,10 +37,10 @@ void CopyParts(const fs::path& root, const std::string& name_a = "part_a",
   }
 }
 
-Index ParseOk(const fs::path& path) {
+DatasetDescription ParseOk(const fs::path& path) {
   auto index = ParseIndex(FileText(path), path.string());
   EXPECT_TRUE(index.has_value()) << index.status().ToString();
-  return index.value_or(Index{});
+  return index.value_or(DatasetDescription{});
 }
 
 TEST(MergeIndex, ListFormAndRootFormProduceTheSameBytes) {
@@ -64,14 +64,15 @@ TEST(MergeIndex, ListFormAndRootFormProduceTheSameBytes) {
   EXPECT_THAT(a, HasSubstr(R"("basename": "part_a/shard.00000.mds")"));
   EXPECT_THAT(a, HasSubstr(R"("basename": "part_b/shard.00002.mds.zstd")"));
   // Everything else of each shard is unchanged.
-  const Index merged = ParseOk(list_root / "index.json");
-  const Index part_a = ParseOk(list_root / "part_a" / "index.json");
-  const Index part_b = ParseOk(list_root / "part_b" / "index.json");
+  const DatasetDescription merged = ParseOk(list_root / "index.json");
+  const DatasetDescription part_a = ParseOk(list_root / "part_a" / "index.json");
+  const DatasetDescription part_b = ParseOk(list_root / "part_b" / "index.json");
   ASSERT_EQ(merged.shards.size(), part_a.shards.size() + part_b.shards.size());
   for (size_t k = 0; k < merged.shards.size(); ++k) {
     const bool in_a = k < part_a.shards.size();
-    const ShardEntry& orig = in_a ? part_a.shards[k] : part_b.shards[k - part_a.shards.size()];
-    const ShardEntry& got = merged.shards[k];
+    const ShardDescription& orig =
+        in_a ? part_a.shards[k] : part_b.shards[k - part_a.shards.size()];
+    const ShardDescription& got = merged.shards[k];
     const std::string prefix = in_a ? "part_a/" : "part_b/";
     EXPECT_EQ(got.samples, orig.samples);
     EXPECT_EQ(*got.config, *orig.config);
@@ -100,12 +101,12 @@ TEST(MergeIndex, ListOrderIsKeptAndRootFormSortsByPath) {
   auto listed = MergeIndexFiles({tmp / "b_first" / "index.json", tmp / "a_second" / "index.json"},
                                 tmp.path());
   ASSERT_TRUE(listed.has_value()) << listed.status().ToString();
-  const Index by_list = ParseOk(tmp / "index.json");
+  const DatasetDescription by_list = ParseOk(tmp / "index.json");
   EXPECT_EQ(by_list.shards.front().raw_data.basename, "b_first/shard.00000.mds");
   fs::remove(tmp / "index.json");
 
   ASSERT_TRUE(MergeIndexUnder(tmp.path()).has_value());
-  const Index by_walk = ParseOk(tmp / "index.json");
+  const DatasetDescription by_walk = ParseOk(tmp / "index.json");
   ASSERT_EQ(by_walk.shards.size(), 6u);
   EXPECT_EQ(by_walk.shards.front().raw_data.basename, "a_second/shard.00000.mds");
   EXPECT_EQ(by_walk.shards.back().raw_data.basename, "b_first/shard.00002.mds");
@@ -117,7 +118,7 @@ TEST(MergeIndex, PrefixIsOnlyTheImmediateParentFolder) {
   CopyParts(tmp / "deep" / "er", "leaf_a", "leaf_b");
   auto walked = MergeIndexUnder(tmp.path());
   ASSERT_TRUE(walked.has_value()) << walked.status().ToString();
-  const Index merged = ParseOk(tmp / "index.json");
+  const DatasetDescription merged = ParseOk(tmp / "index.json");
   ASSERT_EQ(merged.shards.size(), 6u);
   EXPECT_EQ(merged.shards[0].raw_data.basename, "leaf_a/shard.00000.mds");
   EXPECT_EQ(merged.shards[3].zip_data->basename, "leaf_b/shard.00000.mds.zstd");
@@ -140,7 +141,7 @@ TEST(MergeIndex, DuplicatesInTheListAreDropped) {
                                 tmp.path());
   ASSERT_TRUE(merged.has_value()) << merged.status().ToString();
   EXPECT_EQ(*merged, 6u);
-  const Index index = ParseOk(tmp / "index.json");
+  const DatasetDescription index = ParseOk(tmp / "index.json");
   ASSERT_EQ(index.shards.size(), 6u);
   EXPECT_EQ(index.shards[0].raw_data.basename, "part_a/shard.00000.mds");
   EXPECT_EQ(index.shards[3].raw_data.basename, "part_b/shard.00000.mds");

@@ -10,7 +10,7 @@
 #include "base/mapped_file.h"
 #include "ferry/format/index.h"
 #include "ferry/format/local_dataset.h"
-#include "ferry/format/shard_reader.h"
+#include "ferry/format/mds_shard_reader.h"
 #include "format/compression.h"
 #include "format/hash.h"
 #include "image/jpeg_codec.h"
@@ -74,7 +74,7 @@ class ShardVerifier {
                 VerifyReport& report)
       : folder_(folder), options_(options), report_(report) {}
 
-  void Verify(size_t k, const ShardEntry& entry) {
+  void Verify(size_t k, const ShardDescription& entry) {
     const std::filesystem::path raw_path = folder_ / entry.raw_data.basename;
     std::error_code ec;
     const bool raw_exists = std::filesystem::exists(raw_path, ec);
@@ -131,7 +131,7 @@ class ShardVerifier {
   }
 
  private:
-  void VerifySamples(size_t k, const MdsShardReader& reader, const ShardEntry& entry) {
+  void VerifySamples(size_t k, const MdsShardReader& reader, const ShardDescription& entry) {
     const ShardConfig& config = reader.config();
     std::vector<std::string_view> fields(reader.num_columns());
     for (uint32_t i = 0; i < reader.num_samples(); ++i) {
@@ -180,7 +180,7 @@ std::vector<size_t> VerifyReport::bad_shards() const {
 Result<VerifyReport> VerifyDataset(const std::filesystem::path& root,
                                    const VerifyOptions& options) {
   const std::filesystem::path folder = options.split.empty() ? root : root / options.split;
-  FERRY_ASSIGN_OR_RETURN(Index index, ReadLocalIndex(folder));
+  FERRY_ASSIGN_OR_RETURN(DatasetDescription index, ReadLocalIndex(folder));
   VerifyReport report;
   ShardVerifier verifier(folder, options, report);
   for (size_t k = 0; k < index.shards.size(); ++k) {

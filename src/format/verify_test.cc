@@ -14,8 +14,8 @@
 #include "base/file_util.h"
 #include "base/temp_dir_testutil.h"
 #include "ferry/format/index.h"
+#include "ferry/format/mds_shard_reader.h"
 #include "ferry/format/mds_writer.h"
-#include "ferry/format/shard_reader.h"
 #include "format/fixture_testutil.h"
 #include "format/hash.h"
 #include "image/image_testutil.h"
@@ -272,7 +272,7 @@ class VerifyPayloadDamage : public ::testing::Test {
     ASSERT_GE(index_.shards.size(), 3u);
   }
   testing::TempDir tmp_;
-  Index index_;
+  DatasetDescription index_;
 };
 
 TEST_F(VerifyPayloadDamage, OnlyDecodeCatchesAShapeThatNoLongerMatches) {
@@ -319,7 +319,7 @@ TEST_F(VerifyPayloadDamage, CompressedShardDamage) {
                     ->Write({{"arr", Value(NdArray{DType::kUInt8, {4}, "abcd"})}, {"id", Value(i)}})
                     .ok());
   }
-  const Index index = (*writer)->Finish().value();
+  const DatasetDescription index = (*writer)->Finish().value();
   const VerifyReport good = Verify(zipped.path());
   EXPECT_TRUE(good.ok()) << Describe(good);
   EXPECT_EQ(good.samples, 30u);

@@ -88,7 +88,7 @@ Result<std::unique_ptr<BatchLoader>> BatchLoader::Start(std::shared_ptr<Streamin
                     dataset->options().order.batch_size, options.batch_size));
   }
   const ShardConfig* config = nullptr;
-  for (const Index& index : dataset->indexes()) {
+  for (const DatasetDescription& index : dataset->indexes()) {
     if (!index.shards.empty()) {
       config = index.shards.front().config.get();
       break;

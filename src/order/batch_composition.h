@@ -43,8 +43,8 @@
 #include <optional>
 #include <vector>
 
+#include "ferry/order/epoch_plan.h"
 #include "ferry/result.h"
-#include "ferry/stream/epoch_plan.h"
 #include "order/stream_interleave.h"
 
 namespace ferry::internal_order {

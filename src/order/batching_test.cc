@@ -1,4 +1,4 @@
-// EpochPlan with batching methods other than random (include/ferry/stream/epoch_plan.h, step 5):
+// EpochPlan with batching methods other than random (include/ferry/order/epoch_plan.h, step 5):
 // what every device's batch of every training step holds, walked through the workers' cursors
 // as a DataLoader reads them, for several world shapes, batch sizes and shuffles; exact counts;
 // one stream; resumption; epochs; errors.
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "ferry/stream/epoch_plan.h"
+#include "ferry/order/epoch_plan.h"
 #include "order/batch_composition.h"
 #include "order/shard_sizes_testutil.h"
 

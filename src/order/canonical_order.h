@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "ferry/stream/epoch_plan.h"
+#include "ferry/order/epoch_plan.h"
 #include "order/block_cache.h"
 #include "order/canonical_spans.h"
 #include "order/random.h"

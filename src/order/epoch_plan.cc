@@ -1,9 +1,9 @@
-// EpochPlan: binds the three parts of the model (include/ferry/stream/epoch_plan.h) together:
+// EpochPlan: binds the three parts of the model (include/ferry/order/epoch_plan.h) together:
 // CanonicalSpans (which samples each canonical node holds), a CanonicalOrder (their order in the
 // node) and a Partition (the interleaving, padding across ranks, and the deal). A plan stores
 // only per-shard arrays; a sample's place is computed on demand, with the shuffle blocks that a
 // cursor touches kept in its own small cache.
-#include "ferry/stream/epoch_plan.h"
+#include "ferry/order/epoch_plan.h"
 
 #include <algorithm>
 #include <cassert>

@@ -1,11 +1,11 @@
-// Tests of the whole epoch plan against its documented model (include/ferry/stream/epoch_plan.h):
+// Tests of the whole epoch plan against its documented model (include/ferry/order/epoch_plan.h):
 // every sample exactly once plus the documented padding, for many world shapes, batch sizes,
 // dataset sizes and every algorithm; determinism; canonical sequences independent of the world
 // shape; exact resumption on the same and on another shape; cursor behaviour; errors.
 //
 // The dealing rule is re-derived here from the documentation (not from partition.cc), so each
 // worker's samples can be put back into the canonical sequences they came from.
-#include "ferry/stream/epoch_plan.h"
+#include "ferry/order/epoch_plan.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -36,8 +36,8 @@
 
 #include <cstdint>
 
+#include "ferry/order/epoch_plan.h"
 #include "ferry/result.h"
-#include "ferry/stream/epoch_plan.h"
 
 namespace ferry::internal_order {
 

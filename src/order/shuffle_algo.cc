@@ -3,7 +3,7 @@
 #include <string>
 #include <utility>
 
-#include "ferry/stream/epoch_plan.h"
+#include "ferry/order/epoch_plan.h"
 
 namespace ferry {
 namespace {

@@ -31,7 +31,7 @@
 #include <span>
 #include <vector>
 
-#include "ferry/stream/epoch_plan.h"
+#include "ferry/order/epoch_plan.h"
 
 namespace ferry::internal_order {
 

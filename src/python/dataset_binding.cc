@@ -104,7 +104,7 @@ py::list WeightsToPython(const std::vector<StreamWeight>& weights) {
 }
 
 // One shard as python/ferry/shards.py's ShardInfo reads it.
-py::dict ShardToPython(size_t stream, const ShardEntry& shard) {
+py::dict ShardToPython(size_t stream, const ShardDescription& shard) {
   auto file = [](const FileInfo& f) {
     py::dict hashes;
     for (const auto& [algorithm, digest] : f.hashes) hashes[py::str(algorithm)] = digest;
@@ -268,8 +268,8 @@ void RegisterDataset(py::module_& m) {
                              [](const PyDataset& self) {
                                const StreamingDataset& ds = self.get();
                                std::vector<std::pair<std::string, std::string>> out;
-                               for (const Index& index : ds.indexes()) {
-                                 for (const ShardEntry& shard : index.shards) {
+                               for (const DatasetDescription& index : ds.indexes()) {
+                                 for (const ShardDescription& shard : index.shards) {
                                    const ShardConfig& c = *shard.config;
                                    for (size_t i = 0; i < c.column_names.size(); ++i) {
                                      out.emplace_back(c.column_names[i],
@@ -361,7 +361,7 @@ void RegisterDataset(py::module_& m) {
                                py::list out;
                                const auto& indexes = self.get().indexes();
                                for (size_t s = 0; s < indexes.size(); ++s) {
-                                 for (const ShardEntry& shard : indexes[s].shards) {
+                                 for (const ShardDescription& shard : indexes[s].shards) {
                                    out.append(ShardToPython(s, shard));
                                  }
                                }

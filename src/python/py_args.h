@@ -12,7 +12,7 @@
 #include <tuple>
 #include <type_traits>
 
-#include "ferry/stream/epoch_plan.h"
+#include "ferry/order/epoch_plan.h"
 #include "python/status_exception.h"
 
 namespace ferry::python {

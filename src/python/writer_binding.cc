@@ -80,7 +80,7 @@ class PyWriter {
 
   /// Writes the last shard and index.json; returns the number of shards.
   size_t Finish() {
-    Result<Index> index = InternalError("not finished");
+    Result<DatasetDescription> index = InternalError("not finished");
     {
       py::gil_scoped_release release;
       index = writer_->Finish();

@@ -22,8 +22,8 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
 // `n` samples {id: int, blob: bytes of `blob`} in shards of at most `size_limit` bytes.
-Index Write(const fs::path& out, uint64_t n, uint64_t blob, uint64_t size_limit,
-            std::optional<std::string> compression = std::nullopt) {
+DatasetDescription Write(const fs::path& out, uint64_t n, uint64_t blob, uint64_t size_limit,
+                         std::optional<std::string> compression = std::nullopt) {
   auto writer = MdsWriter::Create({.out = out,
                                    .columns = {{"id", "int"}, {"blob", "bytes"}},
                                    .compression = compression,
@@ -79,7 +79,7 @@ class CacheCompatTest : public ::testing::Test {
 // index.json is more than a third of a 100 KiB limit. Counted with it, the shards get what it
 // leaves (Mosaic keeps 129 of the 139); counted without, all 139 stayed and the folder went
 // over the limit by four shards. Two readers fetching one shard each at a time may overshoot by
-// one shard, the documented slack of concurrent downloads (include/ferry/stream/shard_cache.h).
+// one shard, the documented slack of concurrent downloads (include/ferry/cache/shard_cache.h).
 TEST_F(CacheCompatTest, TheFolderStaysWithinTheLimitCountingIndexJson) {
   auto writer =
       MdsWriter::Create({.out = tmp_ / "remote", .columns = {{"data", "bytes"}}, .size_limit = 500})
@@ -88,7 +88,7 @@ TEST_F(CacheCompatTest, TheFolderStaysWithinTheLimitCountingIndexJson) {
     const Value values[] = {Value(Bytes{std::string(1, '\0')})};
     ASSERT_TRUE(writer->WriteValues(values).ok());
   }
-  const Index index = writer->Finish().value();
+  const DatasetDescription index = writer->Finish().value();
   ASSERT_EQ(index.shards.size(), 139u);
   const uint64_t index_bytes = fs::file_size(tmp_ / "remote" / "index.json");
   StreamingOptions o = Remote();
@@ -130,9 +130,9 @@ TEST_F(CacheCompatTest, OpenRefusesALimitTheIndexFilesFill) {
 }
 
 TEST_F(CacheCompatTest, OpenRefusesALimitBelowFourOfTheLargestShard) {
-  const Index index = Write(tmp_ / "remote", 1000, 10, 2048, "zstd:7");
+  const DatasetDescription index = Write(tmp_ / "remote", 1000, 10, 2048, "zstd:7");
   uint64_t largest = 0;
-  for (const ShardEntry& shard : index.shards) {
+  for (const ShardDescription& shard : index.shards) {
     largest = std::max(largest, shard.raw_data.bytes + shard.zip_data->bytes);
   }
   StreamingOptions o = Remote();
@@ -192,7 +192,7 @@ TEST_F(CacheCompatTest, AShardDeletedFromALocalDatasetIsNotFoundNamingIt) {
 // Mosaic reads `remote == local` in place; ferry refused it. It is no remote: nothing is copied,
 // and nothing of it is ever evicted - its files are the only copy.
 TEST_F(CacheCompatTest, ARemoteThatIsTheLocalFolderIsReadInPlace) {
-  const Index index = Write(tmp_ / "data", 300, 100, 2048, "zstd");
+  const DatasetDescription index = Write(tmp_ / "data", 300, 100, 2048, "zstd");
   for (const std::string& remote : {(tmp_ / "data").string(), "file://" + (tmp_ / "data").string(),
                                     (tmp_ / "data").string() + "/"}) {
     StreamingOptions o;
@@ -208,14 +208,14 @@ TEST_F(CacheCompatTest, ARemoteThatIsTheLocalFolderIsReadInPlace) {
     EXPECT_EQ((*ds)->EvictShard(0).code(), StatusCode::kFailedPrecondition) << remote;
     EXPECT_EQ((*ds)->EvictColdestShard().status().code(), StatusCode::kInvalidArgument) << remote;
   }
-  for (const ShardEntry& shard : index.shards) {
+  for (const ShardDescription& shard : index.shards) {
     EXPECT_TRUE(fs::exists(tmp_ / "data" / shard.zip_data->basename)) << shard.zip_data->basename;
   }
   EXPECT_FALSE(fs::exists(tmp_ / "data" / ".ferry" / "origin.json")) << "treated as a cache";
 }
 
 TEST_F(CacheCompatTest, TheCacheByHand) {
-  const Index index = Write(tmp_ / "remote", 1000, 100, 4096);
+  const DatasetDescription index = Write(tmp_ / "remote", 1000, 100, 4096);
   auto ds = StreamingDataset::Open(Remote()).value();
   const uint64_t index_bytes = fs::file_size(tmp_ / "cache" / "index.json");
   const auto bytes = [&](size_t k) { return index.shards[k].raw_data.bytes; };

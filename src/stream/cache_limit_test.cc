@@ -68,8 +68,8 @@ class CacheLimitTest : public ::testing::Test {
                               Value(static_cast<int64_t>(i))};
       ASSERT_TRUE(writer->WriteValues(values).ok());
     }
-    const Index index = writer->Finish().value();
-    for (const ShardEntry& shard : index.shards) dataset_bytes_ += shard.raw_data.bytes;
+    const DatasetDescription index = writer->Finish().value();
+    for (const ShardDescription& shard : index.shards) dataset_bytes_ += shard.raw_data.bytes;
     ASSERT_GE(index.shards.size(), 40u);
   }
 

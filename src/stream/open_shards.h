@@ -31,8 +31,8 @@
 
 #include "base/mutex.h"
 #include "cache/deletion_watch.h"
+#include "ferry/cache/shard_cache.h"
 #include "ferry/format/shard_reader.h"
-#include "ferry/stream/shard_cache.h"
 #include "stream/prefetcher.h"
 
 namespace ferry::internal_stream {
@@ -40,10 +40,11 @@ namespace ferry::internal_stream {
 // A local shard, pinned and mapped, shared by every sample read from it.
 struct OpenShard {
   // Spelled out because clang (the fuzz build) lacks C++20's parenthesized aggregate init.
-  OpenShard(ShardHandle h, MdsShardReader r) : handle(std::move(h)), reader(std::move(r)) {}
+  OpenShard(ShardHandle h, std::unique_ptr<const ShardReader> r)
+      : handle(std::move(h)), reader(std::move(r)) {}
 
   ShardHandle handle;
-  MdsShardReader reader;
+  std::unique_ptr<const ShardReader> reader;  // never null
   // Its file was deleted from the cache folder: the readers holding it drop it and fetch the
   // shard again.
   mutable std::atomic<bool> deleted{false};

@@ -8,6 +8,7 @@
 
 #include "base/temp_dir_testutil.h"
 #include "ferry/format/mds_writer.h"
+#include "ferry/format/shard_format.h"
 
 namespace ferry::internal_stream {
 namespace {
@@ -30,11 +31,11 @@ class OpenShardsTest : public ::testing::Test {
   fs::path Path(uint32_t k) const { return tmp_.path() / index_.shards[k].raw_data.basename; }
   std::shared_ptr<const OpenShard> Shard(uint32_t k) const {
     return std::make_shared<const OpenShard>(
-        ShardHandle(), MdsShardReader::Open(Path(k), index_.shards[k]).value());
+        ShardHandle(), FindShardFormat("mds").value()->Open(Path(k), index_.shards[k]).value());
   }
 
   testing::TempDir tmp_;
-  Index index_;
+  DatasetDescription index_;
 };
 
 TEST_F(OpenShardsTest, KeepsTheRecentOnesWithinTheByteCap) {

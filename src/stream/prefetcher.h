@@ -26,9 +26,9 @@
 #include "base/bounded_queue.h"
 #include "base/mutex.h"
 #include "cache/link_estimator.h"
+#include "ferry/cache/shard_cache.h"
+#include "ferry/order/epoch_plan.h"
 #include "ferry/result.h"
-#include "ferry/stream/epoch_plan.h"
-#include "ferry/stream/shard_cache.h"
 #include "stream/prefetch_budget.h"
 
 namespace ferry::internal_stream {

@@ -23,7 +23,7 @@ using namespace std::chrono_literals;
 // shard (the prefetcher's, then the worker's own pin in Wait).
 class CountingCache : public ShardCache {
  public:
-  const Index& index() const override { return index_; }
+  const DatasetDescription& index() const override { return index_; }
   Result<ShardHandle> Acquire(size_t k, std::stop_token stop) override {
     if (hold_fetches_) {
       // A download that lasts until the reader goes away (or 10 s, so that a prefetcher deaf to
@@ -65,7 +65,7 @@ class CountingCache : public ShardCache {
   }
 
  private:
-  Index index_;
+  DatasetDescription index_;
   mutable Mutex mu_;
   std::condition_variable_any held_;
   std::atomic<bool> hold_fetches_{false};

@@ -10,8 +10,8 @@
 #include <functional>
 #include <vector>
 
+#include "ferry/cache/shard_cache.h"
 #include "ferry/result.h"
-#include "ferry/stream/shard_cache.h"
 #include "stream/prefetcher.h"
 
 namespace ferry::internal_stream {

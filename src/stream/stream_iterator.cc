@@ -8,8 +8,8 @@
 #include "base/log.h"
 #include "cache/cache_budget.h"
 #include "cache/reader_registry.h"
+#include "ferry/cache/shard_cache.h"
 #include "ferry/metrics/metrics.h"
-#include "ferry/stream/shard_cache.h"
 #include "stream/streaming_dataset_impl.h"
 
 namespace ferry::internal_stream {

@@ -13,8 +13,8 @@
 #include <optional>
 #include <utility>
 
+#include "ferry/order/epoch_plan.h"
 #include "ferry/result.h"
-#include "ferry/stream/epoch_plan.h"
 #include "ferry/stream/streaming_dataset.h"
 #include "order/working_set.h"
 #include "stream/open_shards.h"

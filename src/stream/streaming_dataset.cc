@@ -15,14 +15,13 @@
 #include "cache/cache_budget.h"
 #include "cache/download_slots.h"
 #include "cache/shard_downloader.h"
-#include "ferry/format/shard_reader.h"
+#include "ferry/cache/shard_cache.h"
+#include "ferry/format/shard_format.h"
 #include "ferry/metrics/metrics.h"
 #include "ferry/storage/registry.h"
-#include "ferry/stream/shard_cache.h"
 #include "order/working_set.h"
 #include "storage/instrumented_store.h"
 #include "stream/open_shards.h"
-#include "stream/remote_sample_reader.h"
 #include "stream/stream_caches.h"
 #include "stream/stream_iterator.h"
 #include "stream/stream_mix.h"
@@ -74,9 +73,16 @@ Status StreamingDatasetImpl::Init() {
         st.remote_prefix = prefix;
       }
     }
-    FERRY_ASSIGN_OR_RETURN(Index index, LoadIndex(st.remote.get(), st.remote_prefix, local,
-                                                  {.offline = options_.offline}));
+    FERRY_ASSIGN_OR_RETURN(
+        DatasetDescription index,
+        LoadIndex(st.remote.get(), st.remote_prefix, local, {.offline = options_.offline}));
     for (size_t k = 0; k < index.shards.size(); ++k) {
+      auto format = FindShardFormat(index.shards[k].format);
+      if (!format) {
+        return format.error().WithContext(fmt::format(
+            "stream {} ({}): shard {}", s, spec.remote.empty() ? spec.local : spec.remote, k));
+      }
+      st.formats.push_back(*format);
       const ShardConfig& config = *index.shards[k].config;
       if (config.HasUnsafeColumn() && !options_.allow_unsafe_types) {
         size_t c = 0;
@@ -182,7 +188,7 @@ std::vector<StreamShards> StreamingDatasetImpl::StreamLayout(const EpochMix& mix
 }
 
 uint64_t StreamingDatasetImpl::DiskBytes(uint32_t stream, uint32_t shard) const {
-  const ShardEntry& e = indexes_[stream].shards[shard];
+  const ShardDescription& e = indexes_[stream].shards[shard];
   return e.raw_data.bytes + (options_.keep_zip && e.zip_data ? e.zip_data->bytes : 0);
 }
 
@@ -273,17 +279,18 @@ Result<std::shared_ptr<const OpenShard>> StreamingDatasetImpl::Open(const ShardK
                                                                     ShardHandle handle) {
   if (auto shard = Cached(key)) return shard;
   StartWatch();
-  const ShardEntry& entry = indexes_[key.stream].shards[key.shard];
-  auto opened = MdsShardReader::Open(handle.path(), entry);
+  const ShardDescription& entry = indexes_[key.stream].shards[key.shard];
+  const ShardFormat& format = *streams_[key.stream].formats[key.shard];
+  auto opened = format.Open(handle.path(), entry);
   // Deleted since the cache looked (by someone else: it is pinned against eviction): fetched
   // again, a few times, as Mosaic retries.
   for (int retry = 0; !opened && opened.error().code() == StatusCode::kNotFound &&
                       streams_[key.stream].remote && retry < 3;
        ++retry) {
     FERRY_ASSIGN_OR_RETURN(handle, streams_[key.stream].cache->Acquire(key.shard));
-    opened = MdsShardReader::Open(handle.path(), entry);
+    opened = format.Open(handle.path(), entry);
   }
-  FERRY_ASSIGN_OR_RETURN(MdsShardReader reader, std::move(opened));
+  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<ShardReader> reader, std::move(opened));
   metrics::GetCounter("/ferry/stream/shard_opens").Add();
   auto shard = std::make_shared<const OpenShard>(std::move(handle), std::move(reader));
   // Under a cache_limit the recently used shards kept open are pinned, shared by every reader
@@ -301,9 +308,10 @@ Result<Sample> StreamingDatasetImpl::Read(const std::shared_ptr<const OpenShard>
   Sample sample;
   sample.stream = key.stream;
   sample.id = streams_[key.stream].first_id + streams_[key.stream].shard_starts[key.shard] + index;
-  sample.config = &shard->reader.config();
-  sample.fields.resize(shard->reader.num_columns());
-  FERRY_RETURN_IF_ERROR(shard->reader.ReadFields(static_cast<uint32_t>(index), sample.fields));
+  SampleFields read{std::move(sample.fields), nullptr};
+  FERRY_RETURN_IF_ERROR(shard->reader->ReadSample(static_cast<uint32_t>(index), read));
+  sample.fields = std::move(read.fields);
+  sample.config = read.config;
   sample.owner = shard;
   return sample;
 }
@@ -311,25 +319,26 @@ Result<Sample> StreamingDatasetImpl::Read(const std::shared_ptr<const OpenShard>
 Result<std::optional<Sample>> StreamingDatasetImpl::ReadDirect(const ShardKey& key,
                                                                uint64_t index) const {
   const StreamState& st = streams_[key.stream];
-  const ShardEntry& entry = indexes_[key.stream].shards[key.shard];
+  const ShardDescription& entry = indexes_[key.stream].shards[key.shard];
   // Ranged reads cannot be checked against the shard's hash: with validate_hash, every sample
   // comes from a verified, complete shard.
   if (!options_.read_before_download || !st.remote || entry.zip_data || options_.validate_hash) {
     return std::nullopt;
   }
-  FERRY_ASSIGN_OR_RETURN(
-      std::string record,
-      ReadRemoteRecord(*st.remote, st.remote_prefix + entry.raw_data.basename, entry, index));
-  auto owner = std::make_shared<const std::string>(std::move(record));
+  const std::string key_name = st.remote_prefix + entry.raw_data.basename;
+  const RangeRead read = [&](uint64_t offset, uint64_t length) {
+    return st.remote->GetRange(key_name, offset, length);
+  };
+  auto ranged = st.formats[key.shard]->ReadByRange(read, entry, static_cast<uint32_t>(index));
+  if (!ranged) return ranged.error().WithContext(st.remote->ToUrl(key_name));
+  if (!*ranged) return std::nullopt;
+  metrics::GetCounter("/ferry/stream/direct_reads").Add();
   Sample sample;
   sample.stream = key.stream;
   sample.id = st.first_id + st.shard_starts[key.shard] + index;
-  sample.config = entry.config.get();
-  sample.fields.resize(entry.config->column_names.size());
-  FERRY_RETURN_IF_ERROR(
-      SplitRecord(*entry.config, *owner, sample.fields)
-          .WithContext(st.remote->ToUrl(st.remote_prefix + entry.raw_data.basename)));
-  sample.owner = owner;
+  sample.fields = std::move((*ranged)->sample.fields);
+  sample.config = (*ranged)->sample.config;
+  sample.owner = std::move((*ranged)->owner);
   return std::optional<Sample>(std::move(sample));
 }
 
@@ -386,13 +395,13 @@ std::vector<std::filesystem::path> StreamingDatasetImpl::LimitedCacheFolders() c
 }
 
 uint64_t StreamingDatasetImpl::ShardBytes(const ShardKey& key) const {
-  const ShardEntry& e = indexes_[key.stream].shards[key.shard];
+  const ShardDescription& e = indexes_[key.stream].shards[key.shard];
   return e.zip_data ? e.zip_data->bytes : e.raw_data.bytes;
 }
 
 double StreamingDatasetImpl::MeanSamplesPerShard() const {
   size_t shards = 0;
-  for (const Index& index : indexes_) shards += index.shards.size();
+  for (const DatasetDescription& index : indexes_) shards += index.shards.size();
   return shards == 0 ? 0 : static_cast<double>(num_samples_) / static_cast<double>(shards);
 }
 

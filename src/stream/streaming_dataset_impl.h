@@ -22,10 +22,10 @@
 
 #include "base/mutex.h"
 #include "cache/cache_budget.h"
-#include "ferry/format/index.h"
+#include "ferry/cache/shard_cache.h"
+#include "ferry/format/shard_format.h"
 #include "ferry/result.h"
 #include "ferry/storage/object_store.h"
-#include "ferry/stream/shard_cache.h"
 #include "ferry/stream/streaming_dataset.h"
 #include "order/working_set.h"
 #include "stream/open_shards.h"
@@ -40,7 +40,8 @@ struct StreamState {
   std::shared_ptr<ObjectStore> remote;  // null: local only
   std::string remote_prefix;            // key of the index folder in `remote`, ending in '/'
   std::unique_ptr<ShardCache> cache;
-  std::filesystem::path local;  // the cache folder (or, without a remote, the dataset)
+  std::filesystem::path local;              // the cache folder (or, without a remote, the dataset)
+  std::vector<const ShardFormat*> formats;  // per shard: what reads it
   std::vector<uint64_t> shard_samples;
   std::vector<uint64_t> shard_starts;  // first sample of each shard within the stream
   uint64_t first_id = 0;               // first sample of the stream among all streams
@@ -57,7 +58,7 @@ class StreamingDatasetImpl : public StreamingDataset,
 
   uint64_t num_samples() const override { return num_samples_; }
   uint64_t epoch_samples() const override { return epoch_samples_; }
-  const std::vector<Index>& indexes() const override { return indexes_; }
+  const std::vector<DatasetDescription>& indexes() const override { return indexes_; }
   const StreamingOptions& options() const override { return options_; }
   std::vector<StreamWeight> stream_weights() const override { return weights_; }
 
@@ -135,7 +136,7 @@ class StreamingDatasetImpl : public StreamingDataset,
 
   const StreamingOptions options_;
   std::vector<StreamState> streams_;
-  std::vector<Index> indexes_;
+  std::vector<DatasetDescription> indexes_;
   internal_cache::CacheBudget budget_;
   std::atomic<bool> warned_fit_{false};
   uint64_t num_samples_ = 0;

@@ -394,7 +394,7 @@ TEST_F(CliTest, DoctorSizesTheCacheFromTheShufflesWorkingSet) {
   ASSERT_TRUE(index.has_value());
   ASSERT_GE(index->shards.size(), 4u);
   uint64_t total = 0, largest = 0;
-  for (const ShardEntry& shard : index->shards) {
+  for (const ShardDescription& shard : index->shards) {
     total += shard.raw_data.bytes;
     largest = std::max(largest, shard.raw_data.bytes);
   }
@@ -431,7 +431,7 @@ TEST_F(CliTest, StreamSaysWhenTheCacheLimitIsTooSmallForTheShuffle) {
   auto index = ReadLocalIndex(Out());
   ASSERT_TRUE(index.has_value());
   uint64_t total = 0, largest = 0;
-  for (const ShardEntry& shard : index->shards) {
+  for (const ShardDescription& shard : index->shards) {
     total += shard.raw_data.bytes;
     largest = std::max(largest, shard.raw_data.bytes);
   }

@@ -53,7 +53,7 @@ OrderedJson LoadJson(const std::filesystem::path& path) {
 }
 
 // The raw shard bytes of a fixture or of our output, decompressing when needed.
-std::string RawShard(const std::filesystem::path& folder, const ShardEntry& entry) {
+std::string RawShard(const std::filesystem::path& folder, const ShardDescription& entry) {
   if (!entry.zip_data) return FileText(folder / entry.raw_data.basename);
   auto compression = Compression::Parse(*entry.config->compression);
   EXPECT_TRUE(compression.has_value());
@@ -63,10 +63,10 @@ std::string RawShard(const std::filesystem::path& folder, const ShardEntry& entr
   return raw.value_or("");
 }
 
-Index LoadIndex(const std::filesystem::path& folder) {
+DatasetDescription LoadIndex(const std::filesystem::path& folder) {
   auto index = ParseIndex(FileText(folder / "index.json"), (folder / "index.json").string());
   EXPECT_TRUE(index.has_value()) << index.status().ToString();
-  return index.value_or(Index{});
+  return index.value_or(DatasetDescription{});
 }
 
 // The fixtures that were written in parts and combined with merge_index.
@@ -94,7 +94,7 @@ TEST_P(FixtureTest, DecodesToExpectedValues) {
   const OrderedJson expected = LoadJson(folder() / "expected.json");
   LocalDatasetOptions options;
   options.allow_unsafe_types = true;
-  const Index index = LoadIndex(folder());
+  const DatasetDescription index = LoadIndex(folder());
   ASSERT_FALSE(index.shards.empty());
   if (!index.shards[0].config->hashes.empty()) {
     options.validate_hash = index.shards[0].config->hashes[0];
@@ -120,7 +120,7 @@ TEST_P(FixtureTest, DecodesToExpectedValues) {
   const auto& shards = expected["shards"];
   ASSERT_EQ(ds.index().shards.size(), shards.size());
   for (size_t k = 0; k < shards.size(); ++k) {
-    const ShardEntry& s = ds.index().shards[k];
+    const ShardDescription& s = ds.index().shards[k];
     EXPECT_EQ(s.raw_data.basename, shards[k]["raw_basename"].get<std::string>());
     EXPECT_EQ(s.zip_data.has_value(), !shards[k]["zip_basename"].is_null());
     if (s.zip_data) {
@@ -200,14 +200,14 @@ void RewriteAndCompare(const std::filesystem::path& source, const OrderedJson& w
   auto written = (*writer)->Finish();
   ASSERT_TRUE(written.has_value()) << written.status().ToString();
 
-  const Index theirs = LoadIndex(source);
-  const Index ours = LoadIndex(out);
+  const DatasetDescription theirs = LoadIndex(source);
+  const DatasetDescription ours = LoadIndex(out);
   ASSERT_EQ(ours.shards.size(), theirs.shards.size());
   bool compressed = false;
   for (size_t k = 0; k < theirs.shards.size(); ++k) {
     SCOPED_TRACE("shard " + std::to_string(k));
-    const ShardEntry& a = ours.shards[k];
-    const ShardEntry& b = theirs.shards[k];
+    const ShardDescription& a = ours.shards[k];
+    const ShardDescription& b = theirs.shards[k];
     EXPECT_EQ(*a.config, *b.config);
     EXPECT_EQ(a.samples, b.samples);
     EXPECT_EQ(a.raw_data, b.raw_data);  // name, size and every hash of the raw bytes

@@ -168,7 +168,7 @@ TEST(Stream, SurvivesRepeatedKillsAtRandomMoments) {
     const Value values[] = {Value(Bytes{TestBytes(4000, i)}), Value(static_cast<int64_t>(i))};
     ASSERT_TRUE(writer->WriteValues(values).ok());
   }
-  const Index index = writer->Finish().value();
+  const DatasetDescription index = writer->Finish().value();
   const std::string url =
       fmt::format("s3://{}/stream/{}/kill", ServerEnv("S3RVER_BUCKET"), RunId());
   ASSERT_EQ(Sh(fmt::format("{} cp -r -q {} {} >/dev/null", FERRY_CLI_PATH, Quote(local), url)), 0);
@@ -340,7 +340,7 @@ TEST(Stream, ACorruptedShardIsDataLossNamingIt) {
   TempDir tmp;
   const Dataset d = MakeRemoteDataset(tmp, "corrupt", 500, 1000, 100000);
   // Replace one shard on the server with a copy that has one byte flipped.
-  const ShardEntry& victim = d.index.shards[1];
+  const ShardDescription& victim = d.index.shards[1];
   std::string data = ReadFileToString(tmp / "src-corrupt" / victim.raw_data.basename).value();
   data[data.size() / 2] ^= 0x20;
   ASSERT_TRUE(WriteFileAtomically(tmp / "bad", data).ok());

@@ -43,7 +43,7 @@ inline std::vector<nlohmann::json> JsonLines(const std::filesystem::path& file) 
 
 struct Dataset {
   std::string url;
-  Index index;
+  DatasetDescription index;
   uint64_t samples = 0;
   uint64_t raw_bytes = 0;
 };

@@ -59,8 +59,8 @@
 #include <string>
 #include <vector>
 
+#include "ferry/order/epoch_plan.h"
 #include "ferry/result.h"
-#include "ferry/stream/epoch_plan.h"
 
 namespace ferry {
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "ferry/format/index.h"
-#include "ferry/format/shard_reader.h"
+#include "ferry/format/mds_shard_reader.h"
 #include "ferry/format/value.h"
 #include "ferry/result.h"
 
@@ -29,7 +29,7 @@ namespace ferry {
 
 /// Reads and parses `folder`/index.json. kInvalidArgument naming the folder when there is no
 /// index.json (the folder is not a dataset); ParseIndex's errors otherwise.
-Result<Index> ReadLocalIndex(const std::filesystem::path& folder);
+Result<DatasetDescription> ReadLocalIndex(const std::filesystem::path& folder);
 
 struct LocalDatasetOptions {
   std::string split;                         // optional sub-folder of the root
@@ -46,7 +46,7 @@ class LocalDataset {
                                                     LocalDatasetOptions options = {});
   ~LocalDataset();
 
-  const Index& index() const { return index_; }
+  const DatasetDescription& index() const { return index_; }
   /// The folder that holds index.json.
   const std::filesystem::path& folder() const { return folder_; }
   uint64_t num_samples() const { return num_samples_; }
@@ -68,7 +68,7 @@ class LocalDataset {
 
   std::filesystem::path folder_;
   LocalDatasetOptions options_;
-  Index index_;
+  DatasetDescription index_;
   uint64_t num_samples_ = 0;
   std::vector<uint64_t> shard_starts_;  // prefix sums of samples, one per shard
 

@@ -91,7 +91,7 @@ class MdsWriter {
 
   /// Flushes the last shard, waits for the background writes and writes index.json.
   /// Returns the index written. Calling Write after Finish is kFailedPrecondition.
-  Result<Index> Finish();
+  Result<DatasetDescription> Finish();
 
   uint64_t samples_written() const;
   /// Raw (uncompressed) bytes of the shards flushed so far.

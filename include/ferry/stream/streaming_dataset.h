@@ -47,10 +47,9 @@
 #include <string_view>
 #include <vector>
 
-#include "ferry/format/index.h"
-#include "ferry/format/shard_reader.h"
+#include "ferry/format/dataset_description.h"
+#include "ferry/order/epoch_plan.h"
 #include "ferry/result.h"
-#include "ferry/stream/epoch_plan.h"
 
 namespace ferry {
 
@@ -105,7 +104,7 @@ struct StreamingOptions {
   /// (kFailedPrecondition) with that message instead.
   bool strict_cache_limit = false;
   /// Read each cache folder's copy of index.json without asking the remote whether it changed
-  /// (by default a HEAD per stream at Open revalidates it: include/ferry/stream/shard_cache.h's
+  /// (by default a HEAD per stream at Open revalidates it: include/ferry/cache/shard_cache.h's
   /// LoadIndex): a cache filled earlier stays usable while the remote cannot be reached.
   bool offline = false;
   bool keep_zip = false;
@@ -162,7 +161,7 @@ class StreamingDataset {
   virtual uint64_t num_samples() const = 0;
   /// Samples of one epoch after mixing (before padding to whole world batches).
   virtual uint64_t epoch_samples() const = 0;
-  virtual const std::vector<Index>& indexes() const = 0;
+  virtual const std::vector<DatasetDescription>& indexes() const = 0;
   /// Per stream, what it gives every epoch. A dataset of one stream that takes all of its
   /// samples need not override it.
   virtual std::vector<StreamWeight> stream_weights() const {

@@ -1,4 +1,4 @@
-#include "ferry/format/shard_reader.h"
+#include "ferry/format/mds_shard_reader.h"
 
 #include <fmt/format.h>
 
@@ -8,14 +8,14 @@
 namespace ferry {
 
 Result<MdsShardReader> MdsShardReader::Open(const std::filesystem::path& path,
-                                            const ShardEntry& entry) {
+                                            const ShardDescription& entry) {
   FERRY_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
   auto owner = std::make_shared<MappedFile>(std::move(file));
   const std::string_view data = owner->data();
   return Validate(std::move(owner), data, entry, path.string());
 }
 
-Result<MdsShardReader> MdsShardReader::FromBuffer(std::string data, const ShardEntry& entry,
+Result<MdsShardReader> MdsShardReader::FromBuffer(std::string data, const ShardDescription& entry,
                                                   std::string origin) {
   auto owner = std::make_shared<std::string>(std::move(data));
   const std::string_view view = *owner;
@@ -23,8 +23,8 @@ Result<MdsShardReader> MdsShardReader::FromBuffer(std::string data, const ShardE
 }
 
 Result<MdsShardReader> MdsShardReader::Validate(std::shared_ptr<const void> owner,
-                                                std::string_view data, const ShardEntry& entry,
-                                                std::string origin) {
+                                                std::string_view data,
+                                                const ShardDescription& entry, std::string origin) {
   auto bad = [&](std::string_view what) {
     return DataLossError(fmt::format("{}: {}", origin, what));
   };
@@ -127,6 +127,12 @@ Status MdsShardReader::ReadFields(uint32_t i, std::span<std::string_view> fields
                                      origin_, i, rec.size() - pos));
   }
   return Status::Ok();
+}
+
+Status MdsShardReader::ReadSample(uint32_t i, SampleFields& out) const {
+  out.config = config_.get();
+  out.fields.resize(columns_.size());
+  return ReadFields(i, out.fields);
 }
 
 Result<std::vector<std::string_view>> MdsShardReader::Fields(uint32_t i) const {

@@ -1,7 +1,7 @@
 // Tests of MdsShardReader (spec §4, §5.1, §9): a valid shard gives its records and fields;
 // every malformed shard is kDataLoss naming the file and the field at fault, and is caught at
 // Open (or at the access, for a record's own size table), never by reading outside the data.
-#include "ferry/format/shard_reader.h"
+#include "ferry/format/mds_shard_reader.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -40,7 +40,7 @@ std::string SpecShard() {
   return s;
 }
 
-ShardEntry SpecEntry() {
+ShardDescription SpecEntry() {
   auto config = std::make_shared<ShardConfig>();
   config->column_names = {"id", "text"};
   config->column_encodings = {ColumnEncoding::Parse("int").value(),
@@ -48,7 +48,7 @@ ShardEntry SpecEntry() {
   config->column_sizes = {8, std::nullopt};
   config->hashes = {"sha1"};
   config->size_limit = 67108864;
-  ShardEntry entry;
+  ShardDescription entry;
   entry.config = config;
   entry.raw_data = {"shard.00000.mds", 233, {{"sha1", "unchecked"}}};
   entry.samples = 2;
@@ -59,7 +59,7 @@ void PutU32(std::string& s, size_t pos, uint32_t v) { StoreU32LE(s.data() + pos,
 
 // Opens `bytes` with `entry` and expects kDataLoss whose message names the origin and contains
 // every word.
-void ExpectDataLoss(std::string bytes, const ShardEntry& entry,
+void ExpectDataLoss(std::string bytes, const ShardDescription& entry,
                     const std::vector<std::string>& words) {
   auto reader = MdsShardReader::FromBuffer(std::move(bytes), entry, kOrigin);
   ASSERT_FALSE(reader.has_value()) << "accepted; expected " << words.front();
@@ -69,8 +69,8 @@ void ExpectDataLoss(std::string bytes, const ShardEntry& entry,
 }
 
 // The entry for a copy of the spec shard whose size is `bytes`.
-ShardEntry EntryWithBytes(uint64_t bytes) {
-  ShardEntry e = SpecEntry();
+ShardDescription EntryWithBytes(uint64_t bytes) {
+  ShardDescription e = SpecEntry();
   e.raw_data.bytes = bytes;
   return e;
 }
@@ -186,7 +186,7 @@ TEST(MdsShardReader, SeveralVariableColumns) {
   PutU32(shard, 4, static_cast<uint32_t>(12 + block.size()));
   PutU32(shard, 8, static_cast<uint32_t>(12 + block.size() + record.size()));
   shard += block + record;
-  ShardEntry entry{config, {"s.mds", shard.size(), {}}, std::nullopt, 1};
+  ShardDescription entry{config, {"s.mds", shard.size(), {}}, std::nullopt, 1};
   auto reader = MdsShardReader::FromBuffer(shard, entry, kOrigin);
   ASSERT_TRUE(reader.has_value()) << reader.status().ToString();
   auto fields = reader->Fields(0);
@@ -255,7 +255,7 @@ TEST(MdsShardReaderCorrupt, HeaderSampleCountDisagreesWithTheIndex) {
   ExpectDataLoss(s, SpecEntry(), {"header counts 3 samples", "index says 2"});
   PutU32(s, 0, 1);
   ExpectDataLoss(s, SpecEntry(), {"header counts 1 samples", "index says 2"});
-  ShardEntry none = SpecEntry();
+  ShardDescription none = SpecEntry();
   none.samples = 0;
   ExpectDataLoss(SpecShard(), none, {"header counts 2 samples", "index says 0"});
 }
@@ -263,7 +263,7 @@ TEST(MdsShardReaderCorrupt, HeaderSampleCountDisagreesWithTheIndex) {
 TEST(MdsShardReaderCorrupt, HugeSampleCountInATinyFile) {
   std::string tiny(64, '\0');
   PutU32(tiny, 0, 0xffffffffu);
-  ShardEntry entry = EntryWithBytes(64);
+  ShardDescription entry = EntryWithBytes(64);
   entry.samples = 0xffffffffu;
   ExpectDataLoss(tiny, entry, {"offset table of 4294967295 samples runs past the end", "64 bytes"});
   // With the index's count right for a real shard, the header alone is caught.
@@ -310,7 +310,7 @@ TEST(MdsShardReaderCorrupt, RecordShorterThanItsColumnsNeed) {
 }
 
 TEST(MdsShardReaderCorrupt, EmbeddedConfigDiffersFromTheIndex) {
-  ShardEntry other = SpecEntry();
+  ShardDescription other = SpecEntry();
   auto config = std::make_shared<ShardConfig>(*other.config);
   config->hashes = {};
   other.config = config;

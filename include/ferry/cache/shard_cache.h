@@ -47,7 +47,7 @@
 #include <utility>
 #include <vector>
 
-#include "ferry/format/index.h"
+#include "ferry/format/dataset_description.h"
 #include "ferry/result.h"
 #include "ferry/storage/object_store.h"
 
@@ -106,11 +106,12 @@ class ShardCache {
   /// `remote` is where the dataset lives (store + prefix of its index folder), or nullptr when
   /// the dataset is local already (then `options.local` is that folder).
   static Result<std::unique_ptr<ShardCache>> Open(std::shared_ptr<ObjectStore> remote,
-                                                  std::string remote_prefix, Index index,
+                                                  std::string remote_prefix,
+                                                  DatasetDescription index,
                                                   ShardCacheOptions options);
   virtual ~ShardCache() = default;
 
-  virtual const Index& index() const = 0;
+  virtual const DatasetDescription& index() const = 0;
 
   /// Makes shard `k` local and pins it (see the file comment). Blocks until it is - or, once
   /// `stop` is requested, returns kCancelled soon: a wait for another process's download ends,
@@ -172,7 +173,8 @@ struct LoadIndexOptions {
 /// (its etag, or its modification time) - one HEAD when unchanged - and a changed index replaces
 /// it, dropping the cached shards it no longer describes. No index.json at the remote is kNotFound
 /// saying how to read a folder of files instead. Without a remote, reads `local`/index.json.
-Result<Index> LoadIndex(ObjectStore* remote, const std::string& remote_prefix,
-                        const std::filesystem::path& local, const LoadIndexOptions& options = {});
+Result<DatasetDescription> LoadIndex(ObjectStore* remote, const std::string& remote_prefix,
+                                     const std::filesystem::path& local,
+                                     const LoadIndexOptions& options = {});
 
 }  // namespace ferry

@@ -11,7 +11,7 @@
 
 #include "ferry/format/encoding.h"
 #include "ferry/format/index.h"
-#include "ferry/format/shard_reader.h"
+#include "ferry/format/mds_shard_reader.h"
 
 namespace {
 
@@ -42,7 +42,7 @@ uint32_t U32(const uint8_t* p) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string bytes(reinterpret_cast<const char*>(data), size);
-  ferry::ShardEntry entry;
+  ferry::ShardDescription entry;
   entry.raw_data.bytes = size;
   entry.config = FallbackConfig();
   if (size >= 8) {

@@ -1,0 +1,23 @@
+// MdsFormat: the "mds" ShardFormat - MdsShardReader for local shards, and a sample of a remote
+// raw shard read by range: its two offsets from the header, then its record.
+//
+// Thread-safety: stateless.
+#pragma once
+
+#include "ferry/format/shard_format.h"
+
+namespace ferry::internal_format {
+
+class MdsFormat final : public ShardFormat {
+ public:
+  std::string_view name() const override { return "mds"; }
+  Result<std::unique_ptr<ShardReader>> Open(const std::filesystem::path& path,
+                                            const ShardDescription& shard) const override;
+  Result<std::unique_ptr<ShardReader>> FromBuffer(std::string data, const ShardDescription& shard,
+                                                  std::string origin) const override;
+  Result<std::optional<RangedSample>> ReadByRange(const RangeRead& read,
+                                                  const ShardDescription& shard,
+                                                  uint32_t i) const override;
+};
+
+}  // namespace ferry::internal_format

@@ -1,0 +1,45 @@
+#include "ferry/format/shard_format.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+
+#include "format/mds_format.h"
+
+namespace ferry {
+namespace {
+
+// Every format there is. Built in rather than registered at startup: a static registrar in a
+// static library is dropped by the linker when nothing else in its file is used.
+const auto& Formats() {
+  static const internal_format::MdsFormat mds;
+  static const std::array<const ShardFormat*, 1> formats = {&mds};
+  return formats;
+}
+
+}  // namespace
+
+Result<std::optional<RangedSample>> ShardFormat::ReadByRange(const RangeRead& /*read*/,
+                                                             const ShardDescription& /*shard*/,
+                                                             uint32_t /*i*/) const {
+  return std::optional<RangedSample>();
+}
+
+Result<const ShardFormat*> FindShardFormat(std::string_view name) {
+  for (const ShardFormat* format : Formats()) {
+    if (format->name() == name) return format;
+  }
+  return InvalidArgumentError(fmt::format("unknown shard format '{}' (ferry reads: {})", name,
+                                          fmt::join(ShardFormatNames(), ", ")));
+}
+
+std::vector<std::string_view> ShardFormatNames() {
+  std::vector<std::string_view> names;
+  for (const ShardFormat* format : Formats()) names.push_back(format->name());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace ferry
