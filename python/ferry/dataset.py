@@ -288,7 +288,9 @@ class StreamingDataset(_NativeDataset):
         nodes, ranks_per_node, _, _ = self._world()
         return self._native().plan((nodes, ranks_per_node, 1), self.next_epoch)["samples_per_rank"]
 
-    def _sample(self, values: List[Any]) -> Dict[str, Any]:
+    def _sample(self, values: Any) -> Dict[str, Any]:
+        if isinstance(values, dict):  # a sample that names its own fields (WebDataset)
+            return values
         return {
             name: (value if decode is None else decode(value))
             for name, decode, value in zip(self._columns, self._decoders, values)

@@ -91,7 +91,7 @@ Status Replace(const CacheLayout& layout, const std::string& remote_url, const s
   auto cached = ReadFileToString(layout.IndexPath());
   if (cached && *cached == text) return WriteCacheOrigin(layout, {remote_url, version});
   if (cached) {
-    if (auto old = ParseIndex(*cached, layout.IndexPath().string())) {
+    if (auto old = ParseIndexFile(*cached, layout.IndexPath().string())) {
       uint64_t dropped_bytes = 0;
       size_t dropped = 0;
       for (const std::string& name : FilesNoLongerDescribed(*old, index)) {
@@ -151,7 +151,7 @@ Result<DatasetDescription> LoadIndex(ObjectStore* remote, const std::string& rem
       Log().warn("cache: {}: read offline, its index.json cannot be told to be {}'s",
                  local.string(), remote_url);
     }
-    return ParseIndex(*cached, layout.IndexPath().string());
+    return ParseIndexFile(*cached, layout.IndexPath().string());
   }
 
   auto head = remote->Head(key);
@@ -174,7 +174,7 @@ Result<DatasetDescription> LoadIndex(ObjectStore* remote, const std::string& rem
   }
   const std::string version = ObjectVersion(*head);
   if (cached && origin && !version.empty() && origin->index_version == version) {
-    return ParseIndex(*cached, layout.IndexPath().string());
+    return ParseIndexFile(*cached, layout.IndexPath().string());
   }
 
   // New, changed or never recorded: fetch it, with the version of what was read.
@@ -185,7 +185,7 @@ Result<DatasetDescription> LoadIndex(ObjectStore* remote, const std::string& rem
   });
   if (!read) return internal_cache::NamingUrl(read.error(), url);
   // Parsed before it lands: a broken remote index never becomes the local copy.
-  FERRY_ASSIGN_OR_RETURN(DatasetDescription index, ParseIndex(text, url));
+  FERRY_ASSIGN_OR_RETURN(DatasetDescription index, ParseIndexFile(text, url));
   FERRY_RETURN_IF_ERROR(internal_cache::CreateCacheFolders(local));
   FERRY_RETURN_IF_ERROR(
       internal_cache::Replace(layout, remote_url, text, index, ObjectVersion(*read)));

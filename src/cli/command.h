@@ -24,6 +24,7 @@ Command AddInspectCommand(CLI::App& parent);
 Command AddVerifyCommand(CLI::App& parent);
 Command AddCatCommand(CLI::App& parent);
 Command AddMergeIndexCommand(CLI::App& parent);
+Command AddIndexCommand(CLI::App& parent);
 Command AddLsCommand(CLI::App& parent);
 Command AddStatCommand(CLI::App& parent);
 Command AddCpCommand(CLI::App& parent);

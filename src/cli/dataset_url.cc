@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/transfer.h"
+#include "format/webdataset_index.h"
 #include "storage/http/http_types.h"
 #include "storage/object_key.h"
 
@@ -30,6 +31,12 @@ std::string DatasetUrl::UrlOf(std::string_view basename) const {
 
 Result<std::string> DatasetUrl::ReadIndexText() const {
   auto text = where_.store->Get(where_.key + "index.json");
+  if (text && internal_format::IsWebDatasetIndex(*text)) {
+    return InvalidArgumentError(fmt::format(
+        "{} lists WebDataset tars: this command reads MDS datasets only yet (`ferry stream` "
+        "reads them as they are; `ferry convert {} OUT` makes an MDS dataset of them)",
+        UrlOf("index.json"), name_));
+  }
   if (text || text.error().code() != StatusCode::kNotFound) return text;
   // Missing folder or a folder of something else: the same two answers as for a local folder.
   auto listing = where_.store->List(where_.key, /*recursive=*/false);

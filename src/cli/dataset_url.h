@@ -37,7 +37,8 @@ class DatasetUrl {
   std::string UrlOf(std::string_view basename) const;
 
   /// index.json's text. kNotFound "NAME does not exist" when nothing is at the folder;
-  /// kInvalidArgument "NAME is not an MDS dataset" when the folder holds no index.json.
+  /// kInvalidArgument "NAME is not an MDS dataset" when the folder holds no index.json, or one
+  /// that lists WebDataset tars (saying which commands read those).
   Result<std::string> ReadIndexText() const;
   /// ReadIndexText, parsed.
   Result<DatasetDescription> ReadIndex() const;

@@ -43,7 +43,7 @@ int ExitCodeFor(const Status& status) {
 
 int Main(int argc, char** argv) {
   CLI::App app{
-      "ferry: MDS datasets made fast to build, check and stream.\n\n"
+      "ferry: MDS datasets (and WebDataset tars) made fast to build, check and stream.\n\n"
       "Exit codes: 0 ok, 1 problems found or other failure, 2 bad arguments, 3 not found,\n"
       "4 already exists, 5 permission denied, 6 corrupt data, 7 transient failure (retry),\n"
       "130 cp/sync stopped by Ctrl+C.\n\n"
@@ -54,9 +54,10 @@ int Main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "ferry 0.1.0");
   std::vector<Command> commands = {
-      AddConvertCommand(app),    AddInspectCommand(app), AddVerifyCommand(app), AddCatCommand(app),
-      AddMergeIndexCommand(app), AddLsCommand(app),      AddStatCommand(app),   AddCpCommand(app),
-      AddSyncCommand(app),       AddStreamCommand(app),  AddDoctorCommand(app)};
+      AddConvertCommand(app), AddInspectCommand(app),    AddVerifyCommand(app),
+      AddCatCommand(app),     AddMergeIndexCommand(app), AddLsCommand(app),
+      AddStatCommand(app),    AddCpCommand(app),         AddSyncCommand(app),
+      AddStreamCommand(app),  AddDoctorCommand(app),     AddIndexCommand(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -10,6 +10,7 @@
 #include "base/python_json.h"
 #include "format/compression.h"
 #include "format/hash.h"
+#include "format/webdataset_index.h"
 
 namespace ferry {
 namespace {
@@ -204,6 +205,13 @@ OrderedJson FileInfoJson(const FileInfo& f) {
 }
 
 }  // namespace
+
+Result<DatasetDescription> ParseIndexFile(std::string_view text, std::string_view origin) {
+  if (internal_format::IsWebDatasetIndex(text)) {
+    return internal_format::ParseWebDatasetIndex(text, origin);
+  }
+  return ParseIndex(text, origin);
+}
 
 Status ValidateBasename(std::string_view basename) {
   auto bad = [&](std::string_view why) {

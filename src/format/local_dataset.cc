@@ -46,7 +46,7 @@ Result<DatasetDescription> ReadLocalIndex(const std::filesystem::path& folder) {
     }
     return text.error();
   }
-  return ParseIndex(*text, index_path.string());
+  return ParseIndexFile(*text, index_path.string());
 }
 
 struct LocalDataset::RecentReaders {
@@ -69,6 +69,12 @@ Result<std::unique_ptr<LocalDataset>> LocalDataset::Open(const std::filesystem::
         fmt::format("validate_hash: unknown hash '{}'", *options.validate_hash));
   }
   for (size_t k = 0; k < ds->index_.shards.size(); ++k) {
+    if (ds->index_.shards[k].format != "mds") {
+      return InvalidArgumentError(fmt::format(
+          "{}: shard {} is {}, not MDS; this reads MDS datasets only (`ferry convert {} OUT` "
+          "makes one; StreamingDataset and `ferry stream` read it as it is)",
+          index_path.string(), k, ds->index_.shards[k].format, root.string()));
+    }
     const ShardConfig& config = *ds->index_.shards[k].config;
     if (config.HasUnsafeColumn() && !options.allow_unsafe_types) {
       size_t c = 0;

@@ -7,6 +7,7 @@
 #include <array>
 
 #include "format/mds_format.h"
+#include "format/webdataset_format.h"
 
 namespace ferry {
 namespace {
@@ -15,7 +16,8 @@ namespace {
 // static library is dropped by the linker when nothing else in its file is used.
 const auto& Formats() {
   static const internal_format::MdsFormat mds;
-  static const std::array<const ShardFormat*, 1> formats = {&mds};
+  static const internal_format::WebDatasetFormat webdataset;
+  static const std::array<const ShardFormat*, 2> formats = {&mds, &webdataset};
   return formats;
 }
 

@@ -54,7 +54,7 @@ TEST(ShardFormatRegistryTest, FindsMdsAndNamesTheKnownOnesForAnUnknownName) {
   EXPECT_THAT(unknown.error().message(), HasSubstr("'parquet'"));
   EXPECT_THAT(unknown.error().message(), HasSubstr("mds"));
   EXPECT_FALSE(FindShardFormat("file").ok()) << "a FileDataset reads its files itself";
-  EXPECT_EQ(ShardFormatNames(), std::vector<std::string_view>{"mds"});
+  EXPECT_EQ(ShardFormatNames(), (std::vector<std::string_view>{"mds", "webdataset"}));
 }
 
 TEST_F(ShardFormatTest, ReadsEverySampleAsMdsShardReaderDoes) {

@@ -169,22 +169,39 @@ Result<DecodedSample> Decode(Sample sample) {
   return out;
 }
 
-py::tuple ToPython(const DecodedSample& d) {
-  py::list values;
-  for (size_t c = 0; c < d.values.size(); ++c) {
-    if (d.values[c]) {
-      values.append(FromValue(*d.values[c]));
-    } else {
-      const std::string_view field = d.sample.fields[c];
-      values.append(py::bytes(field.data(), field.size()));
-    }
+// The columns the dataset declares (its `columns`): those of its first shard.
+const ShardConfig* DeclaredColumns(const StreamingDataset& ds) {
+  for (const DatasetDescription& index : ds.indexes()) {
+    if (!index.shards.empty()) return index.shards.front().config.get();
   }
+  return nullptr;
+}
+
+// (id, stream, values): the values as a list in the order of the declared columns, or - for a
+// sample whose fields are its own (a WebDataset sample: its key and one field per extension) -
+// as a dict of field name to value.
+py::tuple ToPython(const DecodedSample& d, const ShardConfig* declared) {
+  auto value = [&](size_t c) -> py::object {
+    if (d.values[c]) return FromValue(*d.values[c]);
+    const std::string_view field = d.sample.fields[c];
+    return py::bytes(field.data(), field.size());
+  };
+  const ShardConfig& config = *d.sample.config;
+  if (&config != declared &&
+      (declared == nullptr || config.column_names != declared->column_names)) {
+    py::dict fields;
+    for (size_t c = 0; c < d.values.size(); ++c) fields[py::str(config.column_names[c])] = value(c);
+    return py::make_tuple(d.sample.id, d.sample.stream, std::move(fields));
+  }
+  py::list values;
+  for (size_t c = 0; c < d.values.size(); ++c) values.append(value(c));
   return py::make_tuple(d.sample.id, d.sample.stream, std::move(values));
 }
 
 class PyIterator {
  public:
-  explicit PyIterator(std::unique_ptr<SampleIterator> it) : it_(std::move(it)) {}
+  PyIterator(std::unique_ptr<SampleIterator> it, const ShardConfig* declared)
+      : it_(std::move(it)), declared_(declared) {}
   PyIterator(PyIterator&&) = default;
 
   py::tuple Next() {
@@ -203,7 +220,7 @@ class PyIterator {
     }
     auto sample = Unwrap(std::move(next));
     if (!sample) throw py::stop_iteration();
-    return ToPython(*sample);
+    return ToPython(*sample, declared_);
   }
 
   uint64_t remaining() const { return it_.get() ? it_.get()->remaining() : 0; }
@@ -216,6 +233,7 @@ class PyIterator {
 
  private:
   ForkSafe<std::unique_ptr<SampleIterator>> it_;
+  const ShardConfig* declared_;  // the dataset's, which the iterator keeps alive
 };
 
 }  // namespace
@@ -334,7 +352,7 @@ void RegisterDataset(py::module_& m) {
                 got = fetched.get();
               }
             }
-            return ToPython(Unwrap(std::move(got)));
+            return ToPython(Unwrap(std::move(got)), DeclaredColumns(ds));
           },
           py::arg("id"))
       .def(
@@ -351,7 +369,7 @@ void RegisterDataset(py::module_& m) {
                                .resume_from = resume_from,
                                .skip = skip});
             }
-            return PyIterator(Unwrap(std::move(it)));
+            return PyIterator(Unwrap(std::move(it)), DeclaredColumns(ds));
           },
           py::arg("world"), py::arg("worker"), py::arg("epoch"), py::arg("resume_from") = 0,
           py::arg("skip") = 0)

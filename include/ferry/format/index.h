@@ -28,6 +28,10 @@ namespace ferry {
 /// uses something unsupported (version, encoding, compression, hash) or an unsafe basename.
 Result<DatasetDescription> ParseIndex(std::string_view text, std::string_view origin);
 
+/// Parses an index.json in either form ferry streams: MDS's (ParseIndex) or a WebDataset shard
+/// list (src/format/webdataset_index.h), which describes "webdataset" shards.
+Result<DatasetDescription> ParseIndexFile(std::string_view text, std::string_view origin);
+
 /// index.json exactly as the reference writer produces it (sorted keys, Python separators,
 /// ASCII escapes, no trailing newline).
 std::string SerializeIndex(const DatasetDescription& index);

@@ -28,7 +28,8 @@
 namespace ferry {
 
 /// Reads and parses `folder`/index.json. kInvalidArgument naming the folder when there is no
-/// index.json (the folder is not a dataset); ParseIndex's errors otherwise.
+/// index.json (the folder is not a dataset); ParseIndexFile's errors otherwise (MDS, or a
+/// WebDataset shard list).
 Result<DatasetDescription> ReadLocalIndex(const std::filesystem::path& folder);
 
 struct LocalDatasetOptions {

@@ -1,0 +1,100 @@
+#include "format/webdataset_index.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "ferry/format/index.h"
+
+namespace ferry::internal_format {
+namespace {
+
+using Json = nlohmann::json;
+
+Json ParseObject(std::string_view text) {
+  Json doc = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return doc.is_object() ? doc : Json();
+}
+
+}  // namespace
+
+bool IsWebDatasetIndex(std::string_view text) {
+  // Cheap first: an MDS index.json never says "__kind__".
+  if (text.find("__kind__") == std::string_view::npos) return false;
+  const Json doc = ParseObject(text);
+  return doc.is_object() && doc.contains("__kind__") && doc["__kind__"] == kWebDatasetIndexKind;
+}
+
+Result<DatasetDescription> ParseWebDatasetIndex(std::string_view text, std::string_view origin) {
+  const Json doc = ParseObject(text);
+  if (!doc.is_object()) {
+    return DataLossError(fmt::format("{}: not a JSON object", origin));
+  }
+  if (!doc.contains("__kind__") || doc["__kind__"] != kWebDatasetIndexKind) {
+    return DataLossError(fmt::format("{}: '__kind__' is not \"{}\"", origin, kWebDatasetIndexKind));
+  }
+  if (doc.contains("base_path")) {
+    return InvalidArgumentError(fmt::format(
+        "{}: 'base_path' puts the shards elsewhere; ferry reads the shards beside the index "
+        "(its urls relative to it)",
+        origin));
+  }
+  if (!doc.contains("shardlist") || !doc["shardlist"].is_array()) {
+    return DataLossError(fmt::format("{}: 'shardlist' is missing or not a list", origin));
+  }
+  auto config = std::make_shared<const ShardConfig>();
+  DatasetDescription description;
+  const Json& list = doc["shardlist"];
+  for (size_t k = 0; k < list.size(); ++k) {
+    const Json& entry = list[k];
+    auto bad = [&](std::string_view what) {
+      return DataLossError(fmt::format("{}: shard {}: {}", origin, k, what));
+    };
+    if (!entry.is_object()) return bad("not an object");
+    if (!entry.contains("url") || !entry["url"].is_string()) return bad("'url' is not a string");
+    const std::string url = entry["url"];
+    if (url.find("://") != std::string::npos) {
+      return InvalidArgumentError(fmt::format(
+          "{}: shard {}: '{}' is elsewhere; ferry reads the shards beside the index (urls "
+          "relative to it)",
+          origin, k, url));
+    }
+    if (Status safe = ValidateBasename(url); !safe.ok()) {
+      return safe.WithContext(fmt::format("{}: shard {}", origin, k));
+    }
+    if (url.ends_with(".tar.gz") || url.ends_with(".tgz")) {
+      return InvalidArgumentError(
+          fmt::format("{}: shard {}: '{}': compressed tars are not read yet; decompress them "
+                      "(gunzip) and index the .tar files",
+                      origin, k, url));
+    }
+    if (!entry.contains("nsamples") || !entry["nsamples"].is_number_unsigned()) {
+      return bad("'nsamples' is not a count");
+    }
+    if (!entry.contains("filesize")) {
+      return InvalidArgumentError(fmt::format(
+          "{}: shard {} ('{}') has no 'filesize'; `ferry index` writes a shard list with sizes",
+          origin, k, url));
+    }
+    if (!entry["filesize"].is_number_unsigned()) return bad("'filesize' is not a byte count");
+    description.shards.push_back({.config = config,
+                                  .raw_data = {.basename = url, .bytes = entry["filesize"]},
+                                  .samples = entry["nsamples"],
+                                  .format = "webdataset"});
+  }
+  return description;
+}
+
+std::string SerializeWebDatasetIndex(const DatasetDescription& description) {
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const ShardDescription& shard : description.shards) {
+    list.push_back({{"url", shard.raw_data.basename},
+                    {"nsamples", shard.samples},
+                    {"filesize", shard.raw_data.bytes}});
+  }
+  const nlohmann::ordered_json doc = {
+      {"__kind__", kWebDatasetIndexKind}, {"wids_version", 1}, {"shardlist", std::move(list)}};
+  return doc.dump(1) + "\n";
+}
+
+}  // namespace ferry::internal_format

@@ -1,0 +1,33 @@
+// The index.json of a WebDataset dataset: a shard list as wids (WebDataset's indexed reader)
+// writes it, and as `ferry index` writes it for a folder of tar shards:
+//   {"__kind__": "wids-shard-index-v1", "wids_version": 1,
+//    "shardlist": [{"url": "train-000000.tar", "nsamples": 100, "filesize": 1095680}, ...]}
+// It describes a dataset of "webdataset" shards (src/format/webdataset_format.h) without opening
+// one: a cold start then needs no scan. Each url is a tar beside the index (a safe relative
+// path); `filesize` is required, as the cache sizes its downloads by it. Compressed tars, shards
+// elsewhere (an absolute url, a `base_path`) and a shard list without sizes are
+// kInvalidArgument saying so; text that is not such a list is kDataLoss naming the origin.
+//
+// Thread-safety: free functions.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "ferry/format/dataset_description.h"
+#include "ferry/result.h"
+
+namespace ferry::internal_format {
+
+inline constexpr std::string_view kWebDatasetIndexKind = "wids-shard-index-v1";
+
+/// True when `text` is a JSON object whose "__kind__" says it is a WebDataset shard list.
+bool IsWebDatasetIndex(std::string_view text);
+
+/// Parses a shard list; `origin` (a path or URL) prefixes every error message.
+Result<DatasetDescription> ParseWebDatasetIndex(std::string_view text, std::string_view origin);
+
+/// The shard list of `description` (of "webdataset" shards), as `ferry index` writes it.
+std::string SerializeWebDatasetIndex(const DatasetDescription& description);
+
+}  // namespace ferry::internal_format

@@ -1,0 +1,182 @@
+// StreamingDataset over WebDataset tar shards described by a shard list (index.json as wids
+// writes it): the fixture written by WebDataset's own TarWriter, as a "remote" folder streamed
+// through a cache folder, read by every worker of a world exactly once, resumed, and served from
+// the cache in epoch 2; beside an MDS stream in one dataset.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "base/file_util.h"
+#include "base/temp_dir_testutil.h"
+#include "ferry/format/mds_writer.h"
+#include "ferry/metrics/metrics.h"
+#include "ferry/stream/streaming_dataset.h"
+#include "format/fixture_testutil.h"
+#include "format/hash.h"
+#include "format/webdataset_index.h"
+
+namespace ferry {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+const fs::path kTarWriter = testing::FixturesDir().parent_path() / "webdataset" / "tarwriter";
+
+// What WebDataset yields for one sample: its key, and each field's sha256.
+struct Expected {
+  std::string key;
+  std::map<std::string, std::string> sha256;
+};
+
+class WebDatasetStreamTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto expected = nlohmann::json::parse(testing::FileText(kTarWriter / "expected.json"));
+    fs::create_directories(remote());
+    DatasetDescription description;
+    for (const auto& shard : expected["shards"]) {
+      const std::string name = shard["shard"];
+      fs::copy_file(kTarWriter / name, remote() / name);
+      description.shards.push_back(
+          {.config = std::make_shared<const ShardConfig>(),
+           .raw_data = {.basename = name, .bytes = fs::file_size(remote() / name)},
+           .samples = shard["samples"].size(),
+           .format = "webdataset"});
+      for (const auto& s : shard["samples"]) {
+        Expected e{.key = s["__key__"]};
+        for (const auto& [field, info] : s["fields"].items()) e.sha256[field] = info["sha256"];
+        expected_.push_back(std::move(e));
+      }
+    }
+    ASSERT_TRUE(WriteFileAtomically(remote() / "index.json",
+                                    internal_format::SerializeWebDatasetIndex(description))
+                    .ok());
+    ASSERT_GT(expected_.size(), 20u);
+  }
+  fs::path remote() const { return tmp_.path() / "remote"; }
+  StreamingOptions Options() const {
+    StreamingOptions o;
+    o.streams = {{.remote = remote().string(), .local = (tmp_.path() / "cache").string()}};
+    return o;
+  }
+  // The sample's key, after checking that its fields are WebDataset's, byte for byte.
+  std::string Check(const Sample& s) const {
+    EXPECT_LT(s.id, expected_.size());
+    if (s.id >= expected_.size()) return "";
+    const Expected& want = expected_[s.id];
+    EXPECT_EQ(s.config->column_names.at(0), "__key__");
+    EXPECT_EQ(s.fields.at(0), want.key) << "sample " << s.id;
+    EXPECT_EQ(s.fields.size() - 1, want.sha256.size()) << "sample " << s.id;
+    for (size_t f = 1; f < s.fields.size(); ++f) {
+      const std::string& name = s.config->column_names[f];
+      EXPECT_EQ(HashHex("sha256", s.fields[f]).value(), want.sha256.at(name))
+          << "sample " << s.id << " field " << name;
+    }
+    return std::string(s.fields[0]);
+  }
+  std::vector<uint64_t> ReadAll(SampleIterator& it) const {
+    std::vector<uint64_t> ids;
+    for (;;) {
+      auto s = it.Next();
+      EXPECT_TRUE(s.ok()) << s.status().ToString();
+      if (!s || !*s) break;
+      if ((*s)->stream == 0) Check(**s);  // the tar stream; an MDS one beside it is checked apart
+      ids.push_back((*s)->id);
+    }
+    return ids;
+  }
+
+  testing::TempDir tmp_;
+  std::vector<Expected> expected_;
+};
+
+TEST_F(WebDatasetStreamTest, TwoRanksOfTwoWorkersReadEverySampleOnce) {
+  StreamingOptions o = Options();
+  o.order.shuffle = true;
+  o.order.num_canonical_nodes = 1;
+  auto ds = StreamingDataset::Open(o);
+  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  ASSERT_EQ((*ds)->num_samples(), expected_.size());
+  const WorldShape world{1, 2, 2};
+  std::map<uint64_t, int> seen;
+  for (uint32_t rank = 0; rank < 2; ++rank) {
+    for (uint32_t worker = 0; worker < 2; ++worker) {
+      auto it = (*ds)->Iterate({.world = world, .worker = {0, rank, worker}, .epoch = 0});
+      ASSERT_TRUE(it.ok()) << it.status().ToString();
+      for (uint64_t id : ReadAll(**it)) ++seen[id];
+    }
+  }
+  ASSERT_EQ(seen.size(), expected_.size());
+  int extra = 0;
+  for (const auto& [id, count] : seen) extra += count - 1;
+  EXPECT_LT(extra, 2) << "padding to whole ranks only";
+}
+
+TEST_F(WebDatasetStreamTest, ResumingContinuesTheOrderAndEpochTwoIsServedByTheCache) {
+  StreamingOptions o = Options();
+  o.order.shuffle = true;
+  auto ds = StreamingDataset::Open(o).value();
+  const int64_t before = metrics::Values()["/ferry/storage/file/requests"];
+  const std::vector<uint64_t> whole = ReadAll(*ds->Iterate({.epoch = 0}).value());
+  ASSERT_EQ(whole.size(), expected_.size());
+  const int64_t after_first = metrics::Values()["/ferry/storage/file/requests"];
+  EXPECT_GT(after_first, before);
+  const uint64_t stop = whole.size() / 3;
+  const std::vector<uint64_t> rest = ReadAll(*ds->Iterate({.epoch = 0, .skip = stop}).value());
+  EXPECT_EQ(rest, std::vector<uint64_t>(whole.begin() + static_cast<ptrdiff_t>(stop), whole.end()));
+  EXPECT_EQ(ReadAll(*ds->Iterate({.epoch = 1}).value()).size(), expected_.size());
+  EXPECT_EQ(metrics::Values()["/ferry/storage/file/requests"], after_first)
+      << "epochs after the first read the cache only";
+}
+
+TEST_F(WebDatasetStreamTest, RandomAccessAndAnMdsStreamBesideIt) {
+  const fs::path mds = tmp_.path() / "mds";
+  {
+    auto writer = MdsWriter::Create({.out = mds, .columns = {{"n", "int"}}}).value();
+    for (int64_t i = 0; i < 10; ++i) {
+      const Value values[] = {Value(i)};
+      ASSERT_TRUE(writer->WriteValues(values).ok());
+    }
+    ASSERT_TRUE(writer->Finish().ok());
+  }
+  StreamingOptions o = Options();
+  o.streams.push_back({.remote = mds.string(), .local = (tmp_.path() / "mds-cache").string()});
+  auto ds = StreamingDataset::Open(o);
+  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  ASSERT_EQ((*ds)->num_samples(), expected_.size() + 10);
+  const Sample tar = (*ds)->Get(5).value();
+  EXPECT_EQ(Check(tar), expected_[5].key);
+  const Sample row = (*ds)->Get(expected_.size() + 3).value();
+  EXPECT_EQ(row.stream, 1u);
+  EXPECT_EQ(row.config->column_names, std::vector<std::string>{"n"});
+  int64_t n = 0;
+  std::memcpy(&n, row.fields[0].data(), 8);
+  EXPECT_EQ(n, 3);
+  std::set<uint32_t> streams;
+  for (uint64_t id : ReadAll(*(*ds)->Iterate({.epoch = 0}).value())) {
+    streams.insert(id < expected_.size() ? 0 : 1);
+  }
+  EXPECT_EQ(streams.size(), 2u);
+}
+
+TEST_F(WebDatasetStreamTest, AShardUnlikeItsDescriptionIsDataLossNamingIt) {
+  // The shard list says one sample more than the first tar holds.
+  std::string text = ReadFileToString(remote() / "index.json").value();
+  nlohmann::json doc = nlohmann::json::parse(text);
+  doc["shardlist"][0]["nsamples"] = doc["shardlist"][0]["nsamples"].get<uint64_t>() + 1;
+  ASSERT_TRUE(WriteFileAtomically(remote() / "index.json", doc.dump()).ok());
+  auto ds = StreamingDataset::Open(Options()).value();
+  auto sample = ds->Get(0);
+  ASSERT_FALSE(sample.ok());
+  EXPECT_EQ(sample.error().code(), StatusCode::kDataLoss);
+  EXPECT_THAT(sample.error().message(), HasSubstr("train-000000.tar"));
+  EXPECT_THAT(sample.error().message(), HasSubstr("description"));
+}
+
+}  // namespace
+}  // namespace ferry

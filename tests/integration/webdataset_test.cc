@@ -1,0 +1,174 @@
+// WebDataset tar shards end to end: `ferry index` writes the shard list of a folder (local or in
+// a store) and refuses to replace an MDS index, and a WebDataset dataset on the S3 test server
+// streams through the shared cache - every sample exactly once per epoch across 2 ranks x 2
+// workers, a resumed worker continuing its uninterrupted order, epoch 2 without a remote request.
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+
+#include "base/file_util.h"
+#include "base/temp_dir_testutil.h"
+#include "ferry/metrics/metrics.h"
+#include "ferry/stream/streaming_dataset.h"
+#include "format/fixture_testutil.h"
+#include "format/hash.h"
+#include "tests/integration/stream_testutil.h"
+
+namespace ferry::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kTarWriter = FixturesDir().parent_path() / "webdataset" / "tarwriter";
+
+// Per shard, its sample count; per key, each field's sha256: what WebDataset itself read.
+struct Expected {
+  std::map<std::string, uint64_t> shard_samples;
+  std::map<std::string, std::map<std::string, std::string>> fields;
+};
+
+Expected ReadExpected() {
+  Expected e;
+  const auto doc = nlohmann::json::parse(FileText(kTarWriter / "expected.json"));
+  for (const auto& shard : doc["shards"]) {
+    e.shard_samples[shard["shard"]] = shard["samples"].size();
+    for (const auto& s : shard["samples"]) {
+      for (const auto& [field, info] : s["fields"].items())
+        e.fields[s["__key__"]][field] = info["sha256"];
+    }
+  }
+  return e;
+}
+
+fs::path CopyShards(const fs::path& to) {
+  fs::create_directories(to);
+  for (const auto& entry : fs::directory_iterator(kTarWriter)) {
+    if (entry.path().extension() == ".tar")
+      fs::copy_file(entry.path(), to / entry.path().filename());
+  }
+  return to;
+}
+
+int64_t RemoteRequests() {
+  int64_t n = 0;
+  for (const auto& [name, v] : metrics::Values()) {
+    if (name.starts_with("/ferry/storage/") && name.ends_with("/requests")) n += v;
+  }
+  return n;
+}
+
+TEST(FerryIndex, ListsEveryShardWithItsSamplesAndSize) {
+  TempDir tmp;
+  const fs::path folder = CopyShards(tmp / "wds");
+  ASSERT_EQ(Sh(fmt::format("{} index {} --jobs 2 > {}", FERRY_CLI_PATH, Quote(folder),
+                           Quote(tmp / "out"))),
+            0);
+  EXPECT_THAT(FileText(tmp / "out"), ::testing::HasSubstr("indexed 3 shards"));
+  const auto doc = nlohmann::json::parse(FileText(folder / "index.json"));
+  EXPECT_EQ(doc["__kind__"], "wids-shard-index-v1");
+  const Expected expected = ReadExpected();
+  ASSERT_EQ(doc["shardlist"].size(), expected.shard_samples.size());
+  for (const auto& shard : doc["shardlist"]) {
+    const std::string url = shard["url"];
+    EXPECT_EQ(shard["nsamples"].get<uint64_t>(), expected.shard_samples.at(url)) << url;
+    EXPECT_EQ(shard["filesize"].get<uint64_t>(), fs::file_size(folder / url)) << url;
+  }
+}
+
+TEST(FerryIndex, NeverReplacesAnMdsIndexAndNamesABadShard) {
+  TempDir tmp;
+  const fs::path folder = CopyShards(tmp / "wds");
+  const std::string mds_index = R"({"shards": [], "version": 2})";
+  ASSERT_TRUE(WriteFileAtomically(folder / "index.json", mds_index).ok());
+  EXPECT_EQ(Sh(fmt::format("{} index {} 2>{}", FERRY_CLI_PATH, Quote(folder), Quote(tmp / "err"))),
+            4);
+  EXPECT_THAT(FileText(tmp / "err"), ::testing::HasSubstr("not a WebDataset shard list"));
+  EXPECT_EQ(FileText(folder / "index.json"), mds_index);
+
+  const fs::path bad = tmp / "bad";
+  fs::create_directories(bad);
+  fs::copy_file(kTarWriter.parent_path() / "bad_duplicate" / "bad-000000.tar", bad / "b.tar");
+  EXPECT_EQ(Sh(fmt::format("{} index {} 2>{}", FERRY_CLI_PATH, Quote(bad), Quote(tmp / "err"))), 6);
+  EXPECT_THAT(FileText(tmp / "err"), ::testing::HasSubstr("b.tar"));
+  EXPECT_FALSE(fs::exists(bad / "index.json"));
+  EXPECT_EQ(Sh(fmt::format("{} index {} 2>/dev/null", FERRY_CLI_PATH, Quote(tmp / "empty"))), 3);
+}
+
+TEST(WebDatasetOnS3, TwoRanksOfTwoWorkersResumeAndEpochTwoFromTheCache) {
+  UseS3Server("MOTO");
+  TempDir tmp;
+  const std::string url =
+      fmt::format("s3://{}/webdataset/{}/train", ServerEnv("MOTO_BUCKET"), RunId());
+  ASSERT_EQ(Sh(fmt::format("{} cp -r -q {} {} >/dev/null", FERRY_CLI_PATH,
+                           Quote(CopyShards(tmp / "src")), url)),
+            0);
+  ASSERT_EQ(Sh(fmt::format("{} index {} >/dev/null", FERRY_CLI_PATH, url)), 0);
+  const Expected expected = ReadExpected();
+
+  StreamingOptions options;
+  options.streams = {{.remote = url, .local = (tmp / "cache").string()}};
+  options.order.shuffle = true;
+  options.order.seed = 7;
+  auto ds = StreamingDataset::Open(options);
+  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  ASSERT_EQ((*ds)->num_samples(), expected.fields.size());
+  const WorldShape world{.nodes = 1, .ranks_per_node = 2, .workers_per_rank = 2};
+  auto read = [&](uint32_t rank, uint32_t worker, uint64_t epoch, uint64_t skip) {
+    std::vector<std::string> keys;
+    auto it =
+        (*ds)->Iterate({.world = world, .worker = {0, rank, worker}, .epoch = epoch, .skip = skip});
+    EXPECT_TRUE(it.ok()) << it.status().ToString();
+    if (!it.ok()) return keys;
+    for (;;) {
+      auto s = (*it)->Next();
+      EXPECT_TRUE(s.ok()) << s.status().ToString();
+      if (!s.ok() || !*s) break;
+      const std::string key((*s)->fields.at(0));
+      const auto& want = expected.fields.at(key);
+      EXPECT_EQ((*s)->fields.size() - 1, want.size()) << key;
+      for (size_t f = 1; f < (*s)->fields.size(); ++f) {
+        EXPECT_EQ(HashHex("sha256", (*s)->fields[f]).value(),
+                  want.at((*s)->config->column_names[f]))
+            << key;
+      }
+      keys.push_back(key);
+    }
+    return keys;
+  };
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<std::string>> first;
+  for (uint64_t epoch = 0; epoch < 2; ++epoch) {
+    const int64_t before = RemoteRequests();
+    std::multiset<std::string> seen;
+    for (uint32_t rank = 0; rank < 2; ++rank) {
+      for (uint32_t worker = 0; worker < 2; ++worker) {
+        const auto keys = read(rank, worker, epoch, 0);
+        if (epoch == 0) first[{rank, worker}] = keys;
+        seen.insert(keys.begin(), keys.end());
+      }
+    }
+    const std::set<std::string> distinct(seen.begin(), seen.end());
+    EXPECT_EQ(distinct.size(), expected.fields.size()) << "epoch " << epoch;
+    EXPECT_LE(seen.size() - distinct.size(), 1u) << "padding to whole ranks only";
+    if (epoch == 0) {
+      EXPECT_GT(RemoteRequests(), before);
+    } else {
+      EXPECT_EQ(RemoteRequests(), before) << "epoch 2 makes no remote request";
+    }
+  }
+  // A worker resumed at a random point continues its uninterrupted order.
+  std::mt19937 random(11);
+  for (const auto& [who, keys] : first) {
+    const uint64_t stop = random() % keys.size();
+    EXPECT_EQ(read(who.first, who.second, 0, stop),
+              std::vector<std::string>(keys.begin() + static_cast<ptrdiff_t>(stop), keys.end()));
+  }
+}
+
+}  // namespace
+}  // namespace ferry::testing

@@ -1,0 +1,96 @@
+"""WebDataset tar shards through StreamingDataset: the fixture written by WebDataset's own
+TarWriter, described by a shard list as wids writes it, streamed from a "remote" folder through a
+cache; every sample is what Python's tarfile, grouped by WebDataset's rules, reads from the same
+shards, and what WebDataset itself yielded (expected.json)."""
+
+import hashlib
+import json
+import pathlib
+import shutil
+import tarfile
+
+import pytest
+import torch
+
+import ferry
+from conftest import FIXTURES
+
+TARWRITER = FIXTURES.parent / "webdataset" / "tarwriter"
+
+
+def _tarfile_samples(path: pathlib.Path):
+    """The samples of one shard by WebDataset's rules, read with Python's tarfile."""
+    samples = []
+    with tarfile.open(path) as tar:
+        for member in tar:
+            if not member.isreg():
+                continue
+            folder, _, base = member.name.rpartition("/")
+            if "." not in base or (not folder and base.startswith("__")):
+                continue
+            stem, _, field = base.partition(".")
+            key = f"{folder}/{stem}" if folder else stem
+            if not samples or samples[-1]["__key__"] != key:
+                samples.append({"__key__": key})
+            samples[-1][field.lower()] = tar.extractfile(member).read()
+    return samples
+
+
+def _remote(fixture: pathlib.Path, remote: pathlib.Path) -> pathlib.Path:
+    """A copy of the fixture's tars with the shard list wids would write for them."""
+    remote.mkdir()
+    shardlist = []
+    for shard in sorted(fixture.glob("*.tar")):
+        shutil.copyfile(shard, remote / shard.name)
+        shardlist.append({"url": shard.name, "nsamples": len(_tarfile_samples(shard)),
+                          "filesize": shard.stat().st_size})
+    (remote / "index.json").write_text(json.dumps(
+        {"__kind__": "wids-shard-index-v1", "wids_version": 1, "shardlist": shardlist}))
+    return remote
+
+
+@pytest.fixture()
+def wds_remote(tmp_path):
+    return _remote(TARWRITER, tmp_path / "remote")
+
+
+@pytest.mark.parametrize("name", ["tarwriter", "gnutar", "edge"])
+def test_every_sample_is_what_tarfile_and_webdataset_read(name, tmp_path):
+    fixture = FIXTURES.parent / "webdataset" / name
+    remote = _remote(fixture, tmp_path / "remote")
+    want = [s for shard in sorted(remote.glob("*.tar")) for s in _tarfile_samples(shard)]
+    expected = json.loads((fixture / "expected.json").read_text())
+    webdataset = [s for shard in expected["shards"] for s in shard["samples"]]
+    assert len(want) == len(webdataset) > 0
+
+    ds = ferry.StreamingDataset(remote=str(remote), local=str(tmp_path / "cache"),
+                                shuffle=False, batch_size=4)
+    assert ds.num_samples == len(want)
+    got = list(ds)
+    assert got == want
+    for sample, reference in zip(got, webdataset):
+        assert sample["__key__"] == reference["__key__"]
+        assert {k: hashlib.sha256(v).hexdigest() for k, v in sample.items() if k != "__key__"} \
+            == {k: v["sha256"] for k, v in reference["fields"].items()}
+    assert ds[len(want) // 2] == want[len(want) // 2]
+
+
+def test_a_dataloader_of_two_workers_reads_every_sample_once(wds_remote, tmp_path):
+    ds = ferry.StreamingDataset(remote=str(wds_remote), local=str(tmp_path / "cache"),
+                                shuffle=True, batch_size=4)
+    keys = []
+    for batch in torch.utils.data.DataLoader(ds, batch_size=4, num_workers=2):
+        keys += batch["__key__"]
+    assert sorted(keys) == sorted(s["__key__"] for s in (ds[i] for i in range(ds.num_samples)))
+    assert len(keys) == len(set(keys)) == ds.num_samples
+
+
+def test_a_shard_unlike_its_shard_list_is_a_data_loss_error_naming_it(wds_remote, tmp_path):
+    index = json.loads((wds_remote / "index.json").read_text())
+    index["shardlist"][0]["nsamples"] += 1
+    (wds_remote / "index.json").write_text(json.dumps(index))
+    ds = ferry.StreamingDataset(remote=str(wds_remote), local=str(tmp_path / "cache"),
+                                shuffle=False)
+    with pytest.raises(ferry.DataLossError, match="train-000000.tar"):
+        ds[0]
+
