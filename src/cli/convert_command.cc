@@ -29,6 +29,7 @@
 #include "base/python_json.h"
 #include "cache/shard_downloader.h"
 #include "cli/command.h"
+#include "cli/convert_dataset.h"
 #include "cli/dataset_uploader.h"
 #include "cli/image_folder.h"
 #include "cli/progress.h"
@@ -63,6 +64,7 @@ struct ConvertOptions {
   bool quiet = false;
   size_t threads = std::max(2u, std::thread::hardware_concurrency());
   uint32_t jobs = 0;  // requests in flight for a remote SRC; 0 = auto
+  std::string to = "mds";
 };
 
 std::vector<std::string> SplitList(std::string_view text) {
@@ -162,6 +164,24 @@ Result<int> RunConvert(const ConvertOptions& o) {
 
   FERRY_ASSIGN_OR_RETURN(const StoreAndKey src, OpenUrl(o.src));
   FERRY_ASSIGN_OR_RETURN(const StoreAndKey out, OpenUrl(o.out));
+  // A dataset (its index.json at the root) converts between formats; a folder of files into MDS.
+  FERRY_ASSIGN_OR_RETURN(const bool dataset, IsDatasetSource(src));
+  if (dataset) {
+    std::optional<std::string> compression;
+    if (o.compression != "none") compression = o.compression;
+    return ConvertDataset({.src = o.src,
+                           .out = o.out,
+                           .to = o.to,
+                           .size_limit = size_limit,
+                           .compression = compression,
+                           .hashes = hashes,
+                           .overwrite = o.overwrite,
+                           .quiet = o.quiet});
+  }
+  if (o.to != "mds") {
+    return InvalidArgumentError(fmt::format(
+        "--to {}: a folder of files converts into MDS; convert that into {} next", o.to, o.to));
+  }
   const std::optional<fs::path> src_local = src.store->LocalPath(src.key);
   const std::optional<fs::path> out_local = out.store->LocalPath(out.key);
   const std::string src_name = src_local ? o.src : http::RedactUrl(o.src);
@@ -385,7 +405,10 @@ Command AddConvertCommand(CLI::App& parent) {
       "a local folder or under a store URL (each shard uploaded once complete, index.json last).\n"
       "Columns, as FileDataset names them: data (the file's bytes: jpeg or png when most files\n"
       "are named so, else bytes; see --encoding), label (int, class index from sorted folder\n"
-      "names, names written to classes.json), path (str, relative path).");
+      "names, names written to classes.json), path (str, relative path).\n"
+      "A dataset (an MDS dataset, or WebDataset tars listed by `ferry index`) converts into the\n"
+      "other format (--to): MDS columns become WebDataset fields of the same names, keyed by the\n"
+      "__key__ column or the sample index; WebDataset fields become bytes columns and __key__.");
   app->add_option("src", o->src, "Folder or store URL (s3://, az://, gs://, ...) to convert")
       ->required();
   app->add_option("out", o->out,
@@ -427,6 +450,9 @@ Command AddConvertCommand(CLI::App& parent) {
                 "With a store OUT: keep the staged dataset in --local after uploading it");
   app->add_flag("--overwrite", o->overwrite, "Replace a dataset already in OUT");
   app->add_flag("-q,--quiet", o->quiet, "No progress display");
+  app->add_option("--to", o->to, "Output format: mds or webdataset (from a dataset SRC)")
+      ->check(CLI::IsMember({"mds", "webdataset"}))
+      ->capture_default_str();
   return {app, [o] { return RunConvert(*o); }};
 }
 

@@ -5,8 +5,10 @@ shards, and what WebDataset itself yielded (expected.json)."""
 
 import hashlib
 import json
+import os
 import pathlib
 import shutil
+import subprocess
 import tarfile
 
 import pytest
@@ -16,6 +18,13 @@ import ferry
 from conftest import FIXTURES
 
 TARWRITER = FIXTURES.parent / "webdataset" / "tarwriter"
+BUILD = pathlib.Path(ferry.__file__).resolve().parents[2]  # <build>/python/ferry/__init__.py
+FERRY_CLI = pathlib.Path(os.environ.get("FERRY_CLI", BUILD / "src" / "cli" / "ferry"))
+
+
+def _ferry(*args):
+    assert FERRY_CLI.is_file(), f"{FERRY_CLI} missing (make build)"
+    subprocess.run([str(FERRY_CLI), *map(str, args)], check=True, capture_output=True)
 
 
 def _tarfile_samples(path: pathlib.Path):
@@ -94,3 +103,32 @@ def test_a_shard_unlike_its_shard_list_is_a_data_loss_error_naming_it(wds_remote
     with pytest.raises(ferry.DataLossError, match="train-000000.tar"):
         ds[0]
 
+
+def test_tars_ferry_writes_read_back_through_tarfile_as_written(tmp_path):
+    """MDS -> WebDataset: Python's tarfile, grouping by WebDataset's rules, reads every sample
+    back with its columns as fields - bytes as stored, numbers as decimal text."""
+    rows = [{"__key__": f"s{i:03}", "data": bytes([i % 251]) * (i * 37 % 2000), "label": i % 7,
+             "path": f"x/{i}.bin"} for i in range(120)]
+    with ferry.MDSWriter(out=str(tmp_path / "mds"), size_limit=1 << 14,
+                         columns={"__key__": "str", "data": "bytes", "label": "int",
+                                  "path": "str"}) as writer:
+        for row in rows:
+            writer.write(row)
+    _ferry("convert", tmp_path / "mds", tmp_path / "wds", "--to", "webdataset",
+           "--size-limit", "64kb", "-q")
+    shards = sorted((tmp_path / "wds").glob("*.tar"))
+    assert len(shards) > 2
+    got = [s for shard in shards for s in _tarfile_samples(shard)]
+    assert got == [{"__key__": r["__key__"], "data": r["data"], "label": str(r["label"]).encode(),
+                    "path": r["path"].encode()} for r in rows]
+    # ... and ferry streams them, as listed in the index.json it wrote.
+    ds = ferry.StreamingDataset(local=str(tmp_path / "wds"), shuffle=False, batch_size=8)
+    assert list(ds) == got
+
+
+def test_a_webdataset_converts_into_mds_that_streams_the_same_samples(wds_remote, tmp_path):
+    want = [s for shard in sorted(wds_remote.glob("*.tar")) for s in _tarfile_samples(shard)]
+    _ferry("convert", wds_remote, tmp_path / "mds", "-q")
+    ds = ferry.StreamingDataset(local=str(tmp_path / "mds"), shuffle=False, batch_size=8)
+    assert sorted(ds.columns) == sorted(want[0].keys())
+    assert list(ds) == want
