@@ -4,6 +4,8 @@
 // epochs at a cold start without opening a shard. Each shard is read once, `--jobs` at a time
 // (from a remote store, downloaded to a scratch folder and deleted once counted), and scanned by
 // the code that reads it when streaming: a shard that streaming would refuse fails here, named.
+// A gzipped tar (.tar.gz, .tgz) is decompressed in memory to be counted, and listed with the size
+// of the tar inside, which the cache keeps.
 // An index.json that is not a shard list (an MDS dataset's) is never overwritten.
 #include <fmt/format.h>
 
@@ -18,6 +20,7 @@
 #include "cli/command.h"
 #include "cli/dataset_url.h"
 #include "cli/scratch_folder.h"
+#include "format/compression.h"
 #include "format/tar_scan.h"
 #include "format/webdataset_index.h"
 #include "format/webdataset_samples.h"
@@ -30,14 +33,29 @@ struct IndexOptions {
   uint32_t jobs = 8;
 };
 
-// The samples of the tar at `path`, by WebDataset's rules; errors name `url`.
-Result<uint64_t> CountSamples(const std::filesystem::path& path, const std::string& url) {
+struct Counted {
+  uint64_t samples = 0;
+  uint64_t tar_bytes = 0;  // of the tar (inside a gzipped one)
+};
+
+// The samples of the tar at `path` (gunzipped first when `gzipped`), by WebDataset's rules;
+// errors name `url`.
+Result<Counted> CountSamples(const std::filesystem::path& path, const std::string& url,
+                             bool gzipped) {
   FERRY_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
+  std::string tar;
+  if (gzipped) {
+    FERRY_ASSIGN_OR_RETURN(const Compression gz, Compression::Parse("gz"));
+    auto inflated = gz.Decompress(file.data(), uint64_t{1} << 40);
+    if (!inflated) return inflated.error().WithContext(url);
+    tar = std::move(*inflated);
+  }
+  const std::string_view bytes = gzipped ? std::string_view(tar) : file.data();
   FERRY_ASSIGN_OR_RETURN(const std::vector<internal_format::TarMember> members,
-                         internal_format::ScanTar(file.data(), url));
+                         internal_format::ScanTar(bytes, url));
   FERRY_ASSIGN_OR_RETURN(const std::vector<internal_format::WebDatasetSample> samples,
                          internal_format::GroupWebDatasetSamples(members, url));
-  return samples.size();
+  return Counted{.samples = samples.size(), .tar_bytes = bytes.size()};
 }
 
 Result<int> RunIndex(const IndexOptions& o) {
@@ -47,15 +65,10 @@ Result<int> RunIndex(const IndexOptions& o) {
   std::vector<ObjectInfo> shards;
   for (const ObjectInfo& object : listing.objects) {
     const std::string name = object.key.substr(folder.prefix().size());
-    if (name.ends_with(".tar.gz") || name.ends_with(".tgz")) {
-      return InvalidArgumentError(
-          fmt::format("{}: compressed tars are not read yet; decompress them (gunzip) first",
-                      folder.UrlOf(name)));
-    }
-    if (name.ends_with(".tar")) shards.push_back(object);
+    if (name.ends_with(".tar") || internal_format::TarOfGzip(name)) shards.push_back(object);
   }
   if (shards.empty()) {
-    return NotFoundError(fmt::format("{} holds no .tar shards", folder.name()));
+    return NotFoundError(fmt::format("{} holds no .tar (or .tar.gz) shards", folder.name()));
   }
   if (auto existing = folder.store().Get(folder.prefix() + "index.json")) {
     if (!internal_format::IsWebDatasetIndex(*existing)) {
@@ -71,19 +84,20 @@ Result<int> RunIndex(const IndexOptions& o) {
   if (!folder.local()) {
     FERRY_ASSIGN_OR_RETURN(scratch, ScratchFolder::Create("index"));
   }
-  std::vector<Result<uint64_t>> counts(shards.size(), InternalError("not counted"));
+  std::vector<Result<Counted>> counts(shards.size(), InternalError("not counted"));
   std::atomic<size_t> next{0};
   auto count = [&](std::stop_token stop) {
     for (size_t k = next++; k < shards.size() && !stop.stop_requested(); k = next++) {
       const std::string name = shards[k].key.substr(folder.prefix().size());
       const std::string url = folder.UrlOf(name);
+      const bool gzipped = internal_format::TarOfGzip(name).has_value();
       if (folder.local()) {
-        counts[k] = CountSamples(*folder.local() / name, url);
+        counts[k] = CountSamples(*folder.local() / name, url, gzipped);
         continue;
       }
       const auto path = scratch->path() / fmt::format("{}.tar", k);
       auto got = folder.store().GetToFile(shards[k].key, path, stop);
-      counts[k] = got ? CountSamples(path, url) : Result<uint64_t>(got.error());
+      counts[k] = got ? CountSamples(path, url, gzipped) : Result<Counted>(got.error());
       std::error_code ec;
       std::filesystem::remove(path, ec);
     }
@@ -97,16 +111,23 @@ Result<int> RunIndex(const IndexOptions& o) {
 
   DatasetDescription description;
   auto config = std::make_shared<const ShardConfig>();
+  auto gzipped = std::make_shared<ShardConfig>();
+  gzipped->compression = "gz";
   uint64_t samples = 0;
   for (size_t k = 0; k < shards.size(); ++k) {
     FERRY_RETURN_IF_ERROR(counts[k].status());
-    samples += *counts[k];
-    description.shards.push_back(
-        {.config = config,
-         .raw_data = {.basename = shards[k].key.substr(folder.prefix().size()),
-                      .bytes = shards[k].size},
-         .samples = *counts[k],
-         .format = "webdataset"});
+    samples += counts[k]->samples;
+    const std::string name = shards[k].key.substr(folder.prefix().size());
+    ShardDescription shard{.config = config,
+                           .raw_data = {.basename = name, .bytes = shards[k].size},
+                           .samples = counts[k]->samples,
+                           .format = "webdataset"};
+    if (auto tar = internal_format::TarOfGzip(name)) {
+      shard.config = gzipped;
+      shard.zip_data = shard.raw_data;
+      shard.raw_data = {.basename = *tar, .bytes = counts[k]->tar_bytes};
+    }
+    description.shards.push_back(std::move(shard));
   }
   FERRY_RETURN_IF_ERROR(folder.store().Put(folder.prefix() + "index.json",
                                            internal_format::SerializeWebDatasetIndex(description)));
@@ -122,7 +143,8 @@ Command AddIndexCommand(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand(
       "index", "Write FOLDER/index.json listing the WebDataset .tar shards in FOLDER");
   app->add_option("folder", o->folder,
-                  "Folder of .tar shards: a path or a URL (s3://, az://, gs://, ...)")
+                  "Folder of .tar (or .tar.gz, .tgz) shards: a path or a URL (s3://, az://, "
+                  "gs://, ...)")
       ->required();
   app->add_option("--jobs", o->jobs, "Shards read at once")
       ->check(CLI::Range(1, 256))

@@ -18,6 +18,12 @@ Json ParseObject(std::string_view text) {
 
 }  // namespace
 
+std::optional<std::string> TarOfGzip(std::string_view name) {
+  if (name.ends_with(".tar.gz")) return std::string(name.substr(0, name.size() - 3));
+  if (name.ends_with(".tgz")) return std::string(name.substr(0, name.size() - 4)) + ".tar";
+  return std::nullopt;
+}
+
 bool IsWebDatasetIndex(std::string_view text) {
   // Cheap first: an MDS index.json never says "__kind__".
   if (text.find("__kind__") == std::string_view::npos) return false;
@@ -43,6 +49,8 @@ Result<DatasetDescription> ParseWebDatasetIndex(std::string_view text, std::stri
     return DataLossError(fmt::format("{}: 'shardlist' is missing or not a list", origin));
   }
   auto config = std::make_shared<const ShardConfig>();
+  auto gzipped = std::make_shared<ShardConfig>();
+  gzipped->compression = "gz";
   DatasetDescription description;
   const Json& list = doc["shardlist"];
   for (size_t k = 0; k < list.size(); ++k) {
@@ -62,12 +70,6 @@ Result<DatasetDescription> ParseWebDatasetIndex(std::string_view text, std::stri
     if (Status safe = ValidateBasename(url); !safe.ok()) {
       return safe.WithContext(fmt::format("{}: shard {}", origin, k));
     }
-    if (url.ends_with(".tar.gz") || url.ends_with(".tgz")) {
-      return InvalidArgumentError(
-          fmt::format("{}: shard {}: '{}': compressed tars are not read yet; decompress them "
-                      "(gunzip) and index the .tar files",
-                      origin, k, url));
-    }
     if (!entry.contains("nsamples") || !entry["nsamples"].is_number_unsigned()) {
       return bad("'nsamples' is not a count");
     }
@@ -77,8 +79,27 @@ Result<DatasetDescription> ParseWebDatasetIndex(std::string_view text, std::stri
           origin, k, url));
     }
     if (!entry["filesize"].is_number_unsigned()) return bad("'filesize' is not a byte count");
-    description.shards.push_back({.config = config,
-                                  .raw_data = {.basename = url, .bytes = entry["filesize"]},
+    const std::optional<std::string> tar = TarOfGzip(url);
+    if (!tar) {
+      description.shards.push_back({.config = config,
+                                    .raw_data = {.basename = url, .bytes = entry["filesize"]},
+                                    .samples = entry["nsamples"],
+                                    .format = "webdataset"});
+      continue;
+    }
+    // The cache fetches the compressed file and keeps the tar inside, which it sizes first.
+    if (!entry.contains("raw_filesize")) {
+      return InvalidArgumentError(fmt::format(
+          "{}: shard {} ('{}') has no 'raw_filesize' (the size of the tar inside); `ferry "
+          "index` writes it",
+          origin, k, url));
+    }
+    if (!entry["raw_filesize"].is_number_unsigned()) {
+      return bad("'raw_filesize' is not a byte count");
+    }
+    description.shards.push_back({.config = gzipped,
+                                  .raw_data = {.basename = *tar, .bytes = entry["raw_filesize"]},
+                                  .zip_data = FileInfo{.basename = url, .bytes = entry["filesize"]},
                                   .samples = entry["nsamples"],
                                   .format = "webdataset"});
   }
@@ -88,9 +109,16 @@ Result<DatasetDescription> ParseWebDatasetIndex(std::string_view text, std::stri
 std::string SerializeWebDatasetIndex(const DatasetDescription& description) {
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const ShardDescription& shard : description.shards) {
-    list.push_back({{"url", shard.raw_data.basename},
-                    {"nsamples", shard.samples},
-                    {"filesize", shard.raw_data.bytes}});
+    if (shard.zip_data) {
+      list.push_back({{"url", shard.zip_data->basename},
+                      {"nsamples", shard.samples},
+                      {"filesize", shard.zip_data->bytes},
+                      {"raw_filesize", shard.raw_data.bytes}});
+    } else {
+      list.push_back({{"url", shard.raw_data.basename},
+                      {"nsamples", shard.samples},
+                      {"filesize", shard.raw_data.bytes}});
+    }
   }
   const nlohmann::ordered_json doc = {
       {"__kind__", kWebDatasetIndexKind}, {"wids_version", 1}, {"shardlist", std::move(list)}};

@@ -4,13 +4,16 @@
 //    "shardlist": [{"url": "train-000000.tar", "nsamples": 100, "filesize": 1095680}, ...]}
 // It describes a dataset of "webdataset" shards (src/format/webdataset_format.h) without opening
 // one: a cold start then needs no scan. Each url is a tar beside the index (a safe relative
-// path); `filesize` is required, as the cache sizes its downloads by it. Compressed tars, shards
-// elsewhere (an absolute url, a `base_path`) and a shard list without sizes are
-// kInvalidArgument saying so; text that is not such a list is kDataLoss naming the origin.
+// path); `filesize` is required, as the cache sizes its downloads by it. A gzipped tar
+// (".tar.gz", ".tgz") needs `raw_filesize` too, the size of the tar inside (ferry's key; wids
+// ignores it): the cache fetches the compressed file and keeps the tar, "x.tar", which is read
+// as any other. Shards elsewhere (an absolute url, a `base_path`) and a shard list without sizes
+// are kInvalidArgument saying so; text that is not such a list is kDataLoss naming the origin.
 //
 // Thread-safety: free functions.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -20,6 +23,10 @@
 namespace ferry::internal_format {
 
 inline constexpr std::string_view kWebDatasetIndexKind = "wids-shard-index-v1";
+
+/// The tar inside a gzipped tar named `name` ("a.tar" for "a.tar.gz" and "a.tgz"), or nullopt
+/// when `name` is not one.
+std::optional<std::string> TarOfGzip(std::string_view name);
 
 /// True when `text` is a JSON object whose "__kind__" says it is a WebDataset shard list.
 bool IsWebDatasetIndex(std::string_view text);

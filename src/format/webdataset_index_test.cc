@@ -59,6 +59,33 @@ TEST(WebDatasetIndex, AShardListAsWidsWritesItReads) {
   EXPECT_EQ(parsed->shards[0].raw_data.bytes, 4096u);
 }
 
+TEST(WebDatasetIndex, AGzippedTarIsFetchedCompressedAndKeptAsTheTarInside) {
+  const auto parsed = ParseIndexFile(
+      R"({"__kind__": "wids-shard-index-v1", "shardlist": [
+          {"url": "a.tar.gz", "nsamples": 3, "filesize": 400, "raw_filesize": 10240},
+          {"url": "sub/b.tgz", "nsamples": 2, "filesize": 300, "raw_filesize": 20480}]})",
+      kOrigin);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  ASSERT_EQ(parsed->shards.size(), 2u);
+  const ShardDescription& a = parsed->shards[0];
+  EXPECT_EQ(a.raw_data.basename, "a.tar");
+  EXPECT_EQ(a.raw_data.bytes, 10240u);
+  ASSERT_TRUE(a.zip_data.has_value());
+  EXPECT_EQ(a.zip_data->basename, "a.tar.gz");
+  EXPECT_EQ(a.zip_data->bytes, 400u);
+  EXPECT_EQ(a.config->compression, "gz");
+  EXPECT_EQ(parsed->shards[1].raw_data.basename, "sub/b.tar");
+  EXPECT_EQ(parsed->shards[1].zip_data->basename, "sub/b.tgz");
+  // What ferry writes for them reads back the same.
+  const auto again = ParseWebDatasetIndex(SerializeWebDatasetIndex(*parsed), kOrigin).value();
+  for (size_t k = 0; k < 2; ++k) {
+    EXPECT_EQ(again.shards[k].raw_data, parsed->shards[k].raw_data);
+    EXPECT_EQ(again.shards[k].zip_data, parsed->shards[k].zip_data);
+    EXPECT_EQ(again.shards[k].samples, parsed->shards[k].samples);
+  }
+  EXPECT_EQ(TarOfGzip("x.tar"), std::nullopt);
+}
+
 TEST(WebDatasetIndex, AnMdsIndexIsNotAShardList) {
   EXPECT_FALSE(IsWebDatasetIndex(R"({"shards": [], "version": 2})"));
   EXPECT_FALSE(IsWebDatasetIndex(R"({"__kind__": "something else"})"));
@@ -97,7 +124,11 @@ INSTANTIATE_TEST_SUITE_P(
                               StatusCode::kInvalidArgument, "shard 0"},
                       BadList{R"({"__kind__": "wids-shard-index-v1",
                     "shardlist": [{"url": "a.tar.gz", "nsamples": 1, "filesize": 9}]})",
-                              StatusCode::kInvalidArgument, "compressed tars"},
+                              StatusCode::kInvalidArgument, "'raw_filesize'"},
+                      BadList{R"({"__kind__": "wids-shard-index-v1",
+                    "shardlist": [{"url": "a.tgz", "nsamples": 1, "filesize": 9,
+                                   "raw_filesize": "big"}]})",
+                              StatusCode::kDataLoss, "'raw_filesize'"},
                       BadList{R"({"__kind__": "wids-shard-index-v1",
                     "shardlist": [{"url": "a.tar", "nsamples": 1}]})",
                               StatusCode::kInvalidArgument, "ferry index"},

@@ -100,6 +100,52 @@ TEST(FerryIndex, NeverReplacesAnMdsIndexAndNamesABadShard) {
   EXPECT_EQ(Sh(fmt::format("{} index {} 2>/dev/null", FERRY_CLI_PATH, Quote(tmp / "empty"))), 3);
 }
 
+TEST(FerryIndex, GzippedTarsAreListedWithTheTarInsideAndStreamAsTheyAre) {
+  TempDir tmp;
+  const fs::path fixture = kTarWriter.parent_path() / "gnutar_gz";
+  const fs::path folder = tmp / "gz";
+  fs::create_directories(folder);
+  for (const auto& entry : fs::directory_iterator(fixture)) {
+    if (entry.path().string().ends_with(".tar.gz")) {
+      fs::copy_file(entry.path(), folder / entry.path().filename());
+    }
+  }
+  ASSERT_EQ(Sh(fmt::format("{} index {} >/dev/null", FERRY_CLI_PATH, Quote(folder))), 0);
+  const auto doc = nlohmann::json::parse(FileText(folder / "index.json"));
+  const auto expected = nlohmann::json::parse(FileText(fixture / "expected.json"));
+  ASSERT_EQ(doc["shardlist"].size(), expected["shards"].size());
+  std::map<std::string, std::map<std::string, std::string>> want;  // key -> field -> sha256
+  for (size_t k = 0; k < expected["shards"].size(); ++k) {
+    const auto& shard = expected["shards"][k];
+    EXPECT_EQ(doc["shardlist"][k]["url"], shard["shard"]);
+    EXPECT_EQ(doc["shardlist"][k]["nsamples"].get<uint64_t>(), shard["samples"].size());
+    EXPECT_GT(doc["shardlist"][k]["raw_filesize"].get<uint64_t>(),
+              doc["shardlist"][k]["filesize"].get<uint64_t>());
+    for (const auto& s : shard["samples"]) {
+      for (const auto& [field, info] : s["fields"].items())
+        want[s["__key__"]][field] = info["sha256"];
+    }
+  }
+  StreamingOptions options;
+  options.streams = {{.remote = folder.string(), .local = (tmp / "cache").string()}};
+  auto ds = StreamingDataset::Open(options);
+  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  auto it = (*ds)->Iterate({}).value();
+  size_t read = 0;
+  while (auto sample = it->Next().value()) {
+    const std::string key(sample->fields.at(0));
+    ASSERT_EQ(want.count(key), 1u) << key;
+    for (size_t f = 1; f < sample->fields.size(); ++f) {
+      EXPECT_EQ(HashHex("sha256", sample->fields[f]).value(),
+                want[key].at(sample->config->column_names[f]))
+          << key;
+    }
+    ++read;
+  }
+  EXPECT_EQ(read, want.size());
+  EXPECT_TRUE(fs::exists(tmp / "cache" / "shard-0000.tar")) << "the cache keeps the tar inside";
+}
+
 TEST(WebDatasetOnS3, TwoRanksOfTwoWorkersResumeAndEpochTwoFromTheCache) {
   UseS3Server("MOTO");
   TempDir tmp;
