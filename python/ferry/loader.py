@@ -139,7 +139,9 @@ class DataLoader:
             applied to every image column, or a dict of column -> list. An image column without
             one comes as a list of the encoded files.
         columns: the columns to load (default: every column the loader can batch: numbers,
-            bytes, str, jpeg, png).
+            bytes, str, jpeg, png). A WebDataset dataset's samples name their own fields, so
+            they are named here (``["jpg", "cls"]``) and read by extension: jpg/jpeg and png as
+            images, cls (and class, count, index, id) as integers, txt as str, others as bytes.
         pin_memory: copy batches into pinned memory when CUDA is available.
         seed: of the random transforms (default: the dataset's shuffle_seed).
 
@@ -173,6 +175,12 @@ class DataLoader:
         self.pin_memory = bool(pin_memory) and torch.cuda.is_available()
         self.seed = dataset.shuffle_seed if seed is None else int(seed)
         kinds = {name: _ferry.encoding_kind(enc) for name, enc in dataset._loader_columns()}
+        if not kinds:  # samples that name their own fields (WebDataset): read by extension
+            if columns is None:
+                raise InvalidArgumentError(
+                    "this dataset's samples name their own fields (WebDataset tars): pass "
+                    "columns=, e.g. ['jpg', 'cls']")
+            kinds = {c: _ferry.encoding_kind(_ferry.field_encoding(c)) for c in columns}
         if columns is None:
             columns = [c for c in dataset.columns if kinds[c] in _BATCHABLE]
         unknown = [c for c in columns if c not in kinds]

@@ -38,6 +38,22 @@ bool IsObjectKind(EncodingKind k) {
 
 }  // namespace
 
+ColumnEncoding FieldEncoding(std::string_view field) {
+  const std::string_view ext = field.substr(field.rfind('.') + 1);
+  std::string_view encoding = "bytes";
+  if (ext == "jpg" || ext == "jpeg") {
+    encoding = "jpeg";
+  } else if (ext == "png") {
+    encoding = "png";
+  } else if (ext == "cls" || ext == "cls2" || ext == "class" || ext == "count" || ext == "index" ||
+             ext == "inx" || ext == "id") {
+    encoding = "str_int";
+  } else if (ext == "txt" || ext == "text" || ext == "transcript") {
+    encoding = "str";
+  }
+  return ColumnEncoding::Parse(encoding).value();
+}
+
 std::shared_ptr<uint8_t[]> BufferPool::Get(size_t bytes) {
   std::unique_ptr<uint8_t[]> buffer;
   {
@@ -94,28 +110,38 @@ Result<std::unique_ptr<BatchLoader>> BatchLoader::Start(std::shared_ptr<Streamin
       break;
     }
   }
+  // A dataset whose samples name their own fields declares no columns: a field is taken by name
+  // from each sample, and read as its extension says.
+  const bool own_fields = config != nullptr && config->column_names.empty();
   std::unique_ptr<BatchLoader> loader(new BatchLoader());
   for (const ColumnSpec& spec : options.columns) {
-    const auto index = config ? config->ColumnIndex(spec.name) : std::nullopt;
+    auto index = config ? config->ColumnIndex(spec.name) : std::nullopt;
+    std::optional<ColumnEncoding> encoding;
+    if (!index && own_fields) {
+      encoding = FieldEncoding(spec.name);
+      index = 0;  // found by name in each sample
+    }
     if (!index) {
       return InvalidArgumentError(fmt::format("the dataset has no column {}", spec.name));
     }
+    const ColumnEncoding& declared = encoding ? *encoding : config->column_encodings[*index];
     Column column{.name = spec.name,
                   .index = *index,
-                  .kind = config->column_encodings[*index].kind(),
+                  .kind = declared.kind(),
+                  .encoding = encoding,
                   .image = std::nullopt};
     if (spec.image) {
       if (column.kind != EncodingKind::kJpeg && column.kind != EncodingKind::kPng) {
         return InvalidArgumentError(
             fmt::format("column {} is {}: image transforms apply to jpeg and png columns",
-                        spec.name, config->column_encodings[*index].text()));
+                        spec.name, declared.text()));
       }
       FERRY_ASSIGN_OR_RETURN(column.image, ImagePipeline::Create(*spec.image));
     } else if (!IsIntKind(column.kind) && !IsFloatKind(column.kind) && !IsObjectKind(column.kind)) {
       return InvalidArgumentError(fmt::format(
           "column {} is {}: the loader batches images, numbers, bytes and str (leave it out, or "
           "use StreamingDataset with torch's DataLoader)",
-          spec.name, config->column_encodings[*index].text()));
+          spec.name, declared.text()));
     }
     loader->columns_.push_back(std::move(column));
   }
@@ -215,7 +241,8 @@ Status BatchLoader::Fill(Batch& batch, uint32_t slot, const Sample& sample, uint
       Status s = c.image->Apply(field, rng, out.data.get() + slot * c.image->out_bytes());
       if (!s.ok()) return context(s);
     } else if (out.dtype == BatchDType::kInt64 || out.dtype == BatchDType::kFloat64) {
-      auto value = DecodeValue(sample.config->column_encodings[*index], field);
+      auto value =
+          DecodeValue(c.encoding ? *c.encoding : sample.config->column_encodings[*index], field);
       if (!value) return context(value.status());
       if (out.dtype == BatchDType::kInt64) {
         int64_t v = 0;

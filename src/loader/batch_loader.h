@@ -18,17 +18,25 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "base/bounded_queue.h"
 #include "base/mutex.h"
+#include "ferry/format/encoding.h"
 #include "ferry/stream/streaming_dataset.h"
 #include "loader/image_pipeline.h"
 
 namespace ferry::internal_loader {
 
 /// What a batch holds for one column.
+/// How the loader reads a field of a sample that names its own fields (a WebDataset one, whose
+/// fields are all bytes), by its extension, as WebDataset's default decoders do: jpg/jpeg and png
+/// as images, class indexes (cls, cls2, class, count, index, inx, id) as decimal text, txt, text
+/// and transcript as str; anything else stays bytes.
+ColumnEncoding FieldEncoding(std::string_view field);
+
 struct ColumnSpec {
   std::string name;
   /// Set for image columns (jpeg, png): decoded and transformed to a fixed size.
@@ -105,6 +113,9 @@ class BatchLoader {
     std::string name;
     size_t index = 0;  // in the dataset's columns
     EncodingKind kind = EncodingKind::kBytes;
+    // Set for a field of a sample that names its own fields: how its extension says to read it
+    // (the sample's own config says bytes).
+    std::optional<ColumnEncoding> encoding;
     std::optional<ImagePipeline> image;
   };
   struct Worker {

@@ -10,6 +10,7 @@
 #include "ferry/format/mds_writer.h"
 #include "ferry/metrics/metrics.h"
 #include "ferry/storage/registry.h"
+#include "loader/batch_loader.h"
 #include "python/bindings.h"
 #include "python/status_exception.h"
 
@@ -32,6 +33,12 @@ PYBIND11_MODULE(_ferry, m) {
         return std::string(EncodingKindName(Unwrap(ColumnEncoding::Parse(encoding)).kind()));
       },
       py::arg("encoding"), "'ndarray:int16:3,4' -> 'ndarray'; ValueError for unknown ones.");
+  m.def(
+      "field_encoding",
+      [](const std::string& field) { return internal_loader::FieldEncoding(field).text(); },
+      py::arg("field"),
+      "How the loader reads a WebDataset field by its extension: 'jpg' -> 'jpeg', 'cls' -> "
+      "'str_int', 'json' -> 'bytes'.");
   m.def(
       "metrics", [] { return metrics::Values(); },
       "Every counter and gauge of this process: {'/ferry/cache/hits': 12, ...}.");

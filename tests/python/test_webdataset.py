@@ -142,3 +142,41 @@ def test_a_webdataset_converts_into_mds_that_streams_the_same_samples(wds_remote
     assert sorted(ds.columns) == sorted(want[0].keys())
     assert list(ds) == want
 
+
+def test_ferry_dataloader_reads_webdataset_fields_by_extension(tmp_path):
+    """jpg fields decode and transform as jpeg columns do, cls fields batch as int64; the
+    loader asks for the fields by name, since the samples name their own."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    from ferry import transforms as T
+
+    rng = np.random.default_rng(3)
+    images = []
+    with ferry.MDSWriter(out=str(tmp_path / "mds"), columns={"jpg": "jpeg", "cls": "int"},
+                         size_limit=1 << 15) as writer:
+        for i in range(24):
+            pixels = rng.integers(0, 255, (20 + i, 30, 3)).astype(np.uint8)
+            writer.write({"jpg": Image.fromarray(pixels), "cls": i % 5})
+    _ferry("convert", tmp_path / "mds", tmp_path / "wds", "--to", "webdataset", "-q")
+    raw = [s for shard in sorted((tmp_path / "wds").glob("*.tar"))
+           for s in _tarfile_samples(shard)]
+    ds = ferry.StreamingDataset(local=str(tmp_path / "wds"), shuffle=False, batch_size=4)
+    with pytest.raises(ferry.InvalidArgumentError, match="columns="):
+        ferry.DataLoader(ds, batch_size=4)
+    loader = ferry.DataLoader(ds, batch_size=4, num_threads=1, columns=["jpg", "cls"],
+                              transform=[T.Decode(dct_scaling=False), T.CenterCrop((16, 16))])
+    seen = 0
+    for batch in loader:
+        assert batch["cls"].dtype == torch.int64
+        for k, sample_id in enumerate(batch["__ids__"].tolist()):
+            want = raw[sample_id]
+            assert batch["cls"][k].item() == int(want["cls"])
+            image = Image.open(io.BytesIO(want["jpg"])).convert("RGB")
+            top, left = int(round((image.height - 16) / 2.0)), int(round((image.width - 16) / 2.0))
+            np.testing.assert_array_equal(batch["jpg"][k].numpy(),
+                                          np.asarray(image.crop((left, top, left + 16, top + 16))))
+            seen += 1
+    assert seen == 24
