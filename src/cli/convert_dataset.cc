@@ -30,7 +30,21 @@ using internal_format::WebDatasetFieldData;
 // text for numbers; `scratch` holds text made here.
 Result<std::string_view> FieldBytes(const ColumnEncoding& encoding, std::string_view payload,
                                     std::string& scratch) {
-  switch (encoding.kind()) {
+  const EncodingKind kind = encoding.kind();
+  if (IsBinaryIntKind(kind) || IsBinaryFloatKind(kind)) {
+    FERRY_ASSIGN_OR_RETURN(const Value value, DecodeValue(encoding, payload));
+    if (const auto* i = std::get_if<int64_t>(&value)) {
+      scratch = std::to_string(*i);
+    } else if (const auto* u = std::get_if<uint64_t>(&value)) {
+      scratch = std::to_string(*u);
+    } else if (const auto* d = std::get_if<double>(&value)) {
+      scratch = FormatPythonFloat(*d);
+    } else {
+      return InternalError(fmt::format("encoding {} decoded to no number", encoding.text()));
+    }
+    return std::string_view(scratch);
+  }
+  switch (kind) {
     case EncodingKind::kBytes:
     case EncodingKind::kStr:
     case EncodingKind::kJson:
@@ -40,30 +54,6 @@ Result<std::string_view> FieldBytes(const ColumnEncoding& encoding, std::string_
     case EncodingKind::kStrFloat:
     case EncodingKind::kStrDecimal:
       return payload;
-    case EncodingKind::kInt:
-    case EncodingKind::kUInt8:
-    case EncodingKind::kUInt16:
-    case EncodingKind::kUInt32:
-    case EncodingKind::kUInt64:
-    case EncodingKind::kInt8:
-    case EncodingKind::kInt16:
-    case EncodingKind::kInt32:
-    case EncodingKind::kInt64:
-    case EncodingKind::kFloat16:
-    case EncodingKind::kFloat32:
-    case EncodingKind::kFloat64: {
-      FERRY_ASSIGN_OR_RETURN(const Value value, DecodeValue(encoding, payload));
-      if (const auto* i = std::get_if<int64_t>(&value)) {
-        scratch = std::to_string(*i);
-      } else if (const auto* u = std::get_if<uint64_t>(&value)) {
-        scratch = std::to_string(*u);
-      } else if (const auto* d = std::get_if<double>(&value)) {
-        scratch = FormatPythonFloat(*d);
-      } else {
-        return InternalError(fmt::format("encoding {} decoded to no number", encoding.text()));
-      }
-      return std::string_view(scratch);
-    }
     default:
       return InvalidArgumentError(
           fmt::format("has no file form for a WebDataset field (encoding {})", encoding.text()));

@@ -60,6 +60,28 @@ constexpr std::array<EncodingName, 27> kEncodings = {{
 
 }  // namespace
 
+bool IsBinaryIntKind(EncodingKind kind) {
+  switch (kind) {
+    case EncodingKind::kInt:
+    case EncodingKind::kUInt8:
+    case EncodingKind::kUInt16:
+    case EncodingKind::kUInt32:
+    case EncodingKind::kUInt64:
+    case EncodingKind::kInt8:
+    case EncodingKind::kInt16:
+    case EncodingKind::kInt32:
+    case EncodingKind::kInt64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool IsBinaryFloatKind(EncodingKind kind) {
+  return kind == EncodingKind::kFloat16 || kind == EncodingKind::kFloat32 ||
+         kind == EncodingKind::kFloat64;
+}
+
 std::string_view EncodingKindName(EncodingKind kind) {
   if (kind == EncodingKind::kNdArray) return "ndarray";
   for (const auto& known : kEncodings) {

@@ -8,28 +8,9 @@
 namespace ferry::internal_loader {
 namespace {
 
-bool IsIntKind(EncodingKind k) {
-  switch (k) {
-    case EncodingKind::kInt:
-    case EncodingKind::kUInt8:
-    case EncodingKind::kUInt16:
-    case EncodingKind::kUInt32:
-    case EncodingKind::kUInt64:
-    case EncodingKind::kInt8:
-    case EncodingKind::kInt16:
-    case EncodingKind::kInt32:
-    case EncodingKind::kInt64:
-    case EncodingKind::kStrInt:
-      return true;
-    default:
-      return false;
-  }
-}
+bool IsIntKind(EncodingKind k) { return IsBinaryIntKind(k) || k == EncodingKind::kStrInt; }
 
-bool IsFloatKind(EncodingKind k) {
-  return k == EncodingKind::kFloat16 || k == EncodingKind::kFloat32 ||
-         k == EncodingKind::kFloat64 || k == EncodingKind::kStrFloat;
-}
+bool IsFloatKind(EncodingKind k) { return IsBinaryFloatKind(k) || k == EncodingKind::kStrFloat; }
 
 bool IsObjectKind(EncodingKind k) {
   return k == EncodingKind::kBytes || k == EncodingKind::kStr || k == EncodingKind::kJpeg ||

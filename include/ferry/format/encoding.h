@@ -56,6 +56,11 @@ enum class EncodingKind : uint8_t {
 /// The canonical name of a kind: "bytes", "uint8", "list[pil]", "jpeg_array", "ndarray", ...
 std::string_view EncodingKindName(EncodingKind kind);
 
+/// The integers stored as fixed-size binary: int, uint8 ... int64 (not str_int).
+bool IsBinaryIntKind(EncodingKind kind);
+/// The floats stored as fixed-size binary: float16, float32, float64 (not str_float).
+bool IsBinaryFloatKind(EncodingKind kind);
+
 class ColumnEncoding {
  public:
   /// kInvalidArgument naming the text for an unknown encoding or malformed ndarray parameters.
