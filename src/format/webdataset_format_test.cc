@@ -9,13 +9,12 @@
 
 #include <filesystem>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 
-#include "format/compression.h"
 #include "format/fixture_testutil.h"
 #include "format/hash.h"
+#include "format/webdataset_fixture_testutil.h"
 
 namespace ferry::internal_format {
 namespace {
@@ -23,7 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-fs::path WebDatasetFixtures() { return testing::FixturesDir().parent_path() / "webdataset"; }
+using testing::WebDatasetFixtures;
 
 ShardDescription Describe(uint64_t bytes, uint64_t samples) {
   return {.config = std::make_shared<const ShardConfig>(),
@@ -36,11 +35,9 @@ ShardDescription Describe(uint64_t bytes, uint64_t samples) {
 Result<std::unique_ptr<ShardReader>> OpenShard(const fs::path& shard, uint64_t samples) {
   const WebDatasetFormat format;
   if (shard.string().ends_with(".gz")) {
-    auto tar =
-        Compression::Parse("gz").value().Decompress(testing::FileText(shard), uint64_t{1} << 30);
-    if (!tar) return tar.error();
-    const uint64_t bytes = tar->size();
-    return format.FromBuffer(std::move(*tar), Describe(bytes, samples), shard.string());
+    std::string tar = testing::TarBytes(shard);
+    const uint64_t bytes = tar.size();
+    return format.FromBuffer(std::move(tar), Describe(bytes, samples), shard.string());
   }
   return format.Open(shard, Describe(fs::file_size(shard), samples));
 }
@@ -48,34 +45,26 @@ Result<std::unique_ptr<ShardReader>> OpenShard(const fs::path& shard, uint64_t s
 class WebDatasetFormatFixture : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(WebDatasetFormatFixture, EverySampleIsWhatWebDatasetYields) {
-  const fs::path dir = WebDatasetFixtures() / GetParam();
-  const auto expected = nlohmann::json::parse(testing::FileText(dir / "expected.json"));
-  ASSERT_FALSE(expected["shards"].empty());
-  for (const auto& shard : expected["shards"]) {
-    const std::string name = shard["shard"];
+  for (const auto& [name, want] : testing::ExpectedWebDatasetShards(GetParam())) {
     SCOPED_TRACE(name);
-    auto reader = OpenShard(dir / name, shard["samples"].size());
+    auto reader = OpenShard(WebDatasetFixtures() / GetParam() / name, want.size());
     ASSERT_TRUE(reader.ok()) << reader.status().ToString();
-    ASSERT_EQ((*reader)->num_samples(), shard["samples"].size());
+    ASSERT_EQ((*reader)->num_samples(), want.size());
     SampleFields out;
     for (uint32_t i = 0; i < (*reader)->num_samples(); ++i) {
-      const auto& want = shard["samples"][i];
       ASSERT_TRUE((*reader)->ReadSample(i, out).ok());
       ASSERT_NE(out.config, nullptr);
       ASSERT_EQ(out.fields.size(), out.config->column_names.size());
       ASSERT_EQ(out.config->column_names[0], "__key__");
       EXPECT_EQ(out.config->column_encodings[0].text(), "str");
-      EXPECT_EQ(out.fields[0], want["__key__"].get<std::string>()) << "sample " << i;
-      ASSERT_EQ(out.fields.size() - 1, want["fields"].size()) << "sample " << i;
+      EXPECT_EQ(out.fields[0], want[i].key) << "sample " << i;
+      std::map<std::string, std::pair<uint64_t, std::string>> fields;
       for (size_t f = 1; f < out.fields.size(); ++f) {
-        const std::string& field = out.config->column_names[f];
-        ASSERT_TRUE(want["fields"].contains(field)) << "sample " << i << " has no " << field;
         EXPECT_EQ(out.config->column_encodings[f].text(), "bytes");
-        EXPECT_EQ(out.fields[f].size(), want["fields"][field]["bytes"].get<uint64_t>()) << field;
-        EXPECT_EQ(HashHex("sha256", out.fields[f]).value(),
-                  want["fields"][field]["sha256"].get<std::string>())
-            << "sample " << i << " field " << field;
+        fields[out.config->column_names[f]] = {out.fields[f].size(),
+                                               HashHex("sha256", out.fields[f]).value()};
       }
+      EXPECT_EQ(fields, want[i].fields) << "sample " << i;
     }
   }
 }
@@ -84,12 +73,10 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, WebDatasetFormatFixture,
                          ::testing::Values("tarwriter", "gnutar", "gnutar_gz", "edge"));
 
 TEST(WebDatasetFormat, SamplesWithTheSameFieldsShareAConfigAndOthersHaveTheirOwn) {
-  const fs::path dir = WebDatasetFixtures() / "edge";
-  const auto expected = nlohmann::json::parse(testing::FileText(dir / "expected.json"));
   std::set<const ShardConfig*> configs;
   std::set<std::set<std::string>> field_sets;
-  for (const auto& shard : expected["shards"]) {
-    auto reader = OpenShard(dir / shard["shard"].get<std::string>(), shard["samples"].size());
+  for (const auto& [name, want] : testing::ExpectedWebDatasetShards("edge")) {
+    auto reader = OpenShard(WebDatasetFixtures() / "edge" / name, want.size());
     ASSERT_TRUE(reader.ok()) << reader.status().ToString();
     std::map<std::set<std::string>, const ShardConfig*> seen;
     SampleFields out;

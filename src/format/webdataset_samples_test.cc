@@ -5,13 +5,12 @@
 
 #include <filesystem>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <string>
 
-#include "format/compression.h"
 #include "format/fixture_testutil.h"
 #include "format/hash.h"
 #include "format/tar_scan.h"
+#include "format/webdataset_fixture_testutil.h"
 
 namespace ferry::internal_format {
 namespace {
@@ -19,19 +18,8 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-// The WebDataset fixtures sit beside the MDS ones (FERRY_FIXTURES_DIR names the MDS folder).
-fs::path WebDatasetFixtures() { return testing::FixturesDir().parent_path() / "webdataset"; }
-
-// The shard's tar bytes: gunzipped when it is a .tar.gz.
-std::string TarBytes(const fs::path& shard) {
-  std::string bytes = testing::FileText(shard);
-  if (shard.string().ends_with(".gz")) {
-    auto tar = Compression::Parse("gz").value().Decompress(bytes, uint64_t{1} << 30);
-    EXPECT_TRUE(tar.ok()) << tar.status().ToString();
-    return tar.value_or("");
-  }
-  return bytes;
-}
+using testing::TarBytes;
+using testing::WebDatasetFixtures;
 
 Result<std::vector<WebDatasetSample>> Samples(const std::string& tar, std::string_view shard) {
   FERRY_ASSIGN_OR_RETURN(auto members, ScanTar(tar, shard));
@@ -43,31 +31,21 @@ class WebDatasetFixture : public ::testing::TestWithParam<std::string> {};
 // Every shard yields what WebDataset itself yields: the same samples in the same order, each
 // with the same fields, sizes and bytes.
 TEST_P(WebDatasetFixture, YieldsWhatWebDatasetYields) {
-  const fs::path dir = WebDatasetFixtures() / GetParam();
-  const auto expected = nlohmann::json::parse(testing::FileText(dir / "expected.json"));
-  ASSERT_FALSE(expected["shards"].empty());
-  for (const auto& shard : expected["shards"]) {
-    const std::string name = shard["shard"];
+  for (const auto& [name, want] : testing::ExpectedWebDatasetShards(GetParam())) {
     SCOPED_TRACE(name);
-    const std::string tar = TarBytes(dir / name);
+    const std::string tar = TarBytes(WebDatasetFixtures() / GetParam() / name);
     auto samples = Samples(tar, name);
     ASSERT_TRUE(samples.ok()) << samples.status().ToString();
-    ASSERT_EQ(samples->size(), shard["samples"].size());
+    ASSERT_EQ(samples->size(), want.size());
     for (size_t i = 0; i < samples->size(); ++i) {
       const WebDatasetSample& got = (*samples)[i];
-      const auto& want = shard["samples"][i];
-      EXPECT_EQ(got.key, want["__key__"].get<std::string>()) << "sample " << i;
+      EXPECT_EQ(got.key, want[i].key) << "sample " << i;
       std::map<std::string, std::pair<uint64_t, std::string>> fields;
       for (const WebDatasetField& f : got.fields) {
         fields[f.name] = {
             f.size, HashHex("sha256", std::string_view(tar).substr(f.offset, f.size)).value_or("")};
       }
-      ASSERT_EQ(fields.size(), want["fields"].size()) << "sample " << i;
-      for (const auto& [field, info] : want["fields"].items()) {
-        ASSERT_EQ(fields.count(field), 1u) << "sample " << i << " lacks " << field;
-        EXPECT_EQ(fields[field].first, info["bytes"].get<uint64_t>()) << field;
-        EXPECT_EQ(fields[field].second, info["sha256"].get<std::string>()) << field;
-      }
+      EXPECT_EQ(fields, want[i].fields) << "sample " << i;
     }
   }
 }

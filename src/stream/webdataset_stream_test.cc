@@ -17,6 +17,7 @@
 #include "ferry/stream/streaming_dataset.h"
 #include "format/fixture_testutil.h"
 #include "format/hash.h"
+#include "format/webdataset_fixture_testutil.h"
 #include "format/webdataset_index.h"
 
 namespace ferry {
@@ -25,7 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-const fs::path kTarWriter = testing::FixturesDir().parent_path() / "webdataset" / "tarwriter";
+const fs::path kTarWriter = testing::WebDatasetFixtures() / "tarwriter";
 
 // What WebDataset yields for one sample: its key, and each field's sha256.
 struct Expected {

@@ -18,6 +18,7 @@
 #include "ferry/stream/streaming_dataset.h"
 #include "format/fixture_testutil.h"
 #include "format/hash.h"
+#include "format/webdataset_fixture_testutil.h"
 #include "tests/integration/stream_testutil.h"
 
 namespace ferry::testing {
@@ -25,7 +26,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kTarWriter = FixturesDir().parent_path() / "webdataset" / "tarwriter";
+const fs::path kTarWriter = WebDatasetFixtures() / "tarwriter";
 
 // Per shard, its sample count; per key, each field's sha256: what WebDataset itself read.
 struct Expected {
