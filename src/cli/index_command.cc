@@ -21,7 +21,6 @@
 #include "cli/dataset_url.h"
 #include "cli/scratch_folder.h"
 #include "format/compression.h"
-#include "format/tar_scan.h"
 #include "format/webdataset_index.h"
 #include "format/webdataset_samples.h"
 
@@ -51,10 +50,8 @@ Result<Counted> CountSamples(const std::filesystem::path& path, const std::strin
     tar = std::move(*inflated);
   }
   const std::string_view bytes = gzipped ? std::string_view(tar) : file.data();
-  FERRY_ASSIGN_OR_RETURN(const std::vector<internal_format::TarMember> members,
-                         internal_format::ScanTar(bytes, url));
   FERRY_ASSIGN_OR_RETURN(const std::vector<internal_format::WebDatasetSample> samples,
-                         internal_format::GroupWebDatasetSamples(members, url));
+                         internal_format::ReadWebDatasetSamples(bytes, url));
   return Counted{.samples = samples.size(), .tar_bytes = bytes.size()};
 }
 
@@ -110,24 +107,15 @@ Result<int> RunIndex(const IndexOptions& o) {
   }
 
   DatasetDescription description;
-  auto config = std::make_shared<const ShardConfig>();
-  auto gzipped = std::make_shared<ShardConfig>();
-  gzipped->compression = "gz";
   uint64_t samples = 0;
   for (size_t k = 0; k < shards.size(); ++k) {
     FERRY_RETURN_IF_ERROR(counts[k].status());
     samples += counts[k]->samples;
     const std::string name = shards[k].key.substr(folder.prefix().size());
-    ShardDescription shard{.config = config,
-                           .raw_data = {.basename = name, .bytes = shards[k].size},
-                           .samples = counts[k]->samples,
-                           .format = "webdataset"};
-    if (auto tar = internal_format::TarOfGzip(name)) {
-      shard.config = gzipped;
-      shard.zip_data = shard.raw_data;
-      shard.raw_data = {.basename = *tar, .bytes = counts[k]->tar_bytes};
-    }
-    description.shards.push_back(std::move(shard));
+    std::optional<uint64_t> raw_filesize;
+    if (internal_format::TarOfGzip(name)) raw_filesize = counts[k]->tar_bytes;
+    description.shards.push_back(internal_format::DescribeWebDatasetShard(
+        name, shards[k].size, raw_filesize, counts[k]->samples));
   }
   FERRY_RETURN_IF_ERROR(folder.store().Put(folder.prefix() + "index.json",
                                            internal_format::SerializeWebDatasetIndex(description)));

@@ -6,7 +6,6 @@
 #include <variant>
 
 #include "base/mapped_file.h"
-#include "format/tar_scan.h"
 #include "format/webdataset_samples.h"
 
 namespace ferry::internal_format {
@@ -50,9 +49,8 @@ class WebDatasetShardReader final : public ShardReader {
       return bad(fmt::format("file holds {} bytes but the description says {}", data.size(),
                              shard.raw_data.bytes));
     }
-    FERRY_ASSIGN_OR_RETURN(std::vector<TarMember> members, ScanTar(data, origin));
-    FERRY_ASSIGN_OR_RETURN(std::vector<WebDatasetSample> samples,
-                           GroupWebDatasetSamples(members, origin));
+    FERRY_ASSIGN_OR_RETURN(const std::vector<WebDatasetSample> samples,
+                           ReadWebDatasetSamples(data, origin));
     if (samples.size() != shard.samples) {
       return bad(fmt::format("holds {} samples but the description says {}", samples.size(),
                              shard.samples));

@@ -24,6 +24,32 @@ std::optional<std::string> TarOfGzip(std::string_view name) {
   return std::nullopt;
 }
 
+ShardDescription DescribeWebDatasetShard(const std::string& url, uint64_t filesize,
+                                         std::optional<uint64_t> raw_filesize, uint64_t samples) {
+  // One config for every plain tar, one for every gzipped one: descriptions share them.
+  static const auto plain = std::make_shared<const ShardConfig>();
+  static const auto gzipped =
+      std::make_shared<const ShardConfig>(ShardConfig{.column_names = {},
+                                                      .column_encodings = {},
+                                                      .column_sizes = {},
+                                                      .compression = "gz",
+                                                      .hashes = {},
+                                                      .size_limit = std::nullopt});
+  const std::optional<std::string> tar = TarOfGzip(url);
+  if (!tar) {
+    return {.config = plain,
+            .raw_data = {.basename = url, .bytes = filesize},
+            .samples = samples,
+            .format = "webdataset"};
+  }
+  // The cache fetches the compressed file and keeps the tar inside, which it sizes first.
+  return {.config = gzipped,
+          .raw_data = {.basename = *tar, .bytes = raw_filesize.value_or(0)},
+          .zip_data = FileInfo{.basename = url, .bytes = filesize},
+          .samples = samples,
+          .format = "webdataset"};
+}
+
 bool IsWebDatasetIndex(std::string_view text) {
   // Cheap first: an MDS index.json never says "__kind__".
   if (text.find("__kind__") == std::string_view::npos) return false;
@@ -48,9 +74,6 @@ Result<DatasetDescription> ParseWebDatasetIndex(std::string_view text, std::stri
   if (!doc.contains("shardlist") || !doc["shardlist"].is_array()) {
     return DataLossError(fmt::format("{}: 'shardlist' is missing or not a list", origin));
   }
-  auto config = std::make_shared<const ShardConfig>();
-  auto gzipped = std::make_shared<ShardConfig>();
-  gzipped->compression = "gz";
   DatasetDescription description;
   const Json& list = doc["shardlist"];
   for (size_t k = 0; k < list.size(); ++k) {
@@ -79,29 +102,21 @@ Result<DatasetDescription> ParseWebDatasetIndex(std::string_view text, std::stri
           origin, k, url));
     }
     if (!entry["filesize"].is_number_unsigned()) return bad("'filesize' is not a byte count");
-    const std::optional<std::string> tar = TarOfGzip(url);
-    if (!tar) {
-      description.shards.push_back({.config = config,
-                                    .raw_data = {.basename = url, .bytes = entry["filesize"]},
-                                    .samples = entry["nsamples"],
-                                    .format = "webdataset"});
-      continue;
-    }
-    // The cache fetches the compressed file and keeps the tar inside, which it sizes first.
-    if (!entry.contains("raw_filesize")) {
+    std::optional<uint64_t> raw_filesize;
+    if (TarOfGzip(url) && !entry.contains("raw_filesize")) {
       return InvalidArgumentError(fmt::format(
           "{}: shard {} ('{}') has no 'raw_filesize' (the size of the tar inside); `ferry "
           "index` writes it",
           origin, k, url));
     }
-    if (!entry["raw_filesize"].is_number_unsigned()) {
-      return bad("'raw_filesize' is not a byte count");
+    if (TarOfGzip(url)) {
+      if (!entry["raw_filesize"].is_number_unsigned()) {
+        return bad("'raw_filesize' is not a byte count");
+      }
+      raw_filesize = entry["raw_filesize"].get<uint64_t>();
     }
-    description.shards.push_back({.config = gzipped,
-                                  .raw_data = {.basename = *tar, .bytes = entry["raw_filesize"]},
-                                  .zip_data = FileInfo{.basename = url, .bytes = entry["filesize"]},
-                                  .samples = entry["nsamples"],
-                                  .format = "webdataset"});
+    description.shards.push_back(
+        DescribeWebDatasetShard(url, entry["filesize"], raw_filesize, entry["nsamples"]));
   }
   return description;
 }

@@ -28,6 +28,12 @@ inline constexpr std::string_view kWebDatasetIndexKind = "wids-shard-index-v1";
 /// when `name` is not one.
 std::optional<std::string> TarOfGzip(std::string_view name);
 
+/// The description of the shard list entry `url` (a tar, or a gzipped tar with the size of the
+/// tar inside, `raw_filesize`) of `filesize` bytes holding `samples` samples.
+/// \pre raw_filesize is set exactly when TarOfGzip(url) is
+ShardDescription DescribeWebDatasetShard(const std::string& url, uint64_t filesize,
+                                         std::optional<uint64_t> raw_filesize, uint64_t samples);
+
 /// True when `text` is a JSON object whose "__kind__" says it is a WebDataset shard list.
 bool IsWebDatasetIndex(std::string_view text);
 

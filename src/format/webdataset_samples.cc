@@ -54,4 +54,10 @@ Result<std::vector<WebDatasetSample>> GroupWebDatasetSamples(const std::vector<T
   return samples;
 }
 
+Result<std::vector<WebDatasetSample>> ReadWebDatasetSamples(std::string_view archive,
+                                                            std::string_view shard) {
+  FERRY_ASSIGN_OR_RETURN(const std::vector<TarMember> members, ScanTar(archive, shard));
+  return GroupWebDatasetSamples(members, shard);
+}
+
 }  // namespace ferry::internal_format

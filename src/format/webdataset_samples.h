@@ -35,4 +35,9 @@ struct WebDatasetSample {
 Result<std::vector<WebDatasetSample>> GroupWebDatasetSamples(const std::vector<TarMember>& members,
                                                              std::string_view shard);
 
+/// The samples of the tar `archive` (a whole shard in memory): ScanTar, then grouped. `shard`
+/// names it in errors.
+Result<std::vector<WebDatasetSample>> ReadWebDatasetSamples(std::string_view archive,
+                                                            std::string_view shard);
+
 }  // namespace ferry::internal_format

@@ -21,11 +21,6 @@ using ::testing::HasSubstr;
 using testing::TarBytes;
 using testing::WebDatasetFixtures;
 
-Result<std::vector<WebDatasetSample>> Samples(const std::string& tar, std::string_view shard) {
-  FERRY_ASSIGN_OR_RETURN(auto members, ScanTar(tar, shard));
-  return GroupWebDatasetSamples(members, shard);
-}
-
 class WebDatasetFixture : public ::testing::TestWithParam<std::string> {};
 
 // Every shard yields what WebDataset itself yields: the same samples in the same order, each
@@ -34,7 +29,7 @@ TEST_P(WebDatasetFixture, YieldsWhatWebDatasetYields) {
   for (const auto& [name, want] : testing::ExpectedWebDatasetShards(GetParam())) {
     SCOPED_TRACE(name);
     const std::string tar = TarBytes(WebDatasetFixtures() / GetParam() / name);
-    auto samples = Samples(tar, name);
+    auto samples = ReadWebDatasetSamples(tar, name);
     ASSERT_TRUE(samples.ok()) << samples.status().ToString();
     ASSERT_EQ(samples->size(), want.size());
     for (size_t i = 0; i < samples->size(); ++i) {
@@ -55,7 +50,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, WebDatasetFixture,
 
 TEST(WebDatasetSamples, ARepeatedFieldIsAnErrorNamingTheShardAndMember) {
   const fs::path shard = WebDatasetFixtures() / "bad_duplicate" / "bad-000000.tar";
-  auto samples = Samples(TarBytes(shard), "bad-000000.tar");
+  auto samples = ReadWebDatasetSamples(TarBytes(shard), "bad-000000.tar");
   ASSERT_FALSE(samples.ok());
   EXPECT_EQ(samples.status().code(), StatusCode::kDataLoss);
   EXPECT_THAT(samples.status().message(), HasSubstr("bad-000000.tar: k.jpg"));
