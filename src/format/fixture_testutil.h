@@ -19,6 +19,9 @@ inline std::filesystem::path FixturesDir() {
   return FERRY_FIXTURES_DIR;
 }
 
+/// FixturesDir() as the process started: what the tests of one run read.
+inline const std::filesystem::path kFixtures = FixturesDir();
+
 /// The whole file; a test failure (and "") when it cannot be read.
 inline std::string FileText(const std::filesystem::path& path) {
   auto text = ReadFileToString(path);

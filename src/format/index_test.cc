@@ -22,7 +22,7 @@ using testing::FileText;
 using ::testing::HasSubstr;
 using OrderedJson = nlohmann::ordered_json;
 
-const std::filesystem::path kFixtures = testing::FixturesDir();
+using testing::kFixtures;
 constexpr std::string_view kOrigin = "some/dataset/index.json";
 
 DatasetDescription LoadFixtureIndex(const std::string& name) {

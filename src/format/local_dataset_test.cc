@@ -27,7 +27,7 @@ using ::testing::HasSubstr;
 using OrderedJson = nlohmann::ordered_json;
 namespace fs = std::filesystem;
 
-const fs::path kFixtures = testing::FixturesDir();
+using testing::kFixtures;
 
 // The sorted names of the files in `folder`.
 std::set<std::string> Listing(const fs::path& folder) {

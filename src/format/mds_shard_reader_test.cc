@@ -22,7 +22,7 @@ using testing::FileText;
 
 using ::testing::HasSubstr;
 
-const std::filesystem::path kFixtures = testing::FixturesDir();
+using testing::kFixtures;
 constexpr char kOrigin[] = "data/shard.00000.mds";
 
 // The spec §4 worked example: columns {id: int, text: str}, hashes ["sha1"], samples

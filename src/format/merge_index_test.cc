@@ -20,7 +20,7 @@ using testing::FileText;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-const fs::path kFixtures = testing::FixturesDir();
+using testing::kFixtures;
 
 // Copies the two parts of the merged fixture (their index.json and shard files) under `root`,
 // as `root`/<name_a> and `root`/<name_b>.

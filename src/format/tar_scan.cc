@@ -10,8 +10,6 @@
 namespace ferry::internal_format {
 namespace {
 
-constexpr uint64_t kBlock = 512;
-
 // Header field offsets and lengths (POSIX.1-1988 ustar).
 constexpr size_t kName = 0, kNameLen = 100;
 constexpr size_t kSize = 124, kSizeLen = 12;
@@ -62,7 +60,7 @@ bool ChecksumMatches(std::string_view header) {
   // sum taken over signed bytes too (some old tars).
   uint64_t unsigned_sum = 0;
   int64_t signed_sum = 0;
-  for (size_t i = 0; i < kBlock; ++i) {
+  for (size_t i = 0; i < kTarBlock; ++i) {
     const bool in_checksum = i >= kChecksum && i < kChecksum + kChecksumLen;
     const char c = in_checksum ? ' ' : header[i];
     unsigned_sum += static_cast<unsigned char>(c);
@@ -119,8 +117,8 @@ Result<std::vector<TarMember>> ScanTar(std::string_view archive, std::string_vie
   auto error = [&](std::string_view what) {
     return DataLossError(fmt::format("{}: tar header at byte {}: {}", name, at, what));
   };
-  while (at + kBlock <= archive.size()) {
-    const std::string_view header = archive.substr(at, kBlock);
+  while (at + kTarBlock <= archive.size()) {
+    const std::string_view header = archive.substr(at, kTarBlock);
     if (AllZero(header)) break;  // end of archive
     if (!ChecksumMatches(header)) return error("checksum does not match (not a tar, or corrupt)");
     const char type = header[kType];
@@ -129,13 +127,13 @@ Result<std::vector<TarMember>> ScanTar(std::string_view archive, std::string_vie
     const uint64_t size = pax_sized && type != 'x' && type != 'g' && type != 'L' && type != 'K'
                               ? pax_size
                               : *header_size;
-    const uint64_t data = at + kBlock;
+    const uint64_t data = at + kTarBlock;
     if (size > archive.size() - data) {
       return error(
           fmt::format("member of {} bytes runs past the end ({} bytes)", size, archive.size()));
     }
     const std::string_view body = archive.substr(data, size);
-    const uint64_t next = data + (size + kBlock - 1) / kBlock * kBlock;
+    const uint64_t next = data + (size + kTarBlock - 1) / kTarBlock * kTarBlock;
     switch (type) {
       case 'L':  // GNU long name of the next member
         long_name = std::string(body.substr(0, std::min(body.find('\0'), body.size())));

@@ -20,6 +20,9 @@
 
 namespace ferry::internal_format {
 
+/// A tar archive is made of 512-byte blocks: headers, and data padded to a whole block.
+inline constexpr uint64_t kTarBlock = 512;
+
 struct TarMember {
   std::string name;
   uint64_t offset = 0;  // of its first data byte in the archive

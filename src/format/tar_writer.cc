@@ -5,14 +5,15 @@
 #include <algorithm>
 #include <cstring>
 
+#include "format/tar_scan.h"
+
 namespace ferry::internal_format {
 namespace {
 
-constexpr size_t kBlock = 512;
-constexpr uint64_t kRecord = 20 * kBlock;
+constexpr uint64_t kRecord = 20 * kTarBlock;
 constexpr uint64_t kMaxOctalSize = (uint64_t{1} << 33) - 1;  // 11 octal digits
 
-uint64_t Padding(uint64_t size) { return (kBlock - size % kBlock) % kBlock; }
+uint64_t Padding(uint64_t size) { return (kTarBlock - size % kTarBlock) % kTarBlock; }
 
 // Writes `value` as `width - 1` octal digits and a NUL into `field`.
 void PutOctal(char* field, size_t width, uint64_t value) {
@@ -24,7 +25,7 @@ void PutOctal(char* field, size_t width, uint64_t value) {
 // One ustar header block; `name` and `prefix` fit their fields.
 std::string UstarBlock(std::string_view name, std::string_view prefix, uint64_t size, int64_t mtime,
                        char type) {
-  std::string block(kBlock, '\0');
+  std::string block(kTarBlock, '\0');
   char* h = block.data();
   std::memcpy(h, name.data(), name.size());
   PutOctal(h + 100, 8, 0644);  // mode
@@ -100,7 +101,7 @@ Status TarWriter::Add(std::string_view name, std::string_view data) {
 }
 
 Result<uint64_t> TarWriter::Finish() {
-  uint64_t end = bytes_ + 2 * kBlock;
+  uint64_t end = bytes_ + 2 * kTarBlock;
   end += (kRecord - end % kRecord) % kRecord;
   FERRY_RETURN_IF_ERROR(file_->Write(std::string(end - bytes_, '\0')));
   FERRY_RETURN_IF_ERROR(file_->Commit());

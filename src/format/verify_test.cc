@@ -33,7 +33,7 @@ using ::testing::HasSubstr;
 using OrderedJson = nlohmann::ordered_json;
 namespace fs = std::filesystem;
 
-const fs::path kFixtures = testing::FixturesDir();
+using testing::kFixtures;
 
 VerifyReport Verify(const fs::path& root, VerifyOptions options = {}) {
   auto report = VerifyDataset(root, options);

@@ -34,7 +34,7 @@ constexpr bool kSameLibjpegAsPillowReference = LIBJPEG_TURBO_VERSION_NUMBER == 2
 // Files saved by Pillow 9.4.0 from PatternImage (optimize=True keeps them small), with Pillow's
 // mode and sha256(Image.open(f).tobytes()).
 
-struct PillowCase {
+struct JpegPillowCase {
   const char* what;
   const char* mode;
   uint32_t width;
@@ -43,7 +43,7 @@ struct PillowCase {
   const char* jpeg_hex;
 };
 
-const PillowCase kPillowCases[] = {
+const JpegPillowCase kJpegPillowCases[] = {
     {"kRgb420", "RGB", 16, 8, "c865a4ab3e84ce50c94e98e83d0d4a68fabd3f6ad2798bede1629b90e653a7f2",
      "ffd8ffe000104a46494600010100000100010000ffdb00430003020203020203030303040303040508050504"
      "04050a070706080c0a0c0c0b0a0b0b0d0e12100d0e110e0b0b1016101113141515150c0f1718161418121415"
@@ -92,7 +92,7 @@ const PillowCase kPillowCases[] = {
 };
 
 TEST(JpegCodecTest, DecodeMatchesPillow) {
-  for (const PillowCase& c : kPillowCases) {
+  for (const JpegPillowCase& c : kJpegPillowCases) {
     SCOPED_TRACE(c.what);
     const std::string jpeg = FromHex(c.jpeg_hex);
     Result<PilImage> image = DecodeJpeg(jpeg);

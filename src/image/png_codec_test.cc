@@ -2,7 +2,8 @@
 // type, round trips through EncodePng, and refusal (never a crash) of corrupt input.
 //
 // Two independent sources of truth:
-//   * kPillowCases: tiny PNGs with Pillow's own mode and tobytes() SHA-256, recorded by hand with
+//   * kPngPillowCases: tiny PNGs with Pillow's own mode and tobytes() SHA-256, recorded by hand
+//   with
 //     /usr/bin/python3 and Pillow 9.4.0 (the files were written with Python's zlib and struct so
 //     that they cover flavours Pillow cannot save: 2/4-bit gray, 16-bit LA, dirty padding bits).
 //   * ReferencePng: a writer built from the PNG spec (zlib + CRC-32, Adam7 by hand) that shares
@@ -36,7 +37,7 @@ using ::testing::HasSubstr;
 // ---------------------------------------------------------------------------------------------
 // Files checked against Pillow 9.4.0: Image.open(f).mode and sha256(Image.open(f).tobytes()).
 
-struct PillowCase {
+struct PngPillowCase {
   const char* what;
   const char* mode;
   uint32_t width;
@@ -46,7 +47,7 @@ struct PillowCase {
   const char* png_hex;
 };
 
-const PillowCase kPillowCases[] = {
+const PngPillowCase kPngPillowCases[] = {
     {"gray 1-bit, dirty padding bits", "1", 13, 5, 10,
      "ae6a1f8622e18737b6e17895802473d66235cf3cac10589f8bf0bf98bf4ffed3",
      "89504e470d0a1a0a0000000d494844520000000d000000050100000000b6c35bbc000000174944415478da63"
@@ -136,7 +137,7 @@ const PillowCase kPillowCases[] = {
 };
 
 TEST(PngCodecTest, DecodeMatchesPillowForEveryFlavour) {
-  for (const PillowCase& c : kPillowCases) {
+  for (const PngPillowCase& c : kPngPillowCases) {
     SCOPED_TRACE(c.what);
     const std::string png = FromHex(c.png_hex);
     Result<PilImage> image = DecodePng(png);

@@ -88,7 +88,7 @@ TEST(Partition, AgreesWithTheLiteralModel) {
         for (const uint32_t c : {1u, 3u, 8u, 64u}) {
           for (const uint64_t resume : {uint64_t{0}, uint64_t{1}, n / 2, n}) {
             for (const bool drop_last : {false, true}) {
-              SCOPED_TRACE(testing::Message()
+              SCOPED_TRACE(::testing::Message()
                            << w.nodes << "x" << w.ranks_per_node << "x" << w.workers_per_rank
                            << " batch " << batch << " n " << n << " C " << c << " resume " << resume
                            << (drop_last ? " drop_last" : ""));

@@ -14,6 +14,7 @@
 #include "ferry/format/mds_writer.h"
 #include "ferry/metrics/metrics.h"
 #include "ferry/stream/streaming_dataset.h"
+#include "stream/stream_testutil.h"
 
 namespace ferry {
 namespace {
@@ -38,11 +39,7 @@ DatasetDescription Write(const fs::path& out, uint64_t n, uint64_t blob, uint64_
   return writer->Finish().value();
 }
 
-int64_t SampleId(const Sample& s) {
-  int64_t v;  // columns sorted: blob, id
-  std::memcpy(&v, s.fields[1].data(), 8);
-  return v;
-}
+using testing::SampleId;
 
 int64_t Counter(const std::string& name) { return metrics::Values()[name]; }
 

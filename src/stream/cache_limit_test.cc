@@ -20,6 +20,7 @@
 #include "ferry/format/mds_writer.h"
 #include "ferry/metrics/metrics.h"
 #include "ferry/stream/streaming_dataset.h"
+#include "stream/stream_testutil.h"
 
 namespace ferry {
 namespace {
@@ -30,11 +31,7 @@ constexpr uint64_t kSamples = 4800;
 constexpr uint64_t kPerShard = 100;
 constexpr uint64_t kBlob = 2000;
 
-int64_t SampleId(const Sample& s) {
-  int64_t v;  // columns sorted: blob, id
-  std::memcpy(&v, s.fields[1].data(), 8);
-  return v;
-}
+using testing::SampleId;
 
 int64_t DownloadedBytes() { return metrics::Values()["/ferry/cache/downloaded_bytes"]; }
 

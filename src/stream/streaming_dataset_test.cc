@@ -18,6 +18,7 @@
 #include "ferry/format/mds_writer.h"
 #include "ferry/metrics/metrics.h"
 #include "ferry/storage/registry.h"
+#include "stream/stream_testutil.h"
 
 namespace ferry {
 namespace {
@@ -44,12 +45,7 @@ void WriteDataset(const std::filesystem::path& out, uint64_t n, uint64_t per_sha
   ASSERT_TRUE(writer->Finish().has_value());
 }
 
-int64_t SampleId(const Sample& s) {
-  // Column order is sorted: blob, id.
-  int64_t v;
-  std::memcpy(&v, s.fields[1].data(), 8);
-  return v;
-}
+using testing::SampleId;
 
 std::vector<int64_t> ReadAll(SampleIterator& it) {
   std::vector<int64_t> ids;
@@ -63,7 +59,7 @@ std::vector<int64_t> ReadAll(SampleIterator& it) {
   return ids;
 }
 
-int64_t FileRequests() { return metrics::Values()["/ferry/storage/file/requests"]; }
+using testing::FileRequests;
 
 // A local folder behind a slow link: whole-object reads (shard downloads) take 300 ms, ranged
 // reads are immediate. "slowfile:///abs/path". Counts the downloads in progress at once.

@@ -265,7 +265,7 @@ class DiskUseSampler {
 
 TEST(Stream, DiskUseStaysWithinTheCacheLimit) {
   TempDir tmp;
-  const Dataset d = MakeRemoteDataset(tmp, "evict", 4000, 10000, 2 << 20);
+  const Dataset d = MakeRemoteDataset(tmp, "evict", 1000, 10000, 512 << 10);
   const auto cache = tmp / "cache";
   const uint64_t limit = d.raw_bytes / 4;
   // Slack (docs/streaming.md): the shards downloading at once beyond the first, here 1.

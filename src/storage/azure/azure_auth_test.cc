@@ -6,6 +6,8 @@
 #include <chrono>
 #include <string>
 
+#include "storage/azure/azure_store_testutil.h"
+
 namespace ferry::internal_azure {
 namespace {
 
@@ -13,13 +15,12 @@ using ::testing::EndsWith;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// The emulator's published account key (not a secret), used for every vector below.
-constexpr std::string_view kKey =
-    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
-constexpr std::string_view kDate = "Tue, 07 Jan 2025 12:34:56 GMT";
+// The emulator's published account key (not a secret) signs every vector below.
+using azure_test::kDate;
+using azure_test::kDevKey;
 constexpr std::string_view kBase = "https://myaccount.blob.core.windows.net";
 
-std::string DecodedKey() { return Base64Decode(kKey).value(); }
+std::string DecodedKey() { return Base64Decode(kDevKey).value(); }
 
 http::Request MakeRequest(std::string method, std::string url) {
   http::Request request;
@@ -57,7 +58,7 @@ TEST(Base64, RoundTripsAndRejectsMalformedText) {
 //   from azure.core.pipeline import PipelineRequest, PipelineContext
 //   from azure.core.pipeline.transport import HttpRequest
 //   from azure.storage.blob._shared.authentication import SharedKeyCredentialPolicy
-//   KEY, DATE = "<kKey above>", "Tue, 07 Jan 2025 12:34:56 GMT"
+//   KEY, DATE = "<kDevKey above>", "Tue, 07 Jan 2025 12:34:56 GMT"
 //   def sign(method, url, headers, account="myaccount"):
 //       p = SharedKeyCredentialPolicy(account, KEY)
 //       add = p._add_authorization_header

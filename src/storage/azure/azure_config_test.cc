@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "storage/azure/azure_store_testutil.h"
 #include "storage/testing/fake_env_testutil.h"
 
 namespace ferry::internal_azure {
@@ -13,12 +14,9 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-constexpr std::string_view kDevKey =
-    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
-// A made-up "real" key and SAS signature: the secrets that must never leak.
-constexpr std::string_view kKey =
-    "c2VjcmV0LWtleS1ieXRlcy1mb3ItdGVzdHMtb25seS0wMTIzNDU2Nzg5YWJjZGVmZ2hpams=";
-constexpr std::string_view kSig = "s3cr3tS1gnature%2Bvalue%3D";
+using azure_test::kDevKey;
+using azure_test::kKey;
+using azure_test::kSig;
 constexpr std::string_view kSigDecoded = "s3cr3tS1gnature+value=";
 
 std::string SasToken() {

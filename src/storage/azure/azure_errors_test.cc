@@ -12,7 +12,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-constexpr std::string_view kUrl = "https://myaccount.blob.core.windows.net/data/a.bin";
+constexpr std::string_view kBlobUrl = "https://myaccount.blob.core.windows.net/data/a.bin";
 
 http::Response Xml(int status, std::string body) {
   http::Response r;
@@ -76,9 +76,9 @@ TEST(AzureErrorToStatus, MapsServiceErrorBodies) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.code);
-    const Status s = AzureErrorToStatus(Xml(c.status, AzureError(c.code, c.message)), kUrl);
+    const Status s = AzureErrorToStatus(Xml(c.status, AzureError(c.code, c.message)), kBlobUrl);
     EXPECT_EQ(s.code(), c.expected);
-    EXPECT_EQ(s.message(), fmt::format("{}: {}: {}", kUrl, c.code, c.message));
+    EXPECT_EQ(s.message(), fmt::format("{}: {}: {}", kBlobUrl, c.code, c.message));
   }
 }
 
@@ -89,7 +89,7 @@ TEST(AzureErrorToStatus, NeverCopiesTheAuthenticationDetail) {
                  "<AuthenticationErrorDetail>The MAC signature found in the HTTP request "
                  "'Ergtzcit5hECO3kWPJeL9ulchOZV4h2QLisM3Vg6yC4=' is not the same as any computed "
                  "signature.</AuthenticationErrorDetail>");
-  const Status s = AzureErrorToStatus(Xml(403, body), kUrl);
+  const Status s = AzureErrorToStatus(Xml(403, body), kBlobUrl);
   EXPECT_EQ(s.code(), StatusCode::kUnauthenticated);
   EXPECT_THAT(s.message(), Not(HasSubstr("Ergtzcit5")));
   EXPECT_THAT(s.message(), Not(HasSubstr("RequestId")));
@@ -99,16 +99,16 @@ TEST(AzureErrorToStatus, HeadErrorsCarryTheCodeInAHeader) {
   http::Response r;
   r.status = 404;
   r.headers.Set("x-ms-error-code", "BlobNotFound");
-  Status s = AzureErrorToStatus(r, kUrl);
+  Status s = AzureErrorToStatus(r, kBlobUrl);
   EXPECT_EQ(s.code(), StatusCode::kNotFound);
-  EXPECT_EQ(s.message(), fmt::format("{}: BlobNotFound (HTTP 404)", kUrl));
+  EXPECT_EQ(s.message(), fmt::format("{}: BlobNotFound (HTTP 404)", kBlobUrl));
   EXPECT_EQ(AzureErrorCodeOf(r), "BlobNotFound");
 
   r.status = 403;
   r.headers.Set("x-ms-error-code", "AuthenticationFailed");
-  EXPECT_EQ(AzureErrorToStatus(r, kUrl).code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(AzureErrorToStatus(r, kBlobUrl).code(), StatusCode::kUnauthenticated);
   r.headers.Set("x-ms-error-code", "AuthorizationPermissionMismatch");
-  EXPECT_EQ(AzureErrorToStatus(r, kUrl).code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(AzureErrorToStatus(r, kBlobUrl).code(), StatusCode::kPermissionDenied);
 }
 
 // What Azurite 3.35 answers (whitespace and XML declaration differ from the service's).
@@ -119,10 +119,11 @@ TEST(AzureErrorToStatus, AzuriteBody) {
           "<Code>ContainerNotFound</Code>\n  <Message>The specified container does not exist.\n"
           "RequestId:6f1a4b7e-2a0d-4d8c-9a51-0c3e8e2c1d11\nTime:2025-01-07T12:34:56.789Z"
           "</Message>\n</Error>"),
-      kUrl);
+      kBlobUrl);
   EXPECT_EQ(s.code(), StatusCode::kNotFound);
-  EXPECT_EQ(s.message(),
-            fmt::format("{}: ContainerNotFound: The specified container does not exist.", kUrl));
+  EXPECT_EQ(
+      s.message(),
+      fmt::format("{}: ContainerNotFound: The specified container does not exist.", kBlobUrl));
 }
 
 TEST(AzureErrorToStatus, AzuriteBadSignatureIsUnauthenticated) {
@@ -134,7 +135,7 @@ TEST(AzureErrorToStatus, AzuriteBadSignatureIsUnauthenticated) {
           "request. "
           "Make sure the value of the Authorization header is formed correctly including the "
           "signature.\nRequestId:0\nTime:2025-01-07T12:34:56.789Z</Message>\n</Error>"),
-      kUrl);
+      kBlobUrl);
   EXPECT_EQ(s.code(), StatusCode::kUnauthenticated);
   EXPECT_THAT(s.message(), HasSubstr("AuthorizationFailure: Server failed to authenticate"));
 }
@@ -143,9 +144,9 @@ TEST(AzureErrorToStatus, FallsBackToTheHttpStatus) {
   http::Response html;
   html.status = 502;
   html.body = "<html><body>Bad Gateway</body></html>";
-  Status s = AzureErrorToStatus(html, kUrl);
+  Status s = AzureErrorToStatus(html, kBlobUrl);
   EXPECT_EQ(s.code(), StatusCode::kUnavailable);
-  EXPECT_EQ(s.message(), fmt::format("{}: HTTP 502", kUrl));
+  EXPECT_EQ(s.message(), fmt::format("{}: HTTP 502", kBlobUrl));
 
   http::Response empty;
   for (auto [status, code] : {std::pair{404, StatusCode::kNotFound},
@@ -159,7 +160,7 @@ TEST(AzureErrorToStatus, FallsBackToTheHttpStatus) {
                               {418, StatusCode::kUnknown},
                               {304, StatusCode::kUnknown}}) {
     empty.status = status;
-    EXPECT_EQ(AzureErrorToStatus(empty, kUrl).code(), code) << status;
+    EXPECT_EQ(AzureErrorToStatus(empty, kBlobUrl).code(), code) << status;
   }
   EXPECT_EQ(AzureErrorCodeOf(empty), "");
 }

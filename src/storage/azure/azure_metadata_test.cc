@@ -15,7 +15,7 @@ namespace {
 
 using ::testing::ElementsAre;
 
-constexpr std::string_view kUrl = "https://myaccount.blob.core.windows.net/data";
+constexpr std::string_view kContainerUrl = "https://myaccount.blob.core.windows.net/data";
 
 // Shaped like the service's answer (BOM, attributes, properties we ignore).
 constexpr std::string_view kPage =
@@ -39,7 +39,7 @@ constexpr std::string_view kPage =
     "</NextMarker></EnumerationResults>";
 
 TEST(ParseListBlobs, ReadsBlobsPrefixesAndMarker) {
-  auto page = ParseListBlobs(kPage, kUrl);
+  auto page = ParseListBlobs(kPage, kContainerUrl);
   ASSERT_TRUE(page.ok()) << page.status().ToString();
   ASSERT_EQ(page->objects.size(), 2u);  // the HNS directory entry is left out
   EXPECT_EQ(page->objects[0].key, "dir/a & b.bin");
@@ -58,21 +58,21 @@ TEST(ParseListBlobs, LastAndEmptyPages) {
   auto page = ParseListBlobs(
       "<?xml version=\"1.0\" encoding=\"utf-8\"?><EnumerationResults><Blobs /><NextMarker />"
       "</EnumerationResults>",
-      kUrl);
+      kContainerUrl);
   ASSERT_TRUE(page.ok());
   EXPECT_TRUE(page->objects.empty());
   EXPECT_TRUE(page->next_marker.empty());
 }
 
 TEST(ParseListBlobs, RejectsWhatIsNotAListing) {
-  auto wrong = ParseListBlobs("<Error><Code>X</Code></Error>", kUrl);
+  auto wrong = ParseListBlobs("<Error><Code>X</Code></Error>", kContainerUrl);
   ASSERT_FALSE(wrong.ok());
   EXPECT_EQ(wrong.status().code(), StatusCode::kDataLoss);
-  EXPECT_FALSE(ParseListBlobs("not xml", kUrl).ok());
+  EXPECT_FALSE(ParseListBlobs("not xml", kContainerUrl).ok());
   auto bad_size = ParseListBlobs(
       "<EnumerationResults><Blobs><Blob><Name>a</Name><Properties><Content-Length>-1"
       "</Content-Length></Properties></Blob></Blobs></EnumerationResults>",
-      kUrl);
+      kContainerUrl);
   ASSERT_FALSE(bad_size.ok());
   EXPECT_EQ(bad_size.status().code(), StatusCode::kDataLoss);
 }

@@ -20,6 +20,10 @@
 
 namespace ferry::internal_azure::azure_test {
 
+// The emulator's published account key (not a secret).
+constexpr std::string_view kDevKey =
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+// A made-up "real" key and SAS signature: the secrets that must never leak.
 constexpr std::string_view kKey =
     "c2VjcmV0LWtleS1ieXRlcy1mb3ItdGVzdHMtb25seS0wMTIzNDU2Nzg5YWJjZGVmZ2hpams=";
 constexpr std::string_view kSig = "s3cr3tS1gnature%2Bvalue%3D";

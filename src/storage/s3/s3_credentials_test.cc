@@ -8,13 +8,14 @@
 
 #include "base/file_util.h"
 #include "base/temp_dir_testutil.h"
+#include "storage/s3/s3_testutil.h"
 #include "storage/testing/fake_env_testutil.h"
 
 namespace ferry::internal_s3 {
 namespace {
 
-constexpr std::string_view kSecret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
-constexpr std::string_view kToken = "FwoGZXIvYXdzEBYaDExampleSessionToken+/=";
+using s3_test::kSecret;
+using s3_test::kToken;
 
 // Every test runs with a fresh HOME and none of the AWS variables set.
 class CredentialsTest : public ::testing::Test {

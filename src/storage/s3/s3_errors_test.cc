@@ -5,9 +5,9 @@
 namespace ferry::internal_s3 {
 namespace {
 
-constexpr std::string_view kUrl = "s3://examplebucket/photos/cat.jpg";
+constexpr std::string_view kObjectUrl = "s3://examplebucket/photos/cat.jpg";
 
-http::Response Reply(int status, std::string body) {
+http::Response ErrorReply(int status, std::string body) {
   http::Response r;
   r.status = status;
   r.body = std::move(body);
@@ -50,7 +50,7 @@ TEST(S3ErrorsTest, ParsesTheErrorDocument) {
 }
 
 TEST(S3ErrorsTest, MessageIsUrlCodeAndMessage) {
-  Status s = S3ErrorToStatus(Reply(404, std::string(kNoSuchKey)), kUrl);
+  Status s = S3ErrorToStatus(ErrorReply(404, std::string(kNoSuchKey)), kObjectUrl);
   EXPECT_EQ(s.code(), StatusCode::kNotFound);
   EXPECT_EQ(s.message(),
             "s3://examplebucket/photos/cat.jpg: NoSuchKey: The specified key does not exist.");
@@ -96,9 +96,9 @@ TEST(S3ErrorsTest, CodesAndStatuses) {
     if (!c.code.empty()) {
       body = "<Error><Code>" + std::string(c.code) + "</Code><Message>m</Message></Error>";
     }
-    Status s = S3ErrorToStatus(Reply(c.status, body), kUrl);
+    Status s = S3ErrorToStatus(ErrorReply(c.status, body), kObjectUrl);
     EXPECT_EQ(s.code(), c.expected) << c.status << " " << c.code << ": " << s.ToString();
-    EXPECT_TRUE(s.message().starts_with(kUrl)) << s.message();
+    EXPECT_TRUE(s.message().starts_with(kObjectUrl)) << s.message();
     if (c.code.empty()) {
       EXPECT_NE(s.message().find("HTTP " + std::to_string(c.status)), std::string::npos);
     } else {
@@ -108,16 +108,16 @@ TEST(S3ErrorsTest, CodesAndStatuses) {
 }
 
 TEST(S3ErrorsTest, EmptyBodiesSayTheStatus) {
-  EXPECT_EQ(S3ErrorToStatus(Reply(404, ""), kUrl).message(),
+  EXPECT_EQ(S3ErrorToStatus(ErrorReply(404, ""), kObjectUrl).message(),
             "s3://examplebucket/photos/cat.jpg: HTTP 404 Not Found");
   // A proxy's HTML page is not an S3 error: the status decides.
-  Status s = S3ErrorToStatus(Reply(502, "<html>Bad Gateway</html>"), kUrl);
+  Status s = S3ErrorToStatus(ErrorReply(502, "<html>Bad Gateway</html>"), kObjectUrl);
   EXPECT_EQ(s.code(), StatusCode::kUnavailable);
   EXPECT_EQ(s.message(), "s3://examplebucket/photos/cat.jpg: HTTP 502");
 }
 
 TEST(S3ErrorsTest, SignatureDetailsNeverReachTheMessage) {
-  Status s = S3ErrorToStatus(Reply(403, std::string(kSignatureDoesNotMatch)), kUrl);
+  Status s = S3ErrorToStatus(ErrorReply(403, std::string(kSignatureDoesNotMatch)), kObjectUrl);
   EXPECT_EQ(s.code(), StatusCode::kUnauthenticated);
   for (std::string_view leak : {"f0e8bdb87c", "7344ae5b7e", "AKIAIOSFODNN7EXAMPLE",
                                 "FwoGZXIvYXdzEBYaDExampleSessionToken", "StringToSign"}) {
@@ -127,20 +127,20 @@ TEST(S3ErrorsTest, SignatureDetailsNeverReachTheMessage) {
 }
 
 TEST(S3ErrorsTest, WrongRegionHints) {
-  http::Response r = Reply(301, std::string(kPermanentRedirect));
+  http::Response r = ErrorReply(301, std::string(kPermanentRedirect));
   r.headers.Set("x-amz-bucket-region", "eu-west-1");
-  Status s = S3ErrorToStatus(r, kUrl);
+  Status s = S3ErrorToStatus(r, kObjectUrl);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("set AWS_REGION=eu-west-1"), std::string::npos) << s.message();
 
-  s = S3ErrorToStatus(Reply(400, std::string(kAuthorizationHeaderMalformed)), kUrl);
+  s = S3ErrorToStatus(ErrorReply(400, std::string(kAuthorizationHeaderMalformed)), kObjectUrl);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("set AWS_REGION=eu-central-1"), std::string::npos) << s.message();
 
   // HEAD: no body, only the header.
-  r = Reply(301, "");
+  r = ErrorReply(301, "");
   r.headers.Set("x-amz-bucket-region", "ap-northeast-1");
-  s = S3ErrorToStatus(r, kUrl);
+  s = S3ErrorToStatus(r, kObjectUrl);
   EXPECT_NE(s.message().find("HTTP 301"), std::string::npos);
   EXPECT_NE(s.message().find("ap-northeast-1"), std::string::npos);
 }
@@ -148,7 +148,7 @@ TEST(S3ErrorsTest, WrongRegionHints) {
 TEST(S3ErrorsTest, LongMessagesAreCut) {
   const std::string body =
       "<Error><Code>InternalError</Code><Message>" + std::string(5000, 'x') + "</Message></Error>";
-  Status s = S3ErrorToStatus(Reply(500, body), kUrl);
+  Status s = S3ErrorToStatus(ErrorReply(500, body), kObjectUrl);
   EXPECT_LT(s.message().size(), 700u);
 }
 

@@ -5,7 +5,7 @@
 namespace ferry::internal_s3 {
 namespace {
 
-constexpr std::string_view kUrl = "s3://bucket/";
+constexpr std::string_view kBucketUrl = "s3://bucket/";
 
 TEST(ListObjectsV2Test, UrlEncodedPage) {
   constexpr std::string_view kXml = R"(<?xml version="1.0" encoding="UTF-8"?>
@@ -20,7 +20,7 @@ TEST(ListObjectsV2Test, UrlEncodedPage) {
     <ETag>&quot;abc-2&quot;</ETag><Size>0</Size></Contents>
   <CommonPrefixes><Prefix>photos%2F2024+march%2F</Prefix></CommonPrefixes>
 </ListBucketResult>)";
-  auto page = ParseListObjectsV2(kXml, kUrl);
+  auto page = ParseListObjectsV2(kXml, kBucketUrl);
   ASSERT_TRUE(page.ok()) << page.status().ToString();
   ASSERT_EQ(page->objects.size(), 2u);
   EXPECT_EQ(page->objects[0].key, "photos/a b+c.jpg");
@@ -39,7 +39,7 @@ TEST(ListObjectsV2Test, PlainPageIsTakenLiterally) {
   constexpr std::string_view kXml =
       "<ListBucketResult><IsTruncated>false</IsTruncated>"
       "<Contents><Key>a+b%20c</Key><Size>3</Size></Contents></ListBucketResult>";
-  auto page = ParseListObjectsV2(kXml, kUrl);
+  auto page = ParseListObjectsV2(kXml, kBucketUrl);
   ASSERT_TRUE(page.ok());
   ASSERT_EQ(page->objects.size(), 1u);
   EXPECT_EQ(page->objects[0].key, "a+b%20c");
@@ -50,18 +50,18 @@ TEST(ListObjectsV2Test, PlainPageIsTakenLiterally) {
 TEST(ListObjectsV2Test, MalformedPages) {
   EXPECT_EQ(ParseListObjectsV2("<ListBucketResult><Contents><Key>k</Key></Contents>"
                                "</ListBucketResult>",
-                               kUrl)
+                               kBucketUrl)
                 .status()
                 .code(),
             StatusCode::kDataLoss);
   EXPECT_EQ(ParseListObjectsV2("<ListBucketResult><IsTruncated>true</IsTruncated>"
                                "</ListBucketResult>",
-                               kUrl)
+                               kBucketUrl)
                 .status()
                 .code(),
             StatusCode::kDataLoss);
-  EXPECT_EQ(ParseListObjectsV2("<Other/>", kUrl).status().code(), StatusCode::kDataLoss);
-  EXPECT_EQ(ParseListObjectsV2("not xml", kUrl).status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(ParseListObjectsV2("<Other/>", kBucketUrl).status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(ParseListObjectsV2("not xml", kBucketUrl).status().code(), StatusCode::kDataLoss);
 }
 
 TEST(MultipartXmlTest, InitiateAndComplete) {

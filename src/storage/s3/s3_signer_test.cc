@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "base/hex.h"
+#include "storage/s3/s3_testutil.h"
 
 namespace ferry::internal_s3 {
 namespace {
@@ -12,7 +13,7 @@ namespace {
 using std::chrono::system_clock;
 
 constexpr std::string_view kKeyId = "AKIAIOSFODNN7EXAMPLE";
-constexpr std::string_view kSecret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+using s3_test::kSecret;
 
 system_clock::time_point At(int64_t unix_seconds) {
   return system_clock::time_point(std::chrono::seconds(unix_seconds));

@@ -12,6 +12,7 @@
 #include "storage/http/recording_transport.h"
 #include "storage/http/url_encoding.h"
 #include "storage/s3/s3_signer.h"
+#include "storage/s3/s3_testutil.h"
 #include "storage/testing/fake_env_testutil.h"
 
 namespace ferry::internal_s3 {
@@ -21,8 +22,8 @@ using namespace std::chrono_literals;
 using http::RecordedRequest;
 using http::Response;
 
-constexpr std::string_view kSecret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
-constexpr std::string_view kToken = "FwoGZXIvYXdzEBYaDExampleSessionToken+/=";
+using s3_test::kSecret;
+using s3_test::kToken;
 
 Response Reply(int status, std::string body = "",
                std::vector<std::pair<std::string, std::string>> headers = {}) {
