@@ -1,7 +1,7 @@
 """ferry: train from remote object stores as fast as from local disk.
 
 ``from ferry import MDSWriter, StreamingDataset, StreamingDataLoader, Stream`` - the same
-arguments as Mosaic Streaming's - and ``ferry.DataLoader`` with ``ferry.transforms``, which
+arguments as Mosaic Streaming's, with its ``JSONWriter``, ``CSVWriter`` and ``TSVWriter`` - and ``ferry.DataLoader`` with ``ferry.transforms``, which
 decodes, transforms and collates in native threads; ``ferry.FileDataset`` for folders of many
 small files. torch is imported only when a torch-facing class is first used (``import ferry``
 alone, for writing datasets, does not need it). ``ferry.util`` holds the helpers of Mosaic's
@@ -22,6 +22,7 @@ from .errors import (
     UnauthenticatedError,
     UnavailableError,
 )
+from .split_writer import CSVWriter, JSONWriter, TSVWriter
 from .writer import MDSWriter
 
 __version__ = "0.1.0"
@@ -55,18 +56,21 @@ def __dir__():
 
 
 __all__ = [
+    "CSVWriter",
     "DataLoader",
     "DataLossError",
     "FailedPreconditionError",
     "FerryError",
     "FileDataset",
     "InvalidArgumentError",
+    "JSONWriter",
     "MDSWriter",
     "NotFoundError",
     "PermissionDeniedError",
     "Stream",
     "StreamingDataLoader",
     "StreamingDataset",
+    "TSVWriter",
     "UnauthenticatedError",
     "UnavailableError",
     "diagnose",

@@ -18,7 +18,7 @@ Status CheckCacheLimit(uint64_t cache_limit, std::span<const CacheFolder> folder
     if (!largest_index || folder.index_bytes > largest_index->index_bytes) largest_index = &folder;
     if (folder.index == nullptr) continue;
     for (const ShardDescription& shard : folder.index->shards) {
-      const uint64_t bytes = shard.raw_data.bytes + (shard.zip_data ? shard.zip_data->bytes : 0);
+      const uint64_t bytes = shard.raw_bytes() + (shard.zip_data ? shard.stored_bytes() : 0);
       if (bytes > largest_shard) {
         largest_shard = bytes;
         largest_shard_path = folder.local / shard.raw_data.basename;

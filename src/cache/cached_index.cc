@@ -50,8 +50,7 @@ std::vector<std::string> FilesNoLongerDescribed(const DatasetDescription& before
                                                 const DatasetDescription& after) {
   std::map<std::string_view, const FileInfo*> described;
   for (const ShardDescription& shard : after.shards) {
-    described[shard.raw_data.basename] = &shard.raw_data;
-    if (shard.zip_data) described[shard.zip_data->basename] = &*shard.zip_data;
+    for (const FileInfo* form : shard.all_forms()) described[form->basename] = form;
   }
   const auto same = [](const FileInfo& old_file, const FileInfo& new_file) {
     if (old_file.bytes != new_file.bytes) return false;
@@ -64,8 +63,7 @@ std::vector<std::string> FilesNoLongerDescribed(const DatasetDescription& before
   };
   std::vector<std::string> out;
   for (const ShardDescription& shard : before.shards) {
-    for (const FileInfo* file : {&shard.raw_data, shard.zip_data ? &*shard.zip_data : nullptr}) {
-      if (file == nullptr) continue;
+    for (const FileInfo* file : shard.all_forms()) {
       auto it = described.find(file->basename);
       if (it == described.end() || !same(*file, *it->second)) out.push_back(file->basename);
     }

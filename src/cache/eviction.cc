@@ -96,8 +96,9 @@ Status StampLastUse(int fd) {
 uint64_t MeasureDiskUsage(const CacheLayout& layout, const DatasetDescription& index) {
   uint64_t used = 0;
   for (const ShardDescription& shard : index.shards) {
-    used += StatFile(layout.FilePath(shard.raw_data.basename)).bytes;
-    if (shard.zip_data) used += StatFile(layout.FilePath(shard.zip_data->basename)).bytes;
+    for (const FileInfo* form : shard.all_forms()) {
+      used += StatFile(layout.FilePath(form->basename)).bytes;
+    }
   }
   return used;
 }
@@ -117,16 +118,21 @@ struct ShardFiles {
 };
 
 ShardFiles ScanShard(const CacheLayout& layout, const ShardDescription& shard) {
-  const FileState raw = StatFile(layout.FilePath(shard.raw_data.basename));
-  const FileState zip =
-      shard.zip_data ? StatFile(layout.FilePath(shard.zip_data->basename)) : FileState{};
-  if (!raw.exists && !zip.exists) return {};
+  ShardFiles out;
+  int64_t newest_mtime_ns = 0;
+  for (const FileInfo* form : shard.all_forms()) {
+    const FileState file = StatFile(layout.FilePath(form->basename));
+    if (!file.exists) continue;
+    out.present = true;
+    out.bytes += file.bytes;
+    newest_mtime_ns = std::max(newest_mtime_ns, file.mtime_ns);
+  }
+  if (!out.present) return {};
   // A shard put there without ferry (or whose lock files were cleared) has no stamp yet: its
   // files' mtime is the best guess of its last use.
   const FileState stamp = StatFile(layout.UseLockPath(shard.raw_data.basename));
-  return {.bytes = raw.bytes + zip.bytes,
-          .present = true,
-          .last_use_ns = stamp.exists ? stamp.mtime_ns : std::max(raw.mtime_ns, zip.mtime_ns)};
+  out.last_use_ns = stamp.exists ? stamp.mtime_ns : newest_mtime_ns;
+  return out;
 }
 
 }  // namespace
@@ -193,8 +199,14 @@ Result<EvictResult> RemoveUnpinned(const CacheLayout& layout, const ShardDescrip
       std::optional<FileLock> exclusive,
       FileLock::TryLock(layout.UseLockPath(shard.raw_data.basename), LockMode::kExclusive));
   if (!exclusive) return EvictResult{.pinned = true};
+  // raw_data first (ShardDescription::files): a shard whose removal is cut short is incomplete,
+  // never complete without a companion.
   uint64_t freed = RemoveFile(layout.FilePath(shard.raw_data.basename));
   if (shard.zip_data) freed += RemoveFile(layout.FilePath(shard.zip_data->basename));
+  for (const CompanionFile& companion : shard.companions) {
+    freed += RemoveFile(layout.FilePath(companion.raw.basename));
+    if (companion.zip) freed += RemoveFile(layout.FilePath(companion.zip->basename));
+  }
   if (freed > 0) {
     CacheMetrics& metrics = CacheMetrics::Get();
     metrics.evictions.Add();

@@ -109,9 +109,8 @@ namespace {
 void RemoveLeftoverTemporaries(const CacheLayout& layout, const DatasetDescription& index) {
   for (const ShardDescription& shard : index.shards) {
     std::vector<fs::path> leftovers;
-    for (const FileInfo* file : {&shard.raw_data, shard.zip_data ? &*shard.zip_data : nullptr}) {
-      if (file == nullptr) continue;
-      fs::path tmp = layout.TemporaryPath(file->basename);
+    for (const FileInfo* form : shard.all_forms()) {
+      fs::path tmp = layout.TemporaryPath(form->basename);
       if (IsRegularFile(tmp)) leftovers.push_back(std::move(tmp));
     }
     if (leftovers.empty()) continue;
@@ -161,6 +160,16 @@ CachedCopy Examine(const fs::path& path, const FileInfo& file) {
                   "it reached the disk)",
                   path.string(), extent->first_hole)};
     }
+  }
+  return {.complete = true};
+}
+
+// Every raw file of `shard` (raw_data and its companions) as Examine sees it: complete when all
+// are; the first damage found otherwise.
+CachedCopy ExamineShard(const CacheLayout& layout, const ShardDescription& shard) {
+  for (const ShardFile& file : shard.files()) {
+    CachedCopy copy = Examine(layout.FilePath(file.raw->basename), *file.raw);
+    if (!copy.complete) return copy;
   }
   return {.complete = true};
 }
@@ -247,9 +256,7 @@ class ShardCacheImpl final : public ShardCache {
   uint64_t OtherBytes() const override { return other_bytes_; }
 
   bool IsLocal(size_t k) const override {
-    return k < index_.shards.size() &&
-           Examine(layout_.FilePath(index_.shards[k].raw_data.basename), index_.shards[k].raw_data)
-               .complete;
+    return k < index_.shards.size() && ExamineShard(layout_, index_.shards[k]).complete;
   }
 
   void SetUpcoming(const void* reader, std::vector<size_t> shards) override {
@@ -294,7 +301,7 @@ class ShardCacheImpl final : public ShardCache {
       Log().debug("cache: {}: {}", shard.raw_data.basename, s.message());  // LRU gets coarser
     }
     CacheMetrics& metrics = CacheMetrics::Get();
-    if (Examine(raw, shard.raw_data).complete) {
+    if (ExamineShard(layout_, shard).complete) {
       metrics.hits.Add();
       return std::optional<ShardHandle>(MakeHandle(k, raw, pin.Release(), /*was_cached=*/true));
     }
@@ -315,7 +322,7 @@ class ShardCacheImpl final : public ShardCache {
         if (!download) return std::optional<ShardHandle>();  // someone else is fetching it
       }
       // Whoever held the lock before us may have downloaded it.
-      if (const CachedCopy copy = Examine(raw, shard.raw_data); !copy.complete) {
+      if (const CachedCopy copy = ExamineShard(layout_, shard); !copy.complete) {
         if (!copy.damage.empty()) {
           // Replaced by the rename that publishes the download; readers of it cannot exist (it
           // never passed these checks).
@@ -356,13 +363,24 @@ class ShardCacheImpl final : public ShardCache {
       return MakeHandle(k, raw, pin ? pin->Release() : -1, was_cached);
     };
     CacheMetrics& metrics = CacheMetrics::Get();
-    if (IsRegularFile(raw)) {
+    const auto all_there = [&] {
+      for (const ShardFile& file : shard.files()) {
+        if (!IsRegularFile(layout_.FilePath(file.raw->basename))) return false;
+      }
+      return true;
+    };
+    if (all_there()) {
       metrics.hits.Add();
       return handle(true);
     }
     if (!shard.zip_data) {
-      return NotFoundError(
-          fmt::format("{}: shard {} of the local dataset is missing", raw.string(), k));
+      for (const ShardFile& file : shard.files()) {
+        const fs::path path = layout_.FilePath(file.raw->basename);
+        if (!IsRegularFile(path)) {
+          return NotFoundError(
+              fmt::format("{}: shard {} of the local dataset is missing", path.string(), k));
+        }
+      }
     }
     metrics.misses.Add();
     {
@@ -371,7 +389,7 @@ class ShardCacheImpl final : public ShardCache {
       FERRY_ASSIGN_OR_RETURN(
           FileLock decompress,
           FileLock::Lock(layout_.DownloadLockPath(shard.raw_data.basename), LockMode::kExclusive));
-      if (!IsRegularFile(raw)) {
+      if (!all_there()) {
         FERRY_RETURN_IF_ERROR(downloader_.Fetch(shard, [](uint64_t) { return Status::Ok(); }));
       }
     }
@@ -436,11 +454,10 @@ class ShardCacheImpl final : public ShardCache {
 
 Status CheckIndexFitsCache(const DatasetDescription& index, const ShardCacheOptions& options) {
   for (const ShardDescription& shard : index.shards) {
-    for (const FileInfo* file : {&shard.raw_data, shard.zip_data ? &*shard.zip_data : nullptr}) {
-      if (file == nullptr) continue;
+    for (const FileInfo* form : shard.all_forms()) {
       // Indexes built by hand skip ParseIndex: nothing may name a file outside the folder.
-      FERRY_RETURN_IF_ERROR(ValidateBasename(file->basename));
-      FERRY_RETURN_IF_ERROR(internal_cache::CheckBasenameIsNotReserved(file->basename));
+      FERRY_RETURN_IF_ERROR(ValidateBasename(form->basename));
+      FERRY_RETURN_IF_ERROR(internal_cache::CheckBasenameIsNotReserved(form->basename));
     }
   }
   if (!options.validate_hash) return Status::Ok();
@@ -451,14 +468,16 @@ Status CheckIndexFitsCache(const DatasetDescription& index, const ShardCacheOpti
   }
   // The file checked is the one fetched: the compressed one when there is one (as Mosaic does).
   for (const ShardDescription& shard : index.shards) {
-    const FileInfo& file = shard.zip_data ? *shard.zip_data : shard.raw_data;
-    if (file.FindHash(algorithm) == nullptr) {
-      std::vector<std::string> listed;
-      for (const auto& [name, digest] : file.hashes) listed.push_back(name);
-      return InvalidArgumentError(
-          fmt::format("{}: validate_hash {} is not among the digests index.json gives for it ({})",
-                      file.basename, algorithm,
-                      listed.empty() ? "none" : fmt::format("{}", fmt::join(listed, ", "))));
+    for (const ShardFile& stored : shard.files()) {
+      const FileInfo& file = stored.zip ? *stored.zip : *stored.raw;
+      if (file.FindHash(algorithm) == nullptr) {
+        std::vector<std::string> listed;
+        for (const auto& [name, digest] : file.hashes) listed.push_back(name);
+        return InvalidArgumentError(fmt::format(
+            "{}: validate_hash {} is not among the digests index.json gives for it ({})",
+            file.basename, algorithm,
+            listed.empty() ? "none" : fmt::format("{}", fmt::join(listed, ", "))));
+      }
     }
   }
   return Status::Ok();

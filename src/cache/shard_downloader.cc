@@ -279,98 +279,106 @@ Status ShardDownloader::CheckDigest(std::string_view data, const FileInfo& file,
 
 namespace {
 
-// Decompresses `zip` (the contents of shard.zip_data) into the raw file's temporary.
-Status WriteRawFromZip(const ShardDescription& shard, std::string_view zip,
+// Decompresses `zip` (the contents of file.zip) into the raw file's temporary.
+Status WriteRawFromZip(const ShardDescription& shard, const ShardFile& file, std::string_view zip,
                        const fs::path& raw_tmp) {
-  const FileInfo& zip_info = *shard.zip_data;
   if (shard.config == nullptr || !shard.config->compression) {
     return InvalidArgumentError(fmt::format(
-        "{}: index.json lists a compressed file but no compression", zip_info.basename));
+        "{}: index.json lists a compressed file but no compression", file.zip->basename));
   }
   FERRY_ASSIGN_OR_RETURN(const Compression compression,
                          Compression::Parse(*shard.config->compression));
-  auto raw = compression.Decompress(zip, shard.raw_data.bytes);
-  if (!raw) return raw.status().WithContext(zip_info.basename);
-  if (raw->size() != shard.raw_data.bytes) {
+  auto raw = compression.Decompress(zip, file.raw->bytes);
+  if (!raw) return raw.status().WithContext(file.zip->basename);
+  if (raw->size() != file.raw->bytes) {
     return DataLossError(fmt::format("{}: decompresses to {} bytes, index.json says {}",
-                                     zip_info.basename, raw->size(), shard.raw_data.bytes));
+                                     file.zip->basename, raw->size(), file.raw->bytes));
   }
   return WriteNewFile(raw_tmp, *raw);
 }
 
 }  // namespace
 
-Status ShardDownloader::DecompressLocalZip(const ShardDescription& shard) const {
-  const fs::path zip_path = layout_.FilePath(shard.zip_data->basename);
-  const fs::path raw_tmp = layout_.TemporaryPath(shard.raw_data.basename);
+Status ShardDownloader::DecompressLocalZip(const ShardDescription& shard,
+                                           const ShardFile& file) const {
+  const fs::path zip_path = layout_.FilePath(file.zip->basename);
+  const fs::path raw_tmp = layout_.TemporaryPath(file.raw->basename);
   {
     FERRY_ASSIGN_OR_RETURN(const MappedFile zip, MappedFile::Open(zip_path));
-    FERRY_RETURN_IF_ERROR(CheckDigest(zip.data(), *shard.zip_data, zip_path.string()));
-    FERRY_RETURN_IF_ERROR(WriteRawFromZip(shard, zip.data(), raw_tmp));
+    FERRY_RETURN_IF_ERROR(CheckDigest(zip.data(), *file.zip, zip_path.string()));
+    FERRY_RETURN_IF_ERROR(WriteRawFromZip(shard, file, zip.data(), raw_tmp));
   }
   TemporaryGuard raw_guard(raw_tmp);
-  FERRY_RETURN_IF_ERROR(Publish(raw_tmp, layout_.FilePath(shard.raw_data.basename)));
+  FERRY_RETURN_IF_ERROR(Publish(raw_tmp, layout_.FilePath(file.raw->basename)));
   raw_guard.Dismiss();
-  Log().debug("cache: decompressed {} in {}", shard.zip_data->basename, layout_.root().string());
+  Log().debug("cache: decompressed {} in {}", file.zip->basename, layout_.root().string());
   return Status::Ok();
 }
 
-Status ShardDownloader::DownloadOnce(const ShardDescription& shard, const MakeRoomFn& make_room,
-                                     std::stop_token stop) const {
-  const FileInfo& file = shard.zip_data ? *shard.zip_data : shard.raw_data;
-  // A compressed shard peaks at both files while it is decompressed.
-  FERRY_RETURN_IF_ERROR(make_room(file.bytes + (shard.zip_data ? shard.raw_data.bytes : 0)));
-  const std::string key = RemoteKey(file.basename);
+Status ShardDownloader::DownloadOnce(const ShardDescription& shard, const ShardFile& file,
+                                     const MakeRoomFn& make_room, std::stop_token stop) const {
+  const FileInfo& fetched = file.zip ? *file.zip : *file.raw;
+  // A compressed file peaks at both forms while it is decompressed.
+  FERRY_RETURN_IF_ERROR(make_room(fetched.bytes + (file.zip ? file.raw->bytes : 0)));
+  const std::string key = RemoteKey(fetched.basename);
   const std::string url = http::RedactUrl(remote_->ToUrl(key));
-  const fs::path tmp = layout_.TemporaryPath(file.basename);
-  Log().debug("cache: downloading {} ({} bytes) into {}", url, file.bytes, layout_.root().string());
+  const fs::path tmp = layout_.TemporaryPath(fetched.basename);
+  Log().debug("cache: downloading {} ({} bytes) into {}", url, fetched.bytes,
+              layout_.root().string());
   CacheMetrics::Get().downloads.Add();
-  FERRY_RETURN_IF_ERROR(DownloadToFile(*remote_, key, tmp, file.bytes, options_.parts, stop));
+  FERRY_RETURN_IF_ERROR(DownloadToFile(*remote_, key, tmp, fetched.bytes, options_.parts, stop));
   TemporaryGuard guard(tmp);
-  if (!shard.zip_data) {
+  if (!file.zip) {
     if (options_.validate_hash) {
       FERRY_ASSIGN_OR_RETURN(const MappedFile downloaded, MappedFile::Open(tmp));
-      FERRY_RETURN_IF_ERROR(CheckDigest(downloaded.data(), file, url));
+      FERRY_RETURN_IF_ERROR(CheckDigest(downloaded.data(), fetched, url));
     }
-    FERRY_RETURN_IF_ERROR(Publish(tmp, layout_.FilePath(file.basename)));
+    FERRY_RETURN_IF_ERROR(Publish(tmp, layout_.FilePath(fetched.basename)));
     guard.Dismiss();
     return Status::Ok();
   }
+  const fs::path raw_tmp = layout_.TemporaryPath(file.raw->basename);
   {
     FERRY_ASSIGN_OR_RETURN(const MappedFile downloaded, MappedFile::Open(tmp));
-    FERRY_RETURN_IF_ERROR(CheckDigest(downloaded.data(), file, url));
-    FERRY_RETURN_IF_ERROR(
-        WriteRawFromZip(shard, downloaded.data(), layout_.TemporaryPath(shard.raw_data.basename)));
+    FERRY_RETURN_IF_ERROR(CheckDigest(downloaded.data(), fetched, url));
+    FERRY_RETURN_IF_ERROR(WriteRawFromZip(shard, file, downloaded.data(), raw_tmp));
   }
-  TemporaryGuard raw_guard(layout_.TemporaryPath(shard.raw_data.basename));
+  TemporaryGuard raw_guard(raw_tmp);
   // The zip goes first: a crash between the two renames leaves it and no raw file, which the next
   // Acquire decompresses - a temporary is never left beside a published raw file.
   if (options_.keep_zip) {
-    FERRY_RETURN_IF_ERROR(Publish(tmp, layout_.FilePath(file.basename)));
+    FERRY_RETURN_IF_ERROR(Publish(tmp, layout_.FilePath(fetched.basename)));
     guard.Dismiss();
   } else {
     FERRY_RETURN_IF_ERROR(RemoveIfExists(tmp));
     guard.Dismiss();
   }
-  FERRY_RETURN_IF_ERROR(Publish(layout_.TemporaryPath(shard.raw_data.basename),
-                                layout_.FilePath(shard.raw_data.basename)));
+  FERRY_RETURN_IF_ERROR(Publish(raw_tmp, layout_.FilePath(file.raw->basename)));
   raw_guard.Dismiss();
   return Status::Ok();
 }
 
 Status ShardDownloader::Fetch(const ShardDescription& shard, const MakeRoomFn& make_room,
                               std::stop_token stop) const {
-  const fs::path raw_path = layout_.FilePath(shard.raw_data.basename);
+  for (const ShardFile& file : shard.files()) {
+    FERRY_RETURN_IF_ERROR(FetchFile(shard, file, make_room, stop));
+  }
+  return Status::Ok();
+}
+
+Status ShardDownloader::FetchFile(const ShardDescription& shard, const ShardFile& file,
+                                  const MakeRoomFn& make_room, std::stop_token stop) const {
+  const fs::path raw_path = layout_.FilePath(file.raw->basename);
   FERRY_RETURN_IF_ERROR(CreateParentFolder(layout_, raw_path));
   // Leftovers of a download that was killed: the download lock is ours, so nobody writes them.
-  FERRY_RETURN_IF_ERROR(RemoveIfExists(layout_.TemporaryPath(shard.raw_data.basename)));
-  if (shard.zip_data) {
-    const fs::path zip_path = layout_.FilePath(shard.zip_data->basename);
+  FERRY_RETURN_IF_ERROR(RemoveIfExists(layout_.TemporaryPath(file.raw->basename)));
+  if (file.zip) {
+    const fs::path zip_path = layout_.FilePath(file.zip->basename);
     FERRY_RETURN_IF_ERROR(CreateParentFolder(layout_, zip_path));
-    FERRY_RETURN_IF_ERROR(RemoveIfExists(layout_.TemporaryPath(shard.zip_data->basename)));
+    FERRY_RETURN_IF_ERROR(RemoveIfExists(layout_.TemporaryPath(file.zip->basename)));
     if (IsRegularFile(zip_path)) {
-      if (remote_) FERRY_RETURN_IF_ERROR(make_room(shard.raw_data.bytes));
-      Status local = DecompressLocalZip(shard);
+      if (remote_) FERRY_RETURN_IF_ERROR(make_room(file.raw->bytes));
+      Status local = DecompressLocalZip(shard, file);
       if (local.ok()) {
         if (remote_ && !options_.keep_zip) {
           if (Status s = RemoveIfExists(zip_path); !s.ok()) Log().warn("cache: {}", s.message());
@@ -389,7 +397,7 @@ Status ShardDownloader::Fetch(const ShardDescription& shard, const MakeRoomFn& m
   }
   Status status;
   for (int attempt = 1; attempt <= kDownloadAttempts; ++attempt) {
-    status = DownloadOnce(shard, make_room, stop);
+    status = DownloadOnce(shard, file, make_room, stop);
     if (status.code() == StatusCode::kNotFound) {
       // The index was current when the dataset was opened (cached_index.h): the remote dataset
       // changed since.

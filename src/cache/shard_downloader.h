@@ -77,9 +77,9 @@ class ShardDownloader {
   ShardDownloader(std::shared_ptr<ObjectStore> remote, std::string remote_prefix,
                   CacheLayout layout, ShardDownloaderOptions options);
 
-  /// Makes `shard`'s raw file exist (see the file comment). \pre the caller holds the shard's
-  /// download lock. A stop request ends a download in progress with kCancelled, and nothing
-  /// is published.
+  /// Makes `shard`'s raw files exist (see the file comment): its companions, then raw_data.
+  /// \pre the caller holds the shard's download lock. A stop request ends a download in
+  /// progress with kCancelled, and nothing is published.
   Status Fetch(const ShardDescription& shard, const MakeRoomFn& make_room,
                std::stop_token stop = {}) const;
 
@@ -87,11 +87,14 @@ class ShardDownloader {
   std::string RemoteKey(std::string_view basename) const;
 
  private:
+  // Makes one raw file of `shard` exist.
+  Status FetchFile(const ShardDescription& shard, const ShardFile& file,
+                   const MakeRoomFn& make_room, std::stop_token stop) const;
   // Decompresses the local compressed file into the raw file. kDataLoss on a digest mismatch.
-  Status DecompressLocalZip(const ShardDescription& shard) const;
-  // One download (and, for a compressed shard, decompression) attempt.
-  Status DownloadOnce(const ShardDescription& shard, const MakeRoomFn& make_room,
-                      std::stop_token stop) const;
+  Status DecompressLocalZip(const ShardDescription& shard, const ShardFile& file) const;
+  // One download (and, for a compressed file, decompression) attempt.
+  Status DownloadOnce(const ShardDescription& shard, const ShardFile& file,
+                      const MakeRoomFn& make_room, std::stop_token stop) const;
   // Checks the validate_hash digest of `data`, the contents of `file`.
   Status CheckDigest(std::string_view data, const FileInfo& file, std::string_view origin) const;
 

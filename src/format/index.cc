@@ -10,6 +10,7 @@
 #include "base/python_json.h"
 #include "format/compression.h"
 #include "format/hash.h"
+#include "format/split_shard.h"
 #include "format/webdataset_index.h"
 
 namespace ferry {
@@ -25,6 +26,13 @@ constexpr std::array<std::string_view, 11> kShardKeys = {
     "column_encodings", "column_names", "column_sizes", "compression", "format",  "hashes",
     "raw_data",         "samples",      "size_limit",   "version",     "zip_data"};
 constexpr std::array<std::string_view, 3> kFileInfoKeys = {"basename", "bytes", "hashes"};
+// Mosaic's split shards (JSONWriter; CSVWriter and TSVWriter).
+constexpr std::array<std::string_view, 12> kJsonShardKeys = {
+    "columns",  "compression", "format",     "hashes",  "newline",  "raw_data",
+    "raw_meta", "samples",     "size_limit", "version", "zip_data", "zip_meta"};
+constexpr std::array<std::string_view, 13> kXsvShardKeys = {
+    "column_encodings", "column_names", "compression", "format",  "hashes",   "newline", "raw_data",
+    "raw_meta",         "samples",      "size_limit",  "version", "zip_data", "zip_meta"};
 
 // Builds error messages that say where in the index the problem is.
 class Where {
@@ -84,13 +92,15 @@ Result<std::vector<std::string>> GetStringList(const JsonDoc& v, const Where& wh
   return out;
 }
 
+Status ParseStorage(const JsonDoc& obj, const Where& where, ShardConfig& c);
+
 // The eight config keys of a shard entry or an embedded config block.
 Result<ShardConfig> ParseConfig(const JsonDoc& obj, const Where& where) {
   ShardConfig c;
   const auto& format = obj.at("format");
   if (!format.is_string() || format.get<std::string>() != "mds") {
     return where.Field("format").Invalid(
-        fmt::format("only \"mds\" is supported, found {}", format.dump()));
+        fmt::format("{} is not a format ferry reads (mds, json, csv, tsv)", format.dump()));
   }
   const auto& version = obj.at("version");
   if (!version.is_number_integer() || version.get<int64_t>() != 2) {
@@ -139,6 +149,12 @@ Result<ShardConfig> ParseConfig(const JsonDoc& obj, const Where& where) {
   if (unique.size() != c.column_names.size()) {
     return where.Field("column_names").DataLoss("a column name appears twice");
   }
+  FERRY_RETURN_IF_ERROR(ParseStorage(obj, where, c));
+  return c;
+}
+
+// compression, hashes and size_limit, which every format's shard entry has.
+Status ParseStorage(const JsonDoc& obj, const Where& where, ShardConfig& c) {
   const JsonDoc& compression = obj.at("compression");
   if (!compression.is_null()) {
     FERRY_ASSIGN_OR_RETURN(std::string spec, GetString(compression, where.Field("compression")));
@@ -157,7 +173,7 @@ Result<ShardConfig> ParseConfig(const JsonDoc& obj, const Where& where) {
     FERRY_ASSIGN_OR_RETURN(uint64_t v, GetCount(limit, where.Field("size_limit")));
     if (v != 0) c.size_limit = v;
   }
-  return c;
+  return Status::Ok();
 }
 
 Result<FileInfo> ParseFileInfo(const JsonDoc& obj, const ShardConfig& config, const Where& where) {
@@ -179,6 +195,105 @@ Result<FileInfo> ParseFileInfo(const JsonDoc& obj, const ShardConfig& config, co
     }
   }
   return info;
+}
+
+bool IsSplitFormat(std::string_view format) {
+  return format == "json" || format == "csv" || format == "tsv";
+}
+
+// A shard entry of Mosaic's JSON, CSV or TSV format: a data file and a .meta companion.
+Result<ShardDescription> ParseSplitShard(const JsonDoc& obj, const std::string& format,
+                                         const Where& where) {
+  if (format == "json") {
+    FERRY_RETURN_IF_ERROR(CheckExactKeys(obj, kJsonShardKeys, where));
+  } else {
+    FERRY_RETURN_IF_ERROR(CheckExactKeys(obj, kXsvShardKeys, where));
+  }
+  const JsonDoc& version = obj.at("version");
+  if (!version.is_number_integer() || version.get<int64_t>() != 2) {
+    return where.Field("version").Invalid(
+        fmt::format("only version 2 is supported, found {}", version.dump()));
+  }
+  ShardConfig c;
+  if (format == "json") {
+    const JsonDoc& columns = obj.at("columns");
+    if (!columns.is_object()) return where.Field("columns").DataLoss("expected an object");
+    for (const auto& [name, encoding] : columns.items()) {
+      if (!encoding.is_string()) return where.Field("columns").DataLoss("expected encodings");
+      c.column_names.push_back(name);
+      c.split_encodings.push_back(encoding.get<std::string>());
+    }
+  } else {
+    FERRY_ASSIGN_OR_RETURN(c.column_names,
+                           GetStringList(obj.at("column_names"), where.Field("column_names")));
+    FERRY_ASSIGN_OR_RETURN(c.split_encodings, GetStringList(obj.at("column_encodings"),
+                                                            where.Field("column_encodings")));
+    if (c.split_encodings.size() != c.column_names.size()) {
+      return where.DataLoss(fmt::format("{} column names but {} encodings", c.column_names.size(),
+                                        c.split_encodings.size()));
+    }
+    if (std::set<std::string>(c.column_names.begin(), c.column_names.end()).size() !=
+        c.column_names.size()) {
+      return where.Field("column_names").DataLoss("a column name appears twice");
+    }
+  }
+  if (c.column_names.empty()) return where.DataLoss("no columns");
+  for (size_t i = 0; i < c.column_names.size(); ++i) {
+    auto encoding = internal_format::SplitFieldEncoding(format, c.split_encodings[i]);
+    if (!encoding) {
+      return encoding.error().WithContext(
+          fmt::format("{}: column '{}'", where.prefix(), c.column_names[i]));
+    }
+    c.column_encodings.push_back(std::move(*encoding));
+    c.column_sizes.emplace_back();
+  }
+  FERRY_ASSIGN_OR_RETURN(c.newline, GetString(obj.at("newline"), where.Field("newline")));
+  if (c.newline.empty()) return where.Field("newline").DataLoss("is empty");
+  FERRY_RETURN_IF_ERROR(ParseStorage(obj, where, c));
+
+  ShardDescription entry;
+  entry.format = format;
+  entry.config = std::make_shared<const ShardConfig>(std::move(c));
+  const ShardConfig& config = *entry.config;
+  FERRY_ASSIGN_OR_RETURN(entry.samples, GetCount(obj.at("samples"), where.Field("samples")));
+  FERRY_ASSIGN_OR_RETURN(entry.raw_data,
+                         ParseFileInfo(obj.at("raw_data"), config, where.Field("raw_data")));
+  CompanionFile meta;
+  FERRY_ASSIGN_OR_RETURN(meta.raw,
+                         ParseFileInfo(obj.at("raw_meta"), config, where.Field("raw_meta")));
+  for (const auto& [key, file] :
+       {std::pair{"zip_data", &entry.zip_data}, {"zip_meta", &meta.zip}}) {
+    if (obj.at(key).is_null()) {
+      if (config.compression) {
+        return where.DataLoss(
+            fmt::format("is compressed with '{}' but has no '{}'", *config.compression, key));
+      }
+      continue;
+    }
+    if (!config.compression) return where.DataLoss(fmt::format("has '{}' but no compression", key));
+    FERRY_ASSIGN_OR_RETURN(*file, ParseFileInfo(obj.at(key), config, where.Field(key)));
+  }
+  // The .meta holds a count, then an offset per sample and one past the last, each 4 bytes.
+  if (entry.samples > meta.raw.bytes / 4) {
+    return where.DataLoss(
+        fmt::format("{} samples cannot fit in a .meta of {} bytes", entry.samples, meta.raw.bytes));
+  }
+  entry.companions.push_back(std::move(meta));
+  return entry;
+}
+
+OrderedJson FileInfoJson(const FileInfo& f);
+
+// A split shard's entry as Mosaic's writers make it: the writer's config, its files and count.
+OrderedJson SplitShardJson(const ShardDescription& s) {
+  OrderedJson j = internal_format::SplitConfigJson(s.format, *s.config);
+  const CompanionFile& meta = s.companions.at(0);
+  j["raw_data"] = FileInfoJson(s.raw_data);
+  j["raw_meta"] = FileInfoJson(meta.raw);
+  j["samples"] = s.samples;
+  j["zip_data"] = s.zip_data ? FileInfoJson(*s.zip_data) : OrderedJson(nullptr);
+  j["zip_meta"] = meta.zip ? FileInfoJson(*meta.zip) : OrderedJson(nullptr);
+  return j;
 }
 
 OrderedJson ConfigJson(const ShardConfig& c) {
@@ -259,6 +374,16 @@ Result<DatasetDescription> ParseIndex(std::string_view text, std::string_view or
   for (size_t i = 0; i < root["shards"].size(); ++i) {
     const JsonDoc& obj = root["shards"][i];
     const Where shard_where(fmt::format("{}: shard {}", origin, i));
+    if (obj.is_object() && obj.contains("format") && obj["format"].is_string() &&
+        IsSplitFormat(obj["format"].get<std::string>())) {
+      FERRY_ASSIGN_OR_RETURN(ShardDescription entry,
+                             ParseSplitShard(obj, obj["format"].get<std::string>(), shard_where));
+      // Shards of one writer run share one config object.
+      if (last_config && *last_config == *entry.config) entry.config = last_config;
+      last_config = entry.config;
+      index.shards.push_back(std::move(entry));
+      continue;
+    }
     FERRY_RETURN_IF_ERROR(CheckExactKeys(obj, kShardKeys, shard_where));
     FERRY_ASSIGN_OR_RETURN(ShardConfig config, ParseConfig(obj, shard_where));
     ShardDescription entry;
@@ -316,6 +441,10 @@ std::string SerializeShardConfig(const ShardConfig& config) {
 std::string SerializeIndex(const DatasetDescription& index) {
   OrderedJson shards = OrderedJson::array();
   for (const auto& s : index.shards) {
+    if (IsSplitFormat(s.format)) {
+      shards.push_back(SplitShardJson(s));
+      continue;
+    }
     OrderedJson j = ConfigJson(*s.config);
     j["raw_data"] = FileInfoJson(s.raw_data);
     j["samples"] = s.samples;

@@ -315,8 +315,12 @@ TEST_F(MalformedIndex, VersionOtherThanTwo) {
   ExpectError(R"({"shards": [], "version": 2.0})", StatusCode::kInvalidArgument, {"version"});
   ExpectError(Mutated([](OrderedJson& j) { j["shards"][2]["version"] = 1; }),
               StatusCode::kInvalidArgument, {"shard 2", "'version'"});
+  // Mosaic's generic XSV writer (any separator) is not among the formats ferry reads.
+  ExpectError(Mutated([](OrderedJson& j) { j["shards"][0]["format"] = "xsv"; }),
+              StatusCode::kInvalidArgument, {"shard 0", "'format'", "mds, json, csv, tsv"});
+  // An MDS entry that says json is read as Mosaic's JSON format, whose keys it lacks.
   ExpectError(Mutated([](OrderedJson& j) { j["shards"][0]["format"] = "json"; }),
-              StatusCode::kInvalidArgument, {"shard 0", "'format'", "mds"});
+              StatusCode::kDataLoss, {"shard 0", "missing key 'columns'"});
 }
 
 TEST_F(MalformedIndex, MissingAndExtraShardKeys) {

@@ -186,7 +186,8 @@ TEST(MdsShardReader, SeveralVariableColumns) {
   PutU32(shard, 4, static_cast<uint32_t>(12 + block.size()));
   PutU32(shard, 8, static_cast<uint32_t>(12 + block.size() + record.size()));
   shard += block + record;
-  ShardDescription entry{config, {"s.mds", shard.size(), {}}, std::nullopt, 1};
+  ShardDescription entry{
+      .config = config, .raw_data = {"s.mds", shard.size(), {}}, .zip_data = {}, .samples = 1};
   auto reader = MdsShardReader::FromBuffer(shard, entry, kOrigin);
   ASSERT_TRUE(reader.has_value()) << reader.status().ToString();
   auto fields = reader->Fields(0);

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <regex>
 #include <thread>
 
 #include "base/bounded_queue.h"
@@ -13,12 +12,13 @@
 #include "base/little_endian.h"
 #include "base/mutex.h"
 #include "format/compression.h"
+#include "format/dataset_output.h"
 #include "format/hash.h"
 
 namespace ferry {
 namespace {
 
-constexpr uint64_t kMaxShardBytes = uint64_t{1} << 32;  // offsets are u32
+using internal_format::kMaxShardBytes;
 
 // A full shard on its way to disk.
 struct FlushJob {
@@ -26,47 +26,6 @@ struct FlushJob {
   uint64_t samples;
   std::string raw;
 };
-
-bool IsShardFileName(const std::string& name) {
-  static const std::regex kShard(R"(shard\.[0-9]{5,}\.mds(\.[a-z0-9]+)?)");
-  return std::regex_match(name, kShard);
-}
-
-// Makes `out` ready for a new dataset: created if missing; refused if it holds anything unless
-// exist_ok, in which case the previous dataset's files (index.json, shard.*) are removed.
-Status PrepareOutput(const std::filesystem::path& out, bool exist_ok) {
-  std::error_code ec;
-  if (!std::filesystem::exists(out, ec)) {
-    std::filesystem::create_directories(out, ec);
-    if (ec) return ErrnoToStatus(ec.value(), "create folder", out);
-    return Status::Ok();
-  }
-  if (!std::filesystem::is_directory(out, ec)) {
-    return InvalidArgumentError(fmt::format("{}: exists and is not a folder", out.string()));
-  }
-  std::vector<std::filesystem::path> previous;
-  bool other_files = false;
-  for (const auto& entry : std::filesystem::directory_iterator(out, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name == "index.json" || IsShardFileName(name)) {
-      previous.push_back(entry.path());
-    } else {
-      other_files = true;
-    }
-  }
-  if (ec) return ErrnoToStatus(ec.value(), "list folder", out);
-  if ((previous.empty() && !other_files) || exist_ok) {
-    for (const auto& p : previous) {
-      std::filesystem::remove(p, ec);
-      if (ec) return ErrnoToStatus(ec.value(), "remove", p);
-    }
-    return Status::Ok();
-  }
-  // "Directory is not empty" is the reference's wording, which scripts match on.
-  return AlreadyExistsError(fmt::format(
-      "Directory is not empty: {}; choose an empty folder or allow replacing the dataset in it",
-      out.string()));
-}
 
 }  // namespace
 
@@ -340,20 +299,10 @@ Result<std::unique_ptr<MdsWriter>> MdsWriter::Create(MdsWriterOptions options) {
     config->column_sizes.push_back(encoding->fixed_size());
     config->column_encodings.push_back(std::move(*encoding));
   }
-  std::optional<Compression> compression;
-  if (options.compression && !options.compression->empty()) {
-    FERRY_ASSIGN_OR_RETURN(compression, Compression::Parse(*options.compression));
-    config->compression = options.compression;
-  }
-  FERRY_RETURN_IF_ERROR(ValidateHashNames(options.hashes));
-  config->hashes = options.hashes;
-  if (options.size_limit && *options.size_limit == 0) options.size_limit.reset();
-  if (options.size_limit && *options.size_limit >= kMaxShardBytes) {
-    return InvalidArgumentError(fmt::format(
-        "size_limit {} must be below 4 GiB (shard offsets are 32-bit)", *options.size_limit));
-  }
-  config->size_limit = options.size_limit;
-  FERRY_RETURN_IF_ERROR(PrepareOutput(options.out, options.exist_ok));
+  FERRY_ASSIGN_OR_RETURN(
+      std::optional<Compression> compression,
+      internal_format::PrepareWriter(options.compression, options.hashes, options.size_limit,
+                                     *config, options.out, options.exist_ok));
   return std::unique_ptr<MdsWriter>(new MdsWriter(
       std::make_unique<Impl>(std::move(options), std::move(config), std::move(compression))));
 }

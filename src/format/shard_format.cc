@@ -7,6 +7,7 @@
 #include <array>
 
 #include "format/mds_format.h"
+#include "format/split_format.h"
 #include "format/webdataset_format.h"
 
 namespace ferry {
@@ -17,11 +18,24 @@ namespace {
 const auto& Formats() {
   static const internal_format::MdsFormat mds;
   static const internal_format::WebDatasetFormat webdataset;
-  static const std::array<const ShardFormat*, 2> formats = {&mds, &webdataset};
+  static const internal_format::SplitFormat json("json");
+  static const internal_format::SplitFormat csv("csv");
+  static const internal_format::SplitFormat tsv("tsv");
+  static const std::array<const ShardFormat*, 5> formats = {&mds, &webdataset, &json, &csv, &tsv};
   return formats;
 }
 
 }  // namespace
+
+Result<std::unique_ptr<ShardReader>> ShardFormat::FromBuffers(std::vector<std::string> files,
+                                                              const ShardDescription& shard,
+                                                              std::string origin) const {
+  if (files.size() != 1 || !shard.companions.empty()) {
+    return InvalidArgumentError(
+        fmt::format("{}: a {} shard is one file, not {}", origin, name(), files.size()));
+  }
+  return FromBuffer(std::move(files[0]), shard, std::move(origin));
+}
 
 Result<std::optional<RangedSample>> ShardFormat::ReadByRange(const RangeRead& /*read*/,
                                                              const ShardDescription& /*shard*/,

@@ -54,7 +54,8 @@ TEST(ShardFormatRegistryTest, FindsMdsAndNamesTheKnownOnesForAnUnknownName) {
   EXPECT_THAT(unknown.error().message(), HasSubstr("'parquet'"));
   EXPECT_THAT(unknown.error().message(), HasSubstr("mds"));
   EXPECT_FALSE(FindShardFormat("file").ok()) << "a FileDataset reads its files itself";
-  EXPECT_EQ(ShardFormatNames(), (std::vector<std::string_view>{"mds", "webdataset"}));
+  EXPECT_EQ(ShardFormatNames(),
+            (std::vector<std::string_view>{"csv", "json", "mds", "tsv", "webdataset"}));
 }
 
 TEST_F(ShardFormatTest, ReadsEverySampleAsMdsShardReaderDoes) {

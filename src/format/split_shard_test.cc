@@ -134,5 +134,50 @@ TEST(SplitShard, JsonSamplesMustBeObjects) {
   EXPECT_THAT(shard->Decode(0).status().message(), HasSubstr("s.json: sample 0: is not a JSON"));
 }
 
+// A JSON shard's fields are each column's value as JSON text, whatever the key order, spacing
+// or escapes; keys that are not columns, repeated, or missing are errors naming the sample.
+TEST(SplitShard, JsonFieldsAreEachColumnsValueText) {
+  const std::vector<std::string> lines = {R"({"b": [1, {"x": "]}"}], "a": "q\"uote"})"
+                                          "\n",
+                                          R"(  { "\u0061" :-1.5e3 ,"b":{"k":[]}}  )"
+                                          "\n",
+                                          R"({"a": 1, "b": 2, "c": 3})"
+                                          "\n",
+                                          R"({"a": 1, "a": 2, "b": 3})"
+                                          "\n",
+                                          R"({"a": 1})"
+                                          "\n",
+                                          "[1]\n",
+                                          "{\"a\": tru}\n"};
+  std::string data;
+  std::string meta;
+  AppendLE<uint32_t>(meta, static_cast<uint32_t>(lines.size()));
+  AppendLE<uint32_t>(meta, 0);
+  for (const std::string& line : lines) {
+    data += line;
+    AppendLE<uint32_t>(meta, static_cast<uint32_t>(data.size()));
+  }
+  auto shard = SplitShard::Open(
+      data, meta,
+      {.format = "json", .column_names = {"a", "b"}, .column_encodings = {"str", "int"}}, "s.json");
+  ASSERT_TRUE(shard.ok()) << shard.status().ToString();
+  std::vector<std::string_view> fields;
+  ASSERT_TRUE(shard->Fields(0, fields).ok());
+  EXPECT_THAT(fields, ::testing::ElementsAre(R"("q\"uote")", R"([1, {"x": "]}"}])"));
+  ASSERT_TRUE(shard->Fields(1, fields).ok());
+  EXPECT_THAT(fields, ::testing::ElementsAre("-1.5e3", R"({"k":[]})"));
+  const std::vector<std::pair<uint32_t, std::string>> bad = {
+      {2, "s.json: sample 2: 'c' is not a column of the shard"},
+      {3, "s.json: sample 3: 'a' appears twice"},
+      {4, "s.json: sample 4: has no 'b'"},
+      {5, "s.json: sample 5: is not a JSON object"},
+      {6, "s.json: sample 6: is not valid JSON"}};
+  for (const auto& [i, message] : bad) {
+    const Status status = shard->Fields(i, fields);
+    EXPECT_EQ(status.code(), StatusCode::kDataLoss) << i;
+    EXPECT_THAT(status.message(), HasSubstr(message));
+  }
+}
+
 }  // namespace
 }  // namespace ferry::internal_format

@@ -189,7 +189,7 @@ std::vector<StreamShards> StreamingDatasetImpl::StreamLayout(const EpochMix& mix
 
 uint64_t StreamingDatasetImpl::DiskBytes(uint32_t stream, uint32_t shard) const {
   const ShardDescription& e = indexes_[stream].shards[shard];
-  return e.raw_data.bytes + (options_.keep_zip && e.zip_data ? e.zip_data->bytes : 0);
+  return e.raw_bytes() + (options_.keep_zip && e.zip_data ? e.stored_bytes() : 0);
 }
 
 Result<internal_order::WorkingSetFit> StreamingDatasetImpl::FitOrder(const EpochMix& mix,
@@ -299,7 +299,7 @@ Result<std::shared_ptr<const OpenShard>> StreamingDatasetImpl::Open(const ShardK
   // in tests/integration/stream_test.cc). Not when every stream fits its cache whole: nothing
   // is ever evicted then, and a shuffled order would re-open a shard for nearly every sample
   // (epoch 2 at 0.3 of `cat`).
-  open_shards_.Add(key, shard, entry.raw_data.bytes, budget_.OpenBytesPerReader(readers_.load()));
+  open_shards_.Add(key, shard, entry.raw_bytes(), budget_.OpenBytesPerReader(readers_.load()));
   return shard;
 }
 
@@ -396,7 +396,7 @@ std::vector<std::filesystem::path> StreamingDatasetImpl::LimitedCacheFolders() c
 
 uint64_t StreamingDatasetImpl::ShardBytes(const ShardKey& key) const {
   const ShardDescription& e = indexes_[key.stream].shards[key.shard];
-  return e.zip_data ? e.zip_data->bytes : e.raw_data.bytes;
+  return e.stored_bytes();
 }
 
 double StreamingDatasetImpl::MeanSamplesPerShard() const {

@@ -44,6 +44,12 @@ struct ShardConfig {
   std::optional<std::string> compression;  // verbatim spec, e.g. "zstd:7"
   std::vector<std::string> hashes;         // algorithm names, sorted
   std::optional<uint64_t> size_limit;      // bytes; nullopt = no limit
+  /// Mosaic's JSON/CSV/TSV shards: what ends every sample, and each column's encoding as
+  /// index.json names it ("str", "int", "float"; column_encodings says how ferry hands the field
+  /// out: str, str_int and str_float for CSV and TSV, json for a JSON shard's values). Empty for
+  /// the other formats.
+  std::string newline;
+  std::vector<std::string> split_encodings;
 
   /// Index of a column by name, or nullopt.
   std::optional<size_t> ColumnIndex(std::string_view name) const;
@@ -52,14 +58,40 @@ struct ShardConfig {
   friend bool operator==(const ShardConfig&, const ShardConfig&) = default;
 };
 
+/// A file read together with a shard's raw_data (the .meta of a Mosaic JSON/CSV/TSV shard),
+/// stored compressed exactly when raw_data is.
+struct CompanionFile {
+  FileInfo raw;
+  std::optional<FileInfo> zip;
+};
+
+/// One file of a shard as stored: the raw form a reader opens, and the compressed form fetched
+/// in its place when there is one.
+struct ShardFile {
+  const FileInfo* raw = nullptr;
+  const FileInfo* zip = nullptr;  // null when the file is stored raw
+};
+
 struct ShardDescription {
   std::shared_ptr<const ShardConfig> config;  // never null
   FileInfo raw_data;                          // the file a reader opens (local name = remote name)
   std::optional<FileInfo> zip_data;           // set exactly when config->compression is
+  /// Fetched, kept and evicted with raw_data; a reader opens them beside it.
+  std::vector<CompanionFile> companions;
   uint64_t samples = 0;
-  /// The ShardFormat that reads raw_data ("mds"), or "file" for a file of a FileDataset, which
-  /// reads it whole.
+  /// The ShardFormat that reads raw_data ("mds", "webdataset", "json", "csv", "tsv"), or "file"
+  /// for a file of a FileDataset, which reads it whole.
   std::string format = "mds";
+
+  /// The companions, then raw_data: raw_data is published last and removed first, so that a
+  /// complete raw_data means a complete shard.
+  std::vector<ShardFile> files() const;
+  /// Every form of every file: each raw file and, where there is one, its compressed form.
+  std::vector<const FileInfo*> all_forms() const;
+  /// The raw bytes of every file (what a local copy holds without its compressed forms).
+  uint64_t raw_bytes() const;
+  /// The bytes fetched: each file's compressed form where it has one, else its raw form.
+  uint64_t stored_bytes() const;
 };
 
 struct DatasetDescription {

@@ -47,6 +47,13 @@ class ShardFormat {
                                                           const ShardDescription& shard,
                                                           std::string origin) const = 0;
 
+  /// As FromBuffer, for a shard with companion files: `files` holds the raw contents of each of
+  /// shard.files() (the companions, then raw_data). By default: FromBuffer of the one file, and
+  /// kInvalidArgument for a shard with companions.
+  virtual Result<std::unique_ptr<ShardReader>> FromBuffers(std::vector<std::string> files,
+                                                           const ShardDescription& shard,
+                                                           std::string origin) const;
+
   /// Sample `i` of a raw shard that is not local, read with a few small ranged reads instead of
   /// the whole file (an iterator's first sample at a cold start), or nullopt where the format
   /// cannot say where a sample is without the whole shard. By default: nullopt.

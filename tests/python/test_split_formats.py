@@ -1,0 +1,132 @@
+"""Mosaic's JSON, CSV and TSV datasets (../shared/fixtures/split, written by Mosaic's own
+JSONWriter, CSVWriter and TSVWriter) through StreamingDataset: every sample, by index and by
+iteration, is what Mosaic's StreamingDataset returned (expected.json), from a "remote" folder
+through a cache and from a local folder read in place."""
+
+import json
+import shutil
+
+import pytest
+
+import ferry
+from conftest import FIXTURES
+
+SPLIT = FIXTURES.parent / "split"
+NAMES = ["json_plain", "json_zstd_sha1", "csv_plain", "csv_gz_md5", "tsv_plain"]
+
+
+def _copy(name, to):
+    shutil.copytree(SPLIT / name, to)
+    expected = json.loads((to / "expected.json").read_text())
+    (to / "expected.json").unlink()
+    return expected
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_sample_is_what_mosaic_reads(name, tmp_path):
+    expected = _copy(name, tmp_path / "remote")
+    ds = ferry.StreamingDataset(remote=str(tmp_path / "remote"), local=str(tmp_path / "cache"),
+                                batch_size=1)
+    assert len(ds) == len(expected["samples"])
+    assert list(ds) == expected["samples"]
+    assert [ds[i] for i in range(len(ds))] == expected["samples"]
+    # Types as Mosaic gives them, not only equal values.
+    first = ds[0]
+    assert type(first["id"]) is int and type(first["score"]) is float
+    assert type(first["text"]) is str
+    # The cache holds each shard's data and .meta, decompressed.
+    index = json.loads((tmp_path / "remote" / "index.json").read_text())
+    for shard in index["shards"]:
+        assert shard["format"] == expected["format"]
+        for key in ("raw_data", "raw_meta"):
+            cached = tmp_path / "cache" / shard[key]["basename"]
+            assert cached.stat().st_size == shard[key]["bytes"]
+
+
+@pytest.mark.parametrize("name", ["json_zstd_sha1", "csv_gz_md5"])
+def test_a_local_compressed_dataset_is_read_in_place(name, tmp_path):
+    expected = _copy(name, tmp_path / "local")
+    ds = ferry.StreamingDataset(local=str(tmp_path / "local"), batch_size=1)
+    assert list(ds) == expected["samples"]
+
+
+def test_a_missing_meta_is_an_error_naming_it(tmp_path):
+    _copy("tsv_plain", tmp_path / "remote")
+    (tmp_path / "remote" / "shard.00001.tsv.meta").unlink()
+    ds = ferry.StreamingDataset(remote=str(tmp_path / "remote"), local=str(tmp_path / "cache"),
+                                batch_size=1)
+    with pytest.raises(FileNotFoundError, match=r"shard\.00001\.tsv\.meta"):
+        list(ds)
+
+
+WRITERS = {"json": ferry.JSONWriter, "csv": ferry.CSVWriter, "tsv": ferry.TSVWriter}
+
+
+def _writer_args(shard):
+    """What Mosaic's writer was given for the dataset whose first shard entry is `shard`."""
+    if "columns" in shard:
+        columns = shard["columns"]
+    else:
+        columns = dict(zip(shard["column_names"], shard["column_encodings"]))
+    return dict(columns=columns, newline=shard["newline"], compression=shard["compression"],
+                hashes=shard["hashes"], size_limit=shard["size_limit"])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_writers_rewrite_mosaics_datasets_byte_for_byte(name, tmp_path):
+    """The samples Mosaic read back, written with Mosaic's settings, give Mosaic's files: the raw
+    data and .meta of every shard, and (uncompressed) index.json itself."""
+    theirs = SPLIT / name
+    index = json.loads((theirs / "index.json").read_text())
+    expected = json.loads((theirs / "expected.json").read_text())
+    first = index["shards"][0]
+    with WRITERS[first["format"]](out=str(tmp_path / "out"), **_writer_args(first)) as writer:
+        for sample in expected["samples"]:
+            writer.write(sample)
+    ours = json.loads((tmp_path / "out" / "index.json").read_text())
+    assert len(ours["shards"]) == len(index["shards"])
+    if first["compression"] is None:
+        assert (tmp_path / "out" / "index.json").read_bytes() == (theirs / "index.json").read_bytes()
+        for shard in index["shards"]:
+            for key in ("raw_data", "raw_meta"):
+                basename = shard[key]["basename"]
+                assert (tmp_path / "out" / basename).read_bytes() == (theirs / basename).read_bytes()
+    for mine, reference in zip(ours["shards"], index["shards"]):
+        for key in ("raw_data", "raw_meta", "samples"):
+            assert mine[key] == reference[key]
+    # And what they wrote reads back as Mosaic's did.
+    ds = ferry.StreamingDataset(local=str(tmp_path / "out"), batch_size=1)
+    assert list(ds) == expected["samples"]
+
+
+def test_a_writer_uploads_to_a_store_and_the_dataset_streams_back(s3rver, tmp_path):
+    url = f"s3://{s3rver['bucket']}/split-writer/{tmp_path.name}"
+    samples = [{"id": i, "text": f"row {i} é", "score": i / 7} for i in range(300)]
+    with ferry.JSONWriter(out=url, columns={"id": "int", "text": "str", "score": "float"},
+                          compression="zstd", hashes=["sha1", "xxh64"], size_limit=2048) as w:
+        for sample in samples:
+            w.write(sample)
+    ds = ferry.StreamingDataset(remote=url, local=str(tmp_path / "cache"), batch_size=1,
+                                validate_hash="xxh64")
+    assert list(ds) == samples
+    assert any(p.name.endswith(".json.meta") for p in (tmp_path / "cache").iterdir())
+
+
+def test_values_mosaic_would_refuse_are_refused(tmp_path):
+    w = ferry.CSVWriter(out=str(tmp_path / "a"), columns={"id": "int", "t": "str", "x": "float"})
+    for bad, column in [({"id": 1, "t": "a,b", "x": 1.0}, "separator"),
+                        ({"id": True, "t": "a", "x": 1.0}, "'id' is int"),
+                        ({"id": 1, "t": b"a", "x": 1.0}, "'t' is str"),
+                        ({"id": 1, "t": "a", "x": 1}, "'x' is float")]:
+        with pytest.raises(ferry.InvalidArgumentError, match=column):
+            w.write(bad)
+    assert w.samples_written == 0
+    with pytest.raises(KeyError, match="'x'"):
+        w.write({"id": 1, "t": "a"})
+    w.write({"id": 1, "t": "a", "x": 2.5})
+    w.finish()
+    assert (tmp_path / "a" / "shard.00000.csv").read_text() == "id,t,x\n1,a,2.5\n"
+    with pytest.raises(TypeError, match="bytes"):
+        ferry.TSVWriter(out=str(tmp_path / "b"), columns={"a": "bytes"})
+    with pytest.raises(ValueError, match="Invalid Writer argument"):
+        ferry.JSONWriter(out=str(tmp_path / "c"), columns={"a": "str"}, separator=",")
