@@ -28,18 +28,31 @@ struct CatOptions {
   bool allow_unsafe = false;
 };
 
-// Fetches the file(s) of `entry` that a reader needs from `source` into `folder`: the compressed
-// file when the index lists one and the store has it, else the raw file.
+// Fetches the files of `entry` that a reader needs from `source` into `folder`: of each file (a
+// companion, the data), the compressed form when the index lists one and the store has it, else
+// the raw form.
 Status FetchShard(const DatasetUrl& source, size_t k, const ShardDescription& entry,
                   const std::filesystem::path& folder) {
-  const std::vector<std::string> names = ShardFiles(entry);
-  for (const std::string& name : names) {
-    std::error_code ec;
-    std::filesystem::create_directories((folder / name).parent_path(), ec);
-    auto got = source.store().GetToFile(source.prefix() + name, folder / name);
-    if (got || got.error().code() != StatusCode::kNotFound) return got.status();
+  for (const ShardFile& file : entry.files()) {
+    bool fetched = false;
+    for (const FileInfo* form : {file.zip, file.raw}) {
+      if (form == nullptr) continue;
+      std::error_code ec;
+      std::filesystem::create_directories((folder / form->basename).parent_path(), ec);
+      auto got =
+          source.store().GetToFile(source.prefix() + form->basename, folder / form->basename);
+      if (!got && got.error().code() != StatusCode::kNotFound) return got.status();
+      if (got) {
+        fetched = true;
+        break;
+      }
+    }
+    if (!fetched) {
+      const FileInfo& named = file.zip ? *file.zip : *file.raw;
+      return NotFoundError(fmt::format("shard {}: {} not found", k, source.UrlOf(named.basename)));
+    }
   }
-  return NotFoundError(fmt::format("shard {}: {} not found", k, source.UrlOf(names.front())));
+  return Status::Ok();
 }
 
 // `status` with `scratch`'s path in its message (the local readers name the files they read)
@@ -59,7 +72,7 @@ Status NamedForUser(const Status& status, const DatasetUrl& source,
 // `scratch` one at a time when it is set (the dataset is remote).
 Status PrintSamples(const LocalDataset& dataset, uint64_t start, uint64_t end,
                     const DatasetUrl& source, const std::optional<std::filesystem::path>& scratch) {
-  std::vector<std::string_view> fields;
+  SampleFields sample;
   std::optional<size_t> fetched;  // the shard in the scratch folder
   for (uint64_t i = start; i < end; ++i) {
     FERRY_ASSIGN_OR_RETURN(auto where, dataset.Locate(i));
@@ -75,9 +88,8 @@ Status PrintSamples(const LocalDataset& dataset, uint64_t start, uint64_t end,
       fetched = where.first;
     }
     FERRY_ASSIGN_OR_RETURN(auto shard, dataset.Shard(where.first));
-    fields.resize(shard->num_columns());
-    FERRY_RETURN_IF_ERROR(shard->ReadFields(where.second, fields));
-    auto line = SampleJsonLine(shard->config(), fields);
+    FERRY_RETURN_IF_ERROR(shard->ReadSample(where.second, sample));
+    auto line = SampleJsonLine(*sample.config, sample.fields);
     if (!line) {
       return line.error().WithContext(
           fmt::format("sample {} ({} sample {})", i, shard->origin(), where.second));
@@ -93,7 +105,7 @@ Status PrintSamples(const LocalDataset& dataset, uint64_t start, uint64_t end,
 Result<int> RunCat(const CatOptions& o) {
   FERRY_ASSIGN_OR_RETURN(const DatasetUrl source, DatasetUrl::Open(o.dataset, o.split));
   FERRY_ASSIGN_OR_RETURN(const std::string text, source.ReadIndexText());
-  FERRY_RETURN_IF_ERROR(ParseIndex(text, source.UrlOf("index.json")).status());
+  FERRY_RETURN_IF_ERROR(ParseIndexFile(text, source.UrlOf("index.json")).status());
   // A remote dataset is read from a scratch folder that holds its index and, at any time, the
   // one shard being printed (cat reads in order).
   std::unique_ptr<ScratchFolder> scratch;

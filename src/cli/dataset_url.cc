@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include "cli/transfer.h"
-#include "format/webdataset_index.h"
 #include "storage/http/http_types.h"
 #include "storage/object_key.h"
 
@@ -31,12 +30,6 @@ std::string DatasetUrl::UrlOf(std::string_view basename) const {
 
 Result<std::string> DatasetUrl::ReadIndexText() const {
   auto text = where_.store->Get(where_.key + "index.json");
-  if (text && internal_format::IsWebDatasetIndex(*text)) {
-    return InvalidArgumentError(fmt::format(
-        "{} lists WebDataset tars: this command reads MDS datasets only yet (`ferry stream` "
-        "reads them as they are; `ferry convert {} OUT` makes an MDS dataset of them)",
-        UrlOf("index.json"), name_));
-  }
   if (text || text.error().code() != StatusCode::kNotFound) return text;
   // Missing folder or a folder of something else: the same two answers as for a local folder.
   auto listing = where_.store->List(where_.key, /*recursive=*/false);
@@ -46,13 +39,15 @@ Result<std::string> DatasetUrl::ReadIndexText() const {
     return NotFoundError(
         fmt::format("{} does not exist (so neither does {})", name_, UrlOf("index.json")));
   }
-  return InvalidArgumentError(
-      fmt::format("{} is not an MDS dataset: {} does not exist", name_, UrlOf("index.json")));
+  return InvalidArgumentError(fmt::format(
+      "{} is not a dataset: {} does not exist (a folder of WebDataset tars needs the list that "
+      "`ferry index {}` writes)",
+      name_, UrlOf("index.json"), name_));
 }
 
 Result<DatasetDescription> DatasetUrl::ReadIndex() const {
   FERRY_ASSIGN_OR_RETURN(std::string text, ReadIndexText());
-  return ParseIndex(text, UrlOf("index.json"));
+  return ParseIndexFile(text, UrlOf("index.json"));
 }
 
 Result<std::set<std::string>> DatasetUrl::Present(const std::vector<std::string>& basenames) const {
@@ -90,8 +85,10 @@ Result<std::set<std::string>> DatasetUrl::Present(const std::vector<std::string>
 
 std::vector<std::string> ShardFiles(const ShardDescription& entry) {
   std::vector<std::string> files;
-  if (entry.zip_data) files.push_back(entry.zip_data->basename);
-  files.push_back(entry.raw_data.basename);
+  for (const ShardFile& file : entry.files()) {
+    if (file.zip) files.push_back(file.zip->basename);
+    files.push_back(file.raw->basename);
+  }
   return files;
 }
 

@@ -54,8 +54,9 @@ class DatasetUrl {
   std::string name_;
 };
 
-/// The files of `entry` that a reader needs, in the order to fetch them: the compressed file
-/// (smaller) when the index lists one, then the raw file.
+/// The files of `entry` that a reader needs, in the order to fetch them: for each of its files
+/// (a companion such as a .meta, then the data), the compressed form (smaller) when the index
+/// lists one, then the raw form.
 std::vector<std::string> ShardFiles(const ShardDescription& entry);
 
 }  // namespace ferry::cli

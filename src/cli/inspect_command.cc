@@ -29,19 +29,27 @@ struct InspectOptions {
 
 struct ConfigSummary {
   const ShardConfig* config;
+  std::string format;  // of its shards: "mds", "webdataset", "json", ...
   size_t shards = 0;
   uint64_t samples = 0;
 };
+
+// A column's encoding as the dataset's index names it: Mosaic's JSON/CSV/TSV say "int" where
+// ferry decodes the text as str_int.
+const std::string& EncodingName(const ShardConfig& c, size_t i) {
+  return c.split_encodings.empty() ? c.column_encodings[i].text() : c.split_encodings[i];
+}
 
 nlohmann::ordered_json ConfigJson(const ConfigSummary& s) {
   nlohmann::ordered_json columns = nlohmann::ordered_json::array();
   for (size_t c = 0; c < s.config->column_names.size(); ++c) {
     const auto& size = s.config->column_sizes[c];
     columns.push_back({{"name", s.config->column_names[c]},
-                       {"encoding", s.config->column_encodings[c].text()},
+                       {"encoding", EncodingName(*s.config, c)},
                        {"size", size ? nlohmann::ordered_json(*size) : nlohmann::ordered_json()}});
   }
-  return {{"shards", s.shards},
+  return {{"format", s.format},
+          {"shards", s.shards},
           {"samples", s.samples},
           {"columns", std::move(columns)},
           {"compression", s.config->compression ? nlohmann::ordered_json(*s.config->compression)
@@ -67,11 +75,11 @@ Result<int> RunInspect(const InspectOptions& o) {
     auto it = std::find_if(configs.begin(), configs.end(), [&](const ConfigSummary& c) {
       return c.config == s.config.get() || *c.config == *s.config;
     });
-    if (it == configs.end()) it = configs.insert(configs.end(), {s.config.get(), 0, 0});
+    if (it == configs.end()) it = configs.insert(configs.end(), {s.config.get(), s.format, 0, 0});
     ++it->shards;
     it->samples += s.samples;
-    raw_bytes += s.raw_data.bytes;
-    if (s.zip_data) zip_bytes += s.zip_data->bytes;
+    raw_bytes += s.raw_bytes();  // a .meta beside the data counts too
+    if (s.zip_data) zip_bytes += s.stored_bytes();
     if (s.samples == 0) ++empty;
     const auto shard_files = ShardFiles(s);
     if (std::none_of(shard_files.begin(), shard_files.end(),
@@ -141,6 +149,11 @@ Result<int> RunInspect(const InspectOptions& o) {
       r += fmt::format("\nconfig {} of {}: {} shards, {} samples\n", k + 1, configs.size(),
                        configs[k].shards, configs[k].samples);
     }
+    r += fmt::format("format       {}\n", configs[k].format);
+    if (c.column_names.empty() && configs[k].format == "webdataset") {
+      r += "columns      each sample's own: __key__, and one per member extension\n";
+      continue;
+    }
     r += fmt::format("compression  {}\n", c.compression.value_or("none"));
     r += fmt::format("hashes       {}\n",
                      c.hashes.empty() ? "none" : fmt::format("{}", fmt::join(c.hashes, ", ")));
@@ -151,9 +164,9 @@ Result<int> RunInspect(const InspectOptions& o) {
     size_t width = 4;
     for (const auto& n : c.column_names) width = std::max(width, n.size());
     for (size_t i = 0; i < c.column_names.size(); ++i) {
-      r += fmt::format(
-          "  {:<{}}  {:<24} {}\n", c.column_names[i], width, c.column_encodings[i].text(),
-          c.column_sizes[i] ? fmt::format("{} bytes", *c.column_sizes[i]) : "variable");
+      r +=
+          fmt::format("  {:<{}}  {:<24} {}\n", c.column_names[i], width, EncodingName(c, i),
+                      c.column_sizes[i] ? fmt::format("{} bytes", *c.column_sizes[i]) : "variable");
     }
   }
   if (o.shards) {

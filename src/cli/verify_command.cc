@@ -19,6 +19,7 @@
 #include "cli/scratch_folder.h"
 #include "cli/transfer.h"
 #include "ferry/format/verify.h"
+#include "format/webdataset_index.h"
 #include "storage/object_key.h"
 
 namespace ferry::cli {
@@ -42,8 +43,10 @@ constexpr size_t kRemoteShardsAtOnce = 4;
 // data and ends the run with that error.
 Result<VerifyReport> VerifyRemote(const DatasetUrl& dataset, const std::string& text,
                                   const DatasetDescription& index, const VerifyOptions& options) {
-  nlohmann::ordered_json json = nlohmann::ordered_json::parse(text);  // ParseIndex accepted it
-  const nlohmann::ordered_json all_shards = std::move(json["shards"]);
+  nlohmann::ordered_json json = nlohmann::ordered_json::parse(text);  // ParseIndexFile took it
+  // MDS's (and Mosaic's other formats') shard list, or a WebDataset one as wids writes it.
+  const std::string list = internal_format::IsWebDatasetIndex(text) ? "shardlist" : "shards";
+  const nlohmann::ordered_json all_shards = std::move(json[list]);
   std::vector<std::string> files;
   for (const ShardDescription& s : index.shards) {
     for (std::string& name : ShardFiles(s)) files.push_back(std::move(name));
@@ -59,7 +62,7 @@ Result<VerifyReport> VerifyRemote(const DatasetUrl& dataset, const std::string& 
     const size_t end = std::min(n, begin + kRemoteShardsAtOnce);
     std::vector<CopyItem> fetch;
     std::vector<size_t> fetched_shards;  // position in the scratch index -> shard
-    json["shards"] = nlohmann::ordered_json::array();
+    json[list] = nlohmann::ordered_json::array();
     for (size_t k = begin; k < end; ++k) {
       const std::vector<std::string> names = ShardFiles(index.shards[k]);
       size_t here = 0;
@@ -74,7 +77,7 @@ Result<VerifyReport> VerifyRemote(const DatasetUrl& dataset, const std::string& 
         continue;
       }
       fetched_shards.push_back(k);
-      json["shards"].push_back(all_shards[k]);
+      json[list].push_back(all_shards[k]);
     }
     if (!fetched_shards.empty()) {
       const CopyReport copied =
@@ -108,7 +111,7 @@ Result<int> RunVerify(const VerifyCommandOptions& o) {
   // Read through the store first: the same answer for a missing or non-dataset folder anywhere.
   FERRY_ASSIGN_OR_RETURN(const std::string text, dataset.ReadIndexText());
   FERRY_ASSIGN_OR_RETURN(const DatasetDescription index,
-                         ParseIndex(text, dataset.UrlOf("index.json")));
+                         ParseIndexFile(text, dataset.UrlOf("index.json")));
   ProgressBar progress("verify", "shards", 0, !o.quiet);
   VerifyOptions options;
   options.decode_samples = !o.layout_only;

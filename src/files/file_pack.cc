@@ -134,8 +134,9 @@ Result<std::string> PackSet::Read(uint64_t file) const {
   const LocalDataset& dataset = *packs_[pack];
   FERRY_ASSIGN_OR_RETURN(const auto located, dataset.Locate(sample));
   FERRY_ASSIGN_OR_RETURN(const auto reader, dataset.Shard(located.first));
-  FERRY_ASSIGN_OR_RETURN(const auto fields, reader->Fields(located.second));
-  return std::string(fields.at(0));  // "data" is the first column
+  SampleFields fields;
+  FERRY_RETURN_IF_ERROR(reader->ReadSample(located.second, fields));
+  return std::string(fields.fields.at(0));  // "data" is the first column
 }
 
 }  // namespace ferry::internal_files

@@ -8,6 +8,7 @@
 #include "base/file_util.h"
 #include "base/mapped_file.h"
 #include "base/mutex.h"
+#include "ferry/format/shard_format.h"
 #include "format/compression.h"
 #include "format/hash.h"
 
@@ -51,7 +52,7 @@ Result<DatasetDescription> ReadLocalIndex(const std::filesystem::path& folder) {
 
 struct LocalDataset::RecentReaders {
   Mutex mu;
-  std::vector<std::pair<size_t, std::shared_ptr<const MdsShardReader>>> open
+  std::vector<std::pair<size_t, std::shared_ptr<const ShardReader>>> open
       GUARDED_BY(mu);  // most recently used first
 };
 
@@ -69,12 +70,9 @@ Result<std::unique_ptr<LocalDataset>> LocalDataset::Open(const std::filesystem::
         fmt::format("validate_hash: unknown hash '{}'", *options.validate_hash));
   }
   for (size_t k = 0; k < ds->index_.shards.size(); ++k) {
-    if (ds->index_.shards[k].format != "mds") {
-      return InvalidArgumentError(fmt::format(
-          "{}: shard {} is {}, not MDS; this reads MDS datasets only (`ferry convert {} OUT` "
-          "makes one; StreamingDataset and `ferry stream` read it as it is)",
-          index_path.string(), k, ds->index_.shards[k].format, root.string()));
-    }
+    FERRY_RETURN_IF_ERROR(FindShardFormat(ds->index_.shards[k].format)
+                              .status()
+                              .WithContext(fmt::format("{}: shard {}", index_path.string(), k)));
     const ShardConfig& config = *ds->index_.shards[k].config;
     if (config.HasUnsafeColumn() && !options.allow_unsafe_types) {
       size_t c = 0;
@@ -107,7 +105,7 @@ Result<std::pair<size_t, uint32_t>> LocalDataset::Locate(uint64_t i) const {
   return std::pair<size_t, uint32_t>(k, static_cast<uint32_t>(i - shard_starts_[k]));
 }
 
-Result<std::shared_ptr<const MdsShardReader>> LocalDataset::Shard(size_t k) const {
+Result<std::shared_ptr<const ShardReader>> LocalDataset::Shard(size_t k) const {
   if (k >= index_.shards.size()) {
     return OutOfRangeError(fmt::format("shard {} does not exist in {} ({} shards)", k,
                                        folder_.string(), index_.shards.size()));
@@ -133,47 +131,68 @@ Result<std::shared_ptr<const MdsShardReader>> LocalDataset::Shard(size_t k) cons
   return reader;
 }
 
-Result<std::shared_ptr<const MdsShardReader>> LocalDataset::OpenShard(size_t k) const {
+Result<std::shared_ptr<const ShardReader>> LocalDataset::OpenShard(size_t k) const {
   const ShardDescription& entry = index_.shards[k];
-  const std::filesystem::path raw_path = folder_ / entry.raw_data.basename;
+  FERRY_ASSIGN_OR_RETURN(const ShardFormat* format, FindShardFormat(entry.format));
+  const std::vector<ShardFile> files = entry.files();
   std::error_code ec;
-  if (std::filesystem::exists(raw_path, ec) || !entry.zip_data) {
+  const auto raw_here = [&](const ShardFile& f) {
+    return std::filesystem::exists(folder_ / f.raw->basename, ec) || f.zip == nullptr;
+  };
+  if (std::all_of(files.begin(), files.end(), raw_here)) {
     if (options_.validate_hash) {
-      FERRY_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(raw_path));
-      FERRY_RETURN_IF_ERROR(
-          CheckHash(file.data(), entry.raw_data, *options_.validate_hash, raw_path));
+      for (const ShardFile& f : files) {
+        const std::filesystem::path path = folder_ / f.raw->basename;
+        FERRY_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
+        FERRY_RETURN_IF_ERROR(CheckHash(file.data(), *f.raw, *options_.validate_hash, path));
+      }
     }
-    FERRY_ASSIGN_OR_RETURN(MdsShardReader reader, MdsShardReader::Open(raw_path, entry));
-    return std::make_shared<const MdsShardReader>(std::move(reader));
+    FERRY_ASSIGN_OR_RETURN(auto reader, format->Open(folder_ / entry.raw_data.basename, entry));
+    return std::shared_ptr<const ShardReader>(std::move(reader));
   }
-  const std::filesystem::path zip_path = folder_ / entry.zip_data->basename;
-  FERRY_ASSIGN_OR_RETURN(MappedFile zipped, MappedFile::Open(zip_path));
-  if (zipped.size() != entry.zip_data->bytes) {
-    return DataLossError(fmt::format("{}: file holds {} bytes but the index says {}",
-                                     zip_path.string(), zipped.size(), entry.zip_data->bytes));
+  // Some file is here only compressed: every file of the shard is read into memory.
+  std::vector<std::string> raws;
+  for (const ShardFile& f : files) {
+    const std::filesystem::path raw_path = folder_ / f.raw->basename;
+    if (std::filesystem::exists(raw_path, ec) || f.zip == nullptr) {
+      FERRY_ASSIGN_OR_RETURN(std::string raw, ReadFileToString(raw_path));
+      if (options_.validate_hash) {
+        FERRY_RETURN_IF_ERROR(CheckHash(raw, *f.raw, *options_.validate_hash, raw_path));
+      }
+      raws.push_back(std::move(raw));
+      continue;
+    }
+    const std::filesystem::path zip_path = folder_ / f.zip->basename;
+    FERRY_ASSIGN_OR_RETURN(MappedFile zipped, MappedFile::Open(zip_path));
+    if (zipped.size() != f.zip->bytes) {
+      return DataLossError(fmt::format("{}: file holds {} bytes but the index says {}",
+                                       zip_path.string(), zipped.size(), f.zip->bytes));
+    }
+    if (options_.validate_hash) {
+      FERRY_RETURN_IF_ERROR(CheckHash(zipped.data(), *f.zip, *options_.validate_hash, zip_path));
+    }
+    FERRY_ASSIGN_OR_RETURN(Compression compression, Compression::Parse(*entry.config->compression));
+    auto raw = compression.Decompress(zipped.data(), f.raw->bytes);
+    if (!raw) return raw.error().WithContext(zip_path.string());
+    raws.push_back(std::move(*raw));
   }
-  if (options_.validate_hash) {
-    FERRY_RETURN_IF_ERROR(
-        CheckHash(zipped.data(), *entry.zip_data, *options_.validate_hash, zip_path));
-  }
-  FERRY_ASSIGN_OR_RETURN(Compression compression, Compression::Parse(*entry.config->compression));
-  auto raw = compression.Decompress(zipped.data(), entry.raw_data.bytes);
-  if (!raw) return raw.error().WithContext(zip_path.string());
+  const FileInfo& named = entry.zip_data ? *entry.zip_data : entry.raw_data;
   FERRY_ASSIGN_OR_RETURN(
-      MdsShardReader reader,
-      MdsShardReader::FromBuffer(std::move(*raw), entry, zip_path.string() + " (decompressed)"));
-  return std::make_shared<const MdsShardReader>(std::move(reader));
+      auto reader, format->FromBuffers(std::move(raws), entry,
+                                       (folder_ / named.basename).string() + " (decompressed)"));
+  return std::shared_ptr<const ShardReader>(std::move(reader));
 }
 
 Result<std::vector<Value>> LocalDataset::Get(uint64_t i) const {
   FERRY_ASSIGN_OR_RETURN(auto where, Locate(i));
   FERRY_ASSIGN_OR_RETURN(auto shard, Shard(where.first));
-  FERRY_ASSIGN_OR_RETURN(auto fields, shard->Fields(where.second));
-  const ShardConfig& config = shard->config();
+  SampleFields sample;
+  FERRY_RETURN_IF_ERROR(shard->ReadSample(where.second, sample));
+  const ShardConfig& config = *sample.config;
   std::vector<Value> values;
-  values.reserve(fields.size());
-  for (size_t c = 0; c < fields.size(); ++c) {
-    auto v = DecodeValue(config.column_encodings[c], fields[c]);
+  values.reserve(sample.fields.size());
+  for (size_t c = 0; c < sample.fields.size(); ++c) {
+    auto v = DecodeValue(config.column_encodings[c], sample.fields[c]);
     if (!v) {
       return v.error().WithContext(fmt::format("{}: sample {}: column '{}'", shard->origin(),
                                                where.second, config.column_names[c]));

@@ -15,6 +15,7 @@
 #include "base/file_util.h"
 #include "base/temp_dir_testutil.h"
 #include "ferry/format/mds_writer.h"
+#include "format/compression.h"
 #include "format/fixture_testutil.h"
 
 namespace ferry {
@@ -293,7 +294,7 @@ TEST(LocalDatasetCompressed, DecompressesInMemoryWithoutWritingIntoTheFolder) {
     }
     auto shard = ds->Shard(1);
     ASSERT_TRUE(shard.has_value());
-    EXPECT_EQ((*shard)->data().size(), ds->index().shards[1].raw_data.bytes);
+    EXPECT_EQ((*shard)->num_samples(), ds->index().shards[1].samples);
     EXPECT_THAT((*shard)->origin(), HasSubstr(ds->index().shards[1].zip_data->basename));
     EXPECT_EQ(Listing(root), before) << "nothing may be written next to the dataset";
   }
@@ -354,7 +355,12 @@ TEST(LocalDatasetCompressed, RawFileNextToTheCompressedOneIsUsedAsIs) {
   CopyFixture("compressed_zstd", tmp.path());
   auto ds = OpenOk(tmp.path());
   ASSERT_NE(ds, nullptr);
-  const std::string raw(ds->Shard(0).value()->data());
+  const ShardDescription& entry = ds->index().shards[0];
+  const std::string raw =
+      Compression::Parse(*entry.config->compression)
+          .value()
+          .Decompress(testing::FileText(tmp / entry.zip_data->basename), entry.raw_data.bytes)
+          .value();
   // Put the raw shard beside it and remove the compressed one: still readable.
   ASSERT_TRUE(WriteFileAtomically(tmp / "shard.00000.mds", raw).ok());
   fs::remove(tmp / "shard.00000.mds.zstd");
@@ -478,7 +484,9 @@ TEST(LocalDatasetConcurrency, ReadersHandedOutStayValidAfterEviction) {
   ASSERT_NE(ds, nullptr);
   auto first = ds->Shard(0);
   ASSERT_TRUE(first.has_value());
-  const std::string_view record = (*first)->record(0);
+  SampleFields sample;
+  ASSERT_TRUE((*first)->ReadSample(0, sample).ok());
+  const std::string_view record = sample.fields.at(0);
   const std::string copy(record);
   for (size_t k = 1; k < ds->index().shards.size(); ++k) ASSERT_TRUE(ds->Shard(k).has_value());
   EXPECT_EQ(record, copy);  // still mapped: the caller holds the reader

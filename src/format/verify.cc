@@ -10,7 +10,7 @@
 #include "base/mapped_file.h"
 #include "ferry/format/index.h"
 #include "ferry/format/local_dataset.h"
-#include "ferry/format/mds_shard_reader.h"
+#include "ferry/format/shard_format.h"
 #include "format/compression.h"
 #include "format/hash.h"
 #include "image/jpeg_codec.h"
@@ -75,74 +75,91 @@ class ShardVerifier {
       : folder_(folder), options_(options), report_(report) {}
 
   void Verify(size_t k, const ShardDescription& entry) {
-    const std::filesystem::path raw_path = folder_ / entry.raw_data.basename;
-    std::error_code ec;
-    const bool raw_exists = std::filesystem::exists(raw_path, ec);
-    std::optional<MdsShardReader> reader;
-
-    if (entry.zip_data) {
-      const std::filesystem::path zip_path = folder_ / entry.zip_data->basename;
-      auto zipped = MappedFile::Open(zip_path);
-      if (!zipped) {
-        // The raw file alone is enough to read the shard, as the reference does.
-        if (!raw_exists) Problem(k, entry.zip_data->basename, zipped.error().message());
+    auto format = FindShardFormat(entry.format);
+    if (!format) {
+      Problem(k, entry.raw_data.basename, format.error().message());
+      return;
+    }
+    std::vector<std::string> raws;
+    bool whole = true;
+    for (const ShardFile& file : entry.files()) {
+      std::optional<std::string> raw = LoadFile(k, entry, file);
+      if (raw) {
+        raws.push_back(std::move(*raw));
       } else {
-        report_.bytes_read += zipped->size();
-        if (auto why = CheckFile(zipped->data(), *entry.zip_data); !why.empty()) {
-          Problem(k, entry.zip_data->basename, why);
-        } else {
-          auto compression = Compression::Parse(*entry.config->compression);
-          auto raw = compression ? compression->Decompress(zipped->data(), entry.raw_data.bytes)
-                                 : Result<std::string>(compression.error());
-          if (!raw) {
-            Problem(k, entry.zip_data->basename, raw.error().message());
-          } else if (auto why2 = CheckFile(*raw, entry.raw_data); !why2.empty()) {
-            Problem(k, entry.zip_data->basename, "decompressed shard " + why2);
-          } else {
-            auto r = MdsShardReader::FromBuffer(std::move(*raw), entry, entry.zip_data->basename);
-            if (!r) {
-              Problem(k, entry.zip_data->basename, StripOrigin(r.error().message()));
-            } else {
-              reader.emplace(std::move(*r));
-            }
-          }
-        }
+        whole = false;
       }
     }
-    if (raw_exists || !entry.zip_data) {
-      auto mapped = MappedFile::Open(raw_path);
-      if (!mapped) {
-        Problem(k, entry.raw_data.basename, mapped.error().message());
-      } else {
-        report_.bytes_read += mapped->size();
-        if (auto why = CheckFile(mapped->data(), entry.raw_data); !why.empty()) {
-          Problem(k, entry.raw_data.basename, why);
-        } else {
-          auto r = MdsShardReader::Open(raw_path, entry);
-          if (!r) {
-            Problem(k, entry.raw_data.basename, StripOrigin(r.error().message()));
-          } else if (!reader) {
-            reader.emplace(std::move(*r));
-          }
-        }
-      }
+    if (!whole) return;
+    auto reader = (*format)->FromBuffers(std::move(raws), entry, entry.raw_data.basename);
+    if (!reader) {
+      Problem(k, entry.raw_data.basename, StripOrigin(reader.error().message()));
+      return;
     }
-    if (reader) VerifySamples(k, *reader, entry);
+    VerifySamples(k, **reader, entry);
   }
 
  private:
-  void VerifySamples(size_t k, const MdsShardReader& reader, const ShardDescription& entry) {
-    const ShardConfig& config = reader.config();
-    std::vector<std::string_view> fields(reader.num_columns());
+  // The raw contents of `file`, after checking every form of it that is here (sizes, hashes, a
+  // compressed form's decompression); nullopt, with the problems said, when neither form is
+  // usable. A raw file alone is enough to read the shard, as the reference does.
+  std::optional<std::string> LoadFile(size_t k, const ShardDescription& entry,
+                                      const ShardFile& file) {
+    const std::filesystem::path raw_path = folder_ / file.raw->basename;
+    std::error_code ec;
+    const bool raw_exists = std::filesystem::exists(raw_path, ec);
+    std::optional<std::string> raw;
+    if (file.zip) {
+      const std::filesystem::path zip_path = folder_ / file.zip->basename;
+      auto zipped = MappedFile::Open(zip_path);
+      if (!zipped) {
+        if (!raw_exists) Problem(k, file.zip->basename, zipped.error().message());
+      } else {
+        report_.bytes_read += zipped->size();
+        if (auto why = CheckFile(zipped->data(), *file.zip); !why.empty()) {
+          Problem(k, file.zip->basename, why);
+        } else {
+          auto compression = Compression::Parse(*entry.config->compression);
+          auto unzipped = compression ? compression->Decompress(zipped->data(), file.raw->bytes)
+                                      : Result<std::string>(compression.error());
+          if (!unzipped) {
+            Problem(k, file.zip->basename, unzipped.error().message());
+          } else if (auto why2 = CheckFile(*unzipped, *file.raw); !why2.empty()) {
+            Problem(k, file.zip->basename, "decompressed shard " + why2);
+          } else {
+            raw = std::move(*unzipped);
+          }
+        }
+      }
+    }
+    if (raw_exists || !file.zip) {
+      auto mapped = MappedFile::Open(raw_path);
+      if (!mapped) {
+        Problem(k, file.raw->basename, mapped.error().message());
+      } else {
+        report_.bytes_read += mapped->size();
+        if (auto why = CheckFile(mapped->data(), *file.raw); !why.empty()) {
+          Problem(k, file.raw->basename, why);
+        } else if (!raw) {
+          raw = std::string(mapped->data());
+        }
+      }
+    }
+    return raw;
+  }
+
+  void VerifySamples(size_t k, const ShardReader& reader, const ShardDescription& entry) {
+    SampleFields sample;
     for (uint32_t i = 0; i < reader.num_samples(); ++i) {
       ++report_.samples;
-      if (Status s = reader.ReadFields(i, fields); !s.ok()) {
+      if (Status s = reader.ReadSample(i, sample); !s.ok()) {
         Problem(k, entry.raw_data.basename, StripOrigin(s.message()));
         return;  // one bad record usually means the rest are shifted too
       }
       if (!options_.decode_samples) continue;
-      for (size_t c = 0; c < fields.size(); ++c) {
-        auto v = DecodeValue(config.column_encodings[c], fields[c]);
+      const ShardConfig& config = *sample.config;
+      for (size_t c = 0; c < sample.fields.size(); ++c) {
+        auto v = DecodeValue(config.column_encodings[c], sample.fields[c]);
         Status s = v ? DecodeImages(config.column_encodings[c], *v) : v.error();
         if (!s.ok()) {
           Problem(

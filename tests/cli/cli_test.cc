@@ -162,6 +162,64 @@ TEST_F(CliTest, VerifyNamesCorruptAndTruncatedShards) {
   EXPECT_THAT(r.out, ::testing::Not(HasSubstr("shard 0 ")));
 }
 
+// Mosaic's JSON/CSV/TSV datasets and WebDataset tars are inspected, verified and printed as MDS
+// ones are: each through its format.
+TEST_F(CliTest, InspectVerifyAndCatReadEveryFormat) {
+  const std::filesystem::path split =
+      std::filesystem::path(FERRY_FIXTURES_DIR).parent_path() / "split";
+  const std::string csv = (split / "csv_gz_md5").string();
+  CliRun r = Ferry("inspect " + csv, tmp_);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("format       csv"));
+  EXPECT_THAT(r.out, HasSubstr("  id     int "));
+  r = Ferry("verify -q " + csv, tmp_);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("6 shards, 243 samples"));
+  r = Ferry("cat " + csv + " --start 3 --count 1", tmp_);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "{\"id\": \"3\", \"score\": 87571.99763821671, \"text\": \"\"}\n");
+  r = Ferry("cat " + (split / "json_plain").string() + " --count 1", tmp_);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"text\": \"beta \\u00e9psilon beta tab\\there\"}"));
+
+  // A .meta gone and a data file damaged: both named.
+  std::filesystem::copy(split / "tsv_plain", tmp_ / "tsv");
+  for (const auto& entry : std::filesystem::directory_iterator(tmp_ / "tsv")) {
+    std::filesystem::permissions(entry.path(), std::filesystem::perms::owner_write,
+                                 std::filesystem::perm_options::add);
+  }
+  std::filesystem::remove(tmp_ / "tsv" / "shard.00000.tsv.meta");
+  std::string data = ReadFileToString(tmp_ / "tsv" / "shard.00001.tsv").value();
+  data[100] ^= 0x01;
+  ASSERT_TRUE(WriteFileAtomically(tmp_ / "tsv" / "shard.00001.tsv", data).ok());
+  r = Ferry("verify -q " + Out("tsv"), tmp_);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.out, HasSubstr("shard 0 shard.00000.tsv.meta: "));
+  EXPECT_THAT(r.out, HasSubstr("shard 1 shard.00001.tsv: hash mismatch: xxh3_64"));
+
+  // WebDataset tars, once listed.
+  const std::filesystem::path tars =
+      std::filesystem::path(FERRY_FIXTURES_DIR).parent_path() / "webdataset" / "tarwriter";
+  std::filesystem::create_directories(tmp_ / "wds");
+  for (const auto& entry : std::filesystem::directory_iterator(tars)) {
+    if (entry.path().extension() == ".tar") {
+      std::filesystem::copy_file(entry.path(), tmp_ / "wds" / entry.path().filename());
+    }
+  }
+  r = Ferry("verify " + Out("wds"), tmp_);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_THAT(r.err, HasSubstr("ferry index " + Out("wds")));
+  ASSERT_EQ(Ferry("index " + Out("wds"), tmp_).code, 0);
+  r = Ferry("verify -q " + Out("wds"), tmp_);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("3 shards, 101 samples"));
+  r = Ferry("cat " + Out("wds") + " --count 1", tmp_);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("{\"__key__\": \"sample00000000\", \"cls\": \"30\""));
+  r = Ferry("inspect " + Out("wds"), tmp_);
+  EXPECT_THAT(r.out, HasSubstr("format       webdataset"));
+}
+
 TEST_F(CliTest, CompressedDatasetCatsTheSameAsUncompressed) {
   ASSERT_EQ(Ferry("convert " + Src() + " " + Out("plain") + " -q", tmp_).code, 0);
   CliRun z = Ferry(
@@ -206,7 +264,7 @@ TEST_F(CliTest, RejectsBadInputWithAClearMessage) {
 
   CliRun not_dataset = Ferry("inspect " + Src(), tmp_);
   EXPECT_EQ(not_dataset.code, 2);
-  EXPECT_THAT(not_dataset.err, HasSubstr("is not an MDS dataset"));
+  EXPECT_THAT(not_dataset.err, HasSubstr("is not a dataset"));
 
   CliRun bad_option = Ferry("convert " + Src() + " " + Out() + " --compression lzma", tmp_);
   EXPECT_EQ(bad_option.code, 2);

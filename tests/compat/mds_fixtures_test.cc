@@ -18,6 +18,7 @@
 #include "base/temp_dir_testutil.h"
 #include "cli/sample_json.h"
 #include "ferry/format/local_dataset.h"
+#include "ferry/format/mds_shard_reader.h"
 #include "ferry/format/mds_writer.h"
 #include "ferry/format/merge_index.h"
 #include "format/compression.h"
@@ -136,13 +137,15 @@ TEST_P(FixtureTest, DecodesToExpectedValues) {
     SCOPED_TRACE("sample " + std::to_string(i));
     auto where = ds.Locate(i);
     ASSERT_TRUE(where.has_value());
-    auto shard = ds.Shard(where->first);
-    ASSERT_TRUE(shard.has_value()) << shard.status().ToString();
-    EXPECT_EQ(HashHex("sha256", (*shard)->record(where->second)).value(),
+    auto opened = ds.Shard(where->first);
+    ASSERT_TRUE(opened.has_value()) << opened.status().ToString();
+    const auto* shard = dynamic_cast<const MdsShardReader*>(opened->get());
+    ASSERT_NE(shard, nullptr) << "an MDS shard is read by MdsShardReader";
+    EXPECT_EQ(HashHex("sha256", shard->record(where->second)).value(),
               record_sha[i].get<std::string>());
-    auto fields = (*shard)->Fields(where->second);
+    auto fields = shard->Fields(where->second);
     ASSERT_TRUE(fields.has_value()) << fields.status().ToString();
-    auto line = SampleJsonLine((*shard)->config(), *fields);
+    auto line = SampleJsonLine(shard->config(), *fields);
     ASSERT_TRUE(line.has_value()) << line.status().ToString();
     OrderedJson want = samples[i];
     for (size_t c = 0; c < config.column_names.size(); ++c) {

@@ -151,7 +151,7 @@ TEST(CliStore, InspectVerifyAndCatReadADatasetInAStoreAsOnDisk) {
     const std::string parent = d.url.substr(0, d.url.rfind('/'));
     const CliRun not_dataset = Ferry(tmp, "cat " + parent);
     EXPECT_EQ(not_dataset.code, 2);
-    EXPECT_THAT(not_dataset.err, HasSubstr("is not an MDS dataset"));
+    EXPECT_THAT(not_dataset.err, HasSubstr("is not a dataset"));
   }
 }
 

@@ -1,9 +1,11 @@
-// LocalDataset: an MDS dataset in a local folder, read in place.
+// LocalDataset: a dataset in a local folder, read in place, whatever its shards' format (MDS,
+// WebDataset, Mosaic's JSON/CSV/TSV: each read through its ShardFormat).
 //
-// Opens <root>[/<split>]/index.json, then opens shards on first use: a raw shard file is
-// memory-mapped; a shard present only in compressed form is decompressed into memory (never
-// written next to the dataset, which may be read-only). With `validate_hash`, the file that is
-// read (compressed if present, else raw) is checked against that digest in the index first.
+// Opens <root>[/<split>]/index.json, then opens shards on first use: raw shard files are
+// memory-mapped; a shard whose files are present only in compressed form is decompressed into
+// memory (never written next to the dataset, which may be read-only). With `validate_hash`,
+// each file that is read (raw if present, else compressed) is checked against that digest in
+// the index first.
 // Datasets with an unsafe (pkl) column are refused unless `allow_unsafe_types`.
 //
 // Shard readers are kept in a small LRU (`max_open_shards`); a reader handed out stays valid
@@ -21,7 +23,7 @@
 #include <vector>
 
 #include "ferry/format/index.h"
-#include "ferry/format/mds_shard_reader.h"
+#include "ferry/format/shard_reader.h"
 #include "ferry/format/value.h"
 #include "ferry/result.h"
 
@@ -56,7 +58,7 @@ class LocalDataset {
   Result<std::pair<size_t, uint32_t>> Locate(uint64_t i) const;
 
   /// The validated reader of shard `k`, opened (and decompressed) on first use.
-  Result<std::shared_ptr<const MdsShardReader>> Shard(size_t k) const;
+  Result<std::shared_ptr<const ShardReader>> Shard(size_t k) const;
 
   /// Decoded values of global sample `i`, in column order.
   Result<std::vector<Value>> Get(uint64_t i) const;
@@ -65,7 +67,7 @@ class LocalDataset {
   struct RecentReaders;  // the LRU of open shard readers, behind its own lock
 
   LocalDataset();
-  Result<std::shared_ptr<const MdsShardReader>> OpenShard(size_t k) const;
+  Result<std::shared_ptr<const ShardReader>> OpenShard(size_t k) const;
 
   std::filesystem::path folder_;
   LocalDatasetOptions options_;

@@ -1,12 +1,13 @@
-// VerifyDataset: checks every byte of a local MDS dataset against its index.
+// VerifyDataset: checks every byte of a local dataset against its index, whatever the format
+// of its shards (MDS, WebDataset, Mosaic's JSON/CSV/TSV).
 //
-// For each shard: the files exist with the sizes the index gives; every listed hash of every
-// file matches; a compressed shard decompresses to exactly raw_data.bytes and the raw hashes;
-// the raw shard's header, config block and every offset are valid (MdsShardReader); and every
-// sample splits into its columns and each payload decodes (ndarray shapes, image list tables,
-// UTF-8 text, numeric text, ..., and every jpeg and png image, alone or in a list, through the
-// image codecs). All problems are collected, one line per bad file or sample,
-// rather than stopping at the first.
+// For each shard and each of its files (a .meta companion, then the data): the files exist with
+// the sizes the index gives; every listed hash of every file matches; a compressed file
+// decompresses to exactly its raw size and the raw hashes; the shard opens through its format
+// (for MDS: the header, config block and every offset are valid); and every sample splits into
+// its fields and each decodes (ndarray shapes, image list tables, UTF-8 text, numeric text, JSON
+// values, ..., and every jpeg and png image, alone or in a list, through the image codecs). All
+// problems are collected, one line per bad file or sample, rather than stopping at the first.
 //
 // Thread-safety: a free function; it reads the dataset folder only.
 #pragma once
