@@ -26,8 +26,21 @@ def commands():
         if not os.path.exists(path):
             sys.exit(f"check-thread-safety: {path} is missing: build the {build} preset first")
         for entry in json.load(open(path)):
-            by_file.setdefault(os.path.realpath(entry["file"]), entry)
+            for source in sources(entry["file"]):
+                by_file.setdefault(source, dict(entry, command=entry["command"].replace(
+                    entry["file"], source), file=source))
     return by_file
+
+
+UNITY_INCLUDE = re.compile(r'^#include "(.+\.cc)"$', re.M)
+
+
+def sources(path):
+    """The sources a compile command compiles: the file itself, or those a unity batch (the dev
+    preset's, CMAKE_UNITY_BUILD) includes - each is checked on its own."""
+    if "/Unity/unity_" not in path:
+        return [os.path.realpath(path)]
+    return [os.path.realpath(p) for p in UNITY_INCLUDE.findall(open(path).read())]
 
 
 def wanted(path):
