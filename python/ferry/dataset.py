@@ -9,6 +9,7 @@ happen in the native engine (docs/streaming.md); this module is the thin Python 
 
 from __future__ import annotations
 
+import bisect
 import os
 import warnings
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
@@ -288,8 +289,9 @@ class StreamingDataset(_NativeDataset):
         nodes, ranks_per_node, _, _ = self._world()
         return self._native().plan((nodes, ranks_per_node, 1), self.next_epoch)["samples_per_rank"]
 
-    def _sample(self, values: Any) -> Dict[str, Any]:
+    def _sample(self, values: Any, sample_id: int) -> Dict[str, Any]:
         if isinstance(values, dict):  # a sample that names its own fields (WebDataset)
+            values["__url__"] = self._shard_url(sample_id)
             return values
         return {
             name: (value if decode is None else decode(value))
@@ -313,9 +315,9 @@ class StreamingDataset(_NativeDataset):
         the engine retries by its own policy)."""
         current = self._current
         if current is not None and current[0] == sample_id:
-            return self._sample(current[1])
+            return self._sample(current[1], sample_id)
         _, _, values = self._native().get(sample_id)
-        return self._sample(values)
+        return self._sample(values, sample_id)
 
     def _overridden(self) -> bool:
         cls = type(self)
@@ -344,6 +346,28 @@ class StreamingDataset(_NativeDataset):
                 for info in self._native().shards
             ]
         return list(self._shard_infos)
+
+    def _shard_url(self, sample_id: int) -> str:
+        """Where the shard of sample ``sample_id`` comes from (a WebDataset sample's
+        ``__url__``): its stream's remote, else its local folder, and the shard's name."""
+        starts = getattr(self, "_shard_starts", None)
+        if starts is None:
+            starts, total = [], 0
+            for info in self.shards:
+                starts.append(total)
+                total += info.samples
+            self._shard_starts = starts
+        # Empty shards share their start with the next: the last shard starting at or before
+        # the sample that holds samples.
+        k = bisect.bisect_right(starts, sample_id) - 1
+        while self._shard_infos[k].samples == 0:
+            k -= 1
+        info = self._shard_infos[k]
+        stream = self.streams[info.stream]
+        root = (stream.remote or stream.local).rstrip("/")
+        if stream.split:
+            root = f"{root}/{stream.split}"
+        return f"{root}/{(info.zip_data or info.raw_data).basename}"  # the file fetched
 
     @property
     def num_shards(self) -> int:
@@ -533,8 +557,8 @@ class StreamingDataset(_NativeDataset):
         it = native.iterate(world, (node, rank, plan_worker), epoch, resume_from, skip)
         try:
             if not self._overridden():
-                for _, _, values in it:
-                    yield self._sample(values)
+                for sample_id, _, values in it:
+                    yield self._sample(values, sample_id)
                 return
             # A subclass's __getitem__ / get_item sees every sample, read ahead as usual: the
             # base get_item answers from the sample in hand instead of fetching it again.

@@ -18,14 +18,18 @@ class FileInfo:
 
 
 class ShardInfo:
-    """One shard: ``samples`` (also ``len()`` and ``size``), ``raw_data`` and ``zip_data``
-    (``FileInfo``; ``zip_data`` is None unless compressed), ``file_pairs`` ([(raw, zip)]),
+    """One shard: ``format`` ("mds", "webdataset", "json", "csv", "tsv"), ``samples`` (also
+    ``len()`` and ``size``), ``raw_data`` and ``zip_data`` (``FileInfo``; ``zip_data`` is None
+    unless compressed), ``file_pairs`` ([(raw, zip)]: the data, then a JSON/CSV/TSV shard's
+    ``.meta``, as ``raw_meta`` and ``zip_meta`` too),
     ``compression``, ``hashes``, ``size_limit``, ``column_names``, ``column_encodings``,
     ``column_sizes``, and ``dirname`` / ``split``: where the stream's cache folder is."""
 
     def __init__(self, info: Dict[str, Any], dirname: Optional[str], split: Optional[str]):
         self.dirname = dirname
         self.split = split or ""
+        self.stream: int = info["stream"]  # its stream's position in the dataset's streams
+        self.format: str = info["format"]
         self.samples: int = info["samples"]
         self.compression: Optional[str] = info["compression"]
         self.hashes: List[str] = list(info["hashes"])
@@ -37,7 +41,12 @@ class ShardInfo:
         self.zip_data = FileInfo(*info["zip_data"]) if info["zip_data"] is not None else None
         self.file_pairs: List[Tuple[FileInfo, Optional[FileInfo]]] = [
             (self.raw_data, self.zip_data)
+        ] + [
+            (FileInfo(*raw), FileInfo(*zipped) if zipped is not None else None)
+            for raw, zipped in info["companions"]
         ]
+        if len(self.file_pairs) > 1:
+            self.raw_meta, self.zip_meta = self.file_pairs[1]
 
     @property
     def size(self) -> int:
@@ -48,12 +57,14 @@ class ShardInfo:
         return self.samples
 
     def get_raw_size(self) -> int:
-        """Bytes of the raw (decompressed) shard."""
-        return self.raw_data.bytes
+        """Bytes of the raw (decompressed) shard: all its files."""
+        return sum(raw.bytes for raw, _ in self.file_pairs)
 
     def get_zip_size(self) -> Optional[int]:
-        """Bytes of the compressed shard, or None when it is not compressed."""
-        return self.zip_data.bytes if self.zip_data is not None else None
+        """Bytes of the compressed shard (all its files), or None when it is not compressed."""
+        if self.zip_data is None:
+            return None
+        return sum(zipped.bytes for _, zipped in self.file_pairs if zipped is not None)
 
     def get_max_size(self) -> int:
         """The most the shard takes on disk: raw and compressed together, as while it is

@@ -111,9 +111,18 @@ py::dict ShardToPython(size_t stream, const ShardDescription& shard) {
     return py::make_tuple(f.basename, f.bytes, hashes);
   };
   const ShardConfig& c = *shard.config;
-  std::vector<std::string> encodings;
-  for (const ColumnEncoding& e : c.column_encodings) encodings.push_back(e.text());
-  return py::dict(py::arg("stream") = stream, py::arg("samples") = shard.samples,
+  // Mosaic's JSON/CSV/TSV columns by the names their index gives them ("int").
+  std::vector<std::string> encodings = c.split_encodings;
+  if (encodings.empty()) {
+    for (const ColumnEncoding& e : c.column_encodings) encodings.push_back(e.text());
+  }
+  py::list companions;
+  for (const CompanionFile& f : shard.companions) {
+    companions.append(
+        py::make_tuple(file(f.raw), f.zip ? py::object(file(*f.zip)) : py::object(py::none())));
+  }
+  return py::dict(py::arg("stream") = stream, py::arg("format") = shard.format,
+                  py::arg("samples") = shard.samples, py::arg("companions") = companions,
                   py::arg("raw_data") = file(shard.raw_data),
                   py::arg("zip_data") =
                       shard.zip_data ? py::object(file(*shard.zip_data)) : py::object(py::none()),

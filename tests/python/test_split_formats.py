@@ -36,6 +36,17 @@ def test_every_sample_is_what_mosaic_reads(name, tmp_path):
     assert type(first["text"]) is str
     # The cache holds each shard's data and .meta, decompressed.
     index = json.loads((tmp_path / "remote" / "index.json").read_text())
+    # Mosaic's shard readers say the same of each shard.
+    info, entry = ds.shards[0], index["shards"][0]
+    assert info.format == expected["format"]
+    assert [raw.basename for raw, _ in info.file_pairs] == [
+        entry["raw_data"]["basename"], entry["raw_meta"]["basename"]]
+    assert info.raw_meta.bytes == entry["raw_meta"]["bytes"]
+    assert info.get_raw_size() == entry["raw_data"]["bytes"] + entry["raw_meta"]["bytes"]
+    if entry["compression"]:
+        assert info.get_zip_size() == entry["zip_data"]["bytes"] + entry["zip_meta"]["bytes"]
+    assert info.column_names == ["id", "score", "text"]
+    assert info.column_encodings == ["int", "float", "str"]
     for shard in index["shards"]:
         assert shard["format"] == expected["format"]
         for key in ("raw_data", "raw_meta"):

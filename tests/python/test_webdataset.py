@@ -27,8 +27,9 @@ def _ferry(*args):
     subprocess.run([str(FERRY_CLI), *map(str, args)], check=True, capture_output=True)
 
 
-def _tarfile_samples(path: pathlib.Path):
-    """The samples of one shard by WebDataset's rules, read with Python's tarfile."""
+def _tarfile_samples(path: pathlib.Path, url=None):
+    """The samples of one shard by WebDataset's rules, read with Python's tarfile; with `url`,
+    each with its ``__url__`` as WebDataset gives it."""
     samples = []
     with tarfile.open(path) as tar:
         for member in tar:
@@ -40,7 +41,7 @@ def _tarfile_samples(path: pathlib.Path):
             stem, _, field = base.partition(".")
             key = f"{folder}/{stem}" if folder else stem
             if not samples or samples[-1]["__key__"] != key:
-                samples.append({"__key__": key})
+                samples.append({"__key__": key} if url is None else {"__key__": key, "__url__": url})
             samples[-1][field.lower()] = tar.extractfile(member).read()
     return samples
 
@@ -76,7 +77,7 @@ def test_every_sample_is_what_tarfile_and_webdataset_read(name, tmp_path):
     else:
         remote = _remote(fixture, tmp_path / "remote")
         shards = sorted(remote.glob("*.tar"))
-    want = [s for shard in shards for s in _tarfile_samples(shard)]
+    want = [s for shard in shards for s in _tarfile_samples(shard, f"{remote}/{shard.name}")]
     expected = json.loads((fixture / "expected.json").read_text())
     webdataset = [s for shard in expected["shards"] for s in shard["samples"]]
     assert len(want) == len(webdataset) > 0
@@ -88,7 +89,8 @@ def test_every_sample_is_what_tarfile_and_webdataset_read(name, tmp_path):
     assert got == want
     for sample, reference in zip(got, webdataset):
         assert sample["__key__"] == reference["__key__"]
-        assert {k: hashlib.sha256(v).hexdigest() for k, v in sample.items() if k != "__key__"} \
+        assert {k: hashlib.sha256(v).hexdigest() for k, v in sample.items()
+                if k not in ("__key__", "__url__")} \
             == {k: v["sha256"] for k, v in reference["fields"].items()}
     assert ds[len(want) // 2] == want[len(want) // 2]
 
@@ -132,7 +134,8 @@ def test_tars_ferry_writes_read_back_through_tarfile_as_written(tmp_path):
                     "path": r["path"].encode()} for r in rows]
     # ... and ferry streams them, as listed in the index.json it wrote.
     ds = ferry.StreamingDataset(local=str(tmp_path / "wds"), shuffle=False, batch_size=8)
-    assert list(ds) == got
+    assert list(ds) == [s for shard in shards
+                        for s in _tarfile_samples(shard, f"{tmp_path / 'wds'}/{shard.name}")]
 
 
 def test_a_webdataset_converts_into_mds_that_streams_the_same_samples(wds_remote, tmp_path):
