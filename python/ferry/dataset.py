@@ -25,6 +25,9 @@ from .util import number_abbrev_to_int
 from .world import _NativeDataset, _replicated, _world, _worker
 
 
+# The shard formats ferry reads (ShardFormatNames).
+_FORMATS = ("mds", "webdataset", "json", "csv", "tsv")
+
 def _epoch_size(value: Any) -> Optional[int]:
     """Samples per epoch: an int, or a count with Mosaic's abbreviations ("100k" = 10**5,
     "1b" = 10**9), not a byte size."""
@@ -97,6 +100,9 @@ class StreamingDataset(_NativeDataset):
             ``"stratified"`` or ``"device_per_stream"`` (docs/streaming.md).
         replication: groups of this many consecutive ranks read the same samples.
     ferry's own:
+        format: the shard format the streams must hold (``"mds"``, ``"webdataset"``,
+            ``"json"``, ``"csv"``, ``"tsv"``), checked against each index at open; None (the
+            default) reads whatever each ``index.json`` says, formats mixed across streams.
         drop_last: cut the epoch to whole world batches (ranks x batch_size) instead of
             repeating fewer than ``ranks`` samples.
         image_format: ``"pil"`` (jpeg/png/pil columns as PIL images, as the reference),
@@ -158,8 +164,12 @@ class StreamingDataset(_NativeDataset):
         node_download_concurrency: Optional[int] = None,
         strict_cache_limit: bool = False,
         offline: bool = False,
+        format: Optional[str] = None,
     ) -> None:
         super().__init__()
+        if format is not None and format not in _FORMATS:
+            raise InvalidArgumentError(
+                f"format must be one of {', '.join(_FORMATS)} or None, not {format!r}")
         if bool(streams) == bool(remote or local):
             raise InvalidArgumentError(
                 "You must provide either streams or remote/local, but not both")
@@ -256,6 +266,14 @@ class StreamingDataset(_NativeDataset):
             if "index.json" not in str(e) or "JSON" not in str(e):
                 raise
             raise IndexDecodeError(str(e)) from None
+        if format is not None:
+            for info in self.shards:
+                if info.format != format:
+                    stream = self.streams[info.stream]
+                    raise InvalidArgumentError(
+                        f"format={format!r}, but {stream.remote or stream.local} holds "
+                        f"{info.format} shards ({info.raw_data.basename})")
+        self.format = format
         self._num_samples = native.num_samples  # fixed by the index: read once, not per sample
         for stream, weights in zip(self.streams, native.stream_weights):
             stream._set_weights(*weights)

@@ -141,3 +141,13 @@ def test_values_mosaic_would_refuse_are_refused(tmp_path):
         ferry.TSVWriter(out=str(tmp_path / "b"), columns={"a": "bytes"})
     with pytest.raises(ValueError, match="Invalid Writer argument"):
         ferry.JSONWriter(out=str(tmp_path / "c"), columns={"a": "str"}, separator=",")
+
+
+def test_format_is_checked_against_the_index(tmp_path):
+    _copy("csv_plain", tmp_path / "csv")
+    ds = ferry.StreamingDataset(local=str(tmp_path / "csv"), batch_size=1, format="csv")
+    assert ds.format == "csv" and len(ds) == 167
+    with pytest.raises(ferry.InvalidArgumentError, match=r"format='json', but .* holds csv"):
+        ferry.StreamingDataset(local=str(tmp_path / "csv"), batch_size=1, format="json")
+    with pytest.raises(ferry.InvalidArgumentError, match="format must be one of mds"):
+        ferry.StreamingDataset(local=str(tmp_path / "csv"), batch_size=1, format="parquet")
