@@ -74,11 +74,17 @@ Status ForEachJsonMember(std::string_view t, Fn&& fn) {
   while (p < t.size()) {
     const size_t key_end = SkipJsonString(t, p);
     const std::string_view quoted = t.substr(p, key_end - p);
-    std::string key(quoted.substr(1, quoted.size() - 2));
-    if (key.find('\\') != std::string::npos) key = nlohmann::json::parse(quoted).get<std::string>();
+    // Read once per sample: a key without escapes (every key Mosaic writes) is a view, not a
+    // copy.
+    std::string_view key = quoted.substr(1, quoted.size() - 2);
+    std::string unescaped;
+    if (key.find('\\') != std::string_view::npos) {
+      unescaped = nlohmann::json::parse(quoted).get<std::string>();
+      key = unescaped;
+    }
     p = SkipJsonSpace(t, SkipJsonSpace(t, key_end) + 1);  // past the ':'
     const size_t value_end = SkipJsonValue(t, p);
-    FERRY_RETURN_IF_ERROR(fn(std::string_view(key), t.substr(p, value_end - p)));
+    FERRY_RETURN_IF_ERROR(fn(key, t.substr(p, value_end - p)));
     p = SkipJsonSpace(t, value_end);
     if (p >= t.size() || t[p] == '}') break;
     p = SkipJsonSpace(t, p + 1);  // past the ','
