@@ -4,6 +4,7 @@
 
 JOBS ?= 2
 FUZZ_RUNS ?= 100000
+FUZZ_VARIANTS ?= 500
 FUZZ_SECONDS ?= 300
 DEMO_IMAGES ?= 2000
 
@@ -30,13 +31,13 @@ build-dev: deps
 	@cmake --preset dev >/dev/null
 	@cmake --build --preset dev -j$(JOBS)
 
-# Unit, compatibility, CLI and integration tests (against loopback S3/Azure servers) under
-# ASan+UBSan, the Python package's tests (release build of the module), then a short
-# fixed-count fuzz run.
+# Clang's lock checks, unit, compatibility, CLI and integration tests (against loopback S3/Azure
+# servers) under ASan+UBSan, the Python package's tests (release build of the module), then the
+# fuzz targets' seeds and fixed variants of them, in the same sanitized build.
 test: build-dev build-python
 	@./scripts/check-thread-safety.py
 	@./scripts/run-tests.sh dev
-	@$(MAKE) --no-print-directory fuzz-smoke
+	@./scripts/run-fuzzers.sh --replay $(FUZZ_VARIANTS)
 
 fuzz-build: deps
 	@cmake --preset fuzz >/dev/null
