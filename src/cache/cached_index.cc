@@ -12,8 +12,10 @@
 #include "base/log.h"
 #include "cache/file_lock.h"
 #include "cache/shard_downloader.h"
+#include "cache/tar_shard_list.h"
 #include "ferry/cache/shard_cache.h"
 #include "ferry/format/local_dataset.h"
+#include "format/webdataset_index.h"
 #include "storage/http/http_types.h"
 #include "storage/object_key.h"
 
@@ -31,9 +33,12 @@ Result<std::optional<CacheOrigin>> ReadCacheOrigin(const CacheLayout& layout) {
   }
   try {
     const nlohmann::json json = nlohmann::json::parse(*text);
-    return std::optional<CacheOrigin>(
-        CacheOrigin{.remote = json.at("remote").get<std::string>(),
-                    .index_version = json.at("index_version").get<std::string>()});
+    CacheOrigin origin{.remote = json.at("remote").get<std::string>(),
+                       .index_version = json.at("index_version").get<std::string>()};
+    if (json.contains("shard_versions")) {
+      origin.shard_versions = json.at("shard_versions").get<std::map<std::string, std::string>>();
+    }
+    return std::optional<CacheOrigin>(std::move(origin));
   } catch (const nlohmann::json::exception& e) {
     return DataLossError(fmt::format("{}: not a ferry cache record: {}", path.string(), e.what()));
   }
@@ -42,7 +47,8 @@ Result<std::optional<CacheOrigin>> ReadCacheOrigin(const CacheLayout& layout) {
 Status WriteCacheOrigin(const CacheLayout& layout, const CacheOrigin& origin) {
   const fs::path path = layout.OriginPath();
   FERRY_RETURN_IF_ERROR(CreateCacheFolders(path.parent_path()));
-  const nlohmann::json json = {{"remote", origin.remote}, {"index_version", origin.index_version}};
+  nlohmann::json json = {{"remote", origin.remote}, {"index_version", origin.index_version}};
+  if (!origin.shard_versions.empty()) json["shard_versions"] = origin.shard_versions;
   return WriteFileAtomically(path, json.dump() + "\n", Modes().file);
 }
 
@@ -78,39 +84,115 @@ Status NamingUrl(const Status& error, const std::string& url) {
   return error.message().find(url) == std::string::npos ? error.WithContext(url) : error;
 }
 
+Result<FileLock> LockCacheFolder(const CacheLayout& layout) {
+  FERRY_RETURN_IF_ERROR(layout.CreateLocksDir());
+  return FileLock::Lock(layout.CacheLockPath(), LockMode::kExclusive);
+}
+
+// Deletes the cached files named `names` (those there), logging `why` with the count; the caller
+// holds cache.lock.
+void DropFiles(const CacheLayout& layout, const std::vector<std::string>& names,
+               std::string_view why) {
+  uint64_t dropped_bytes = 0;
+  size_t dropped = 0;
+  for (const std::string& name : names) {
+    std::error_code ec;
+    const fs::path path = layout.FilePath(name);
+    const uintmax_t bytes = fs::file_size(path, ec);
+    if (ec) continue;  // not cached
+    // A reader of the old version that has it open keeps its mapping; the name goes.
+    if (fs::remove(path, ec)) {
+      ++dropped;
+      dropped_bytes += bytes;
+    }
+  }
+  if (dropped > 0) {
+    Log().warn("cache: {}: {}; {} cached shard files ({}) were dropped", layout.root().string(),
+               why, dropped, FormatBytes(dropped_bytes));
+  }
+}
+
 // Replaces the cached index with `text` (the remote's, version `version`), dropping the shard
 // files the old one described and the new one does not; under cache.lock.
 Status Replace(const CacheLayout& layout, const std::string& remote_url, const std::string& text,
                const DatasetDescription& index, const std::string& version) {
-  FERRY_RETURN_IF_ERROR(layout.CreateLocksDir());
-  FERRY_ASSIGN_OR_RETURN(FileLock lock,
-                         FileLock::Lock(layout.CacheLockPath(), LockMode::kExclusive));
+  FERRY_ASSIGN_OR_RETURN(FileLock lock, LockCacheFolder(layout));
   // Another process opening the folder at the same time may have done it already.
   auto cached = ReadFileToString(layout.IndexPath());
   if (cached && *cached == text) return WriteCacheOrigin(layout, {remote_url, version});
   if (cached) {
     if (auto old = ParseIndexFile(*cached, layout.IndexPath().string())) {
-      uint64_t dropped_bytes = 0;
-      size_t dropped = 0;
-      for (const std::string& name : FilesNoLongerDescribed(*old, index)) {
-        std::error_code ec;
-        const fs::path path = layout.FilePath(name);
-        const uintmax_t bytes = fs::file_size(path, ec);
-        if (ec) continue;  // not cached
-        // A reader of the old version that has it open keeps its mapping; the name goes.
-        if (fs::remove(path, ec)) {
-          ++dropped;
-          dropped_bytes += bytes;
-        }
-      }
-      Log().warn(
-          "cache: {}: the index.json of {} changed since it was cached; {} cached shard "
-          "files ({}) that it no longer describes were dropped",
-          layout.root().string(), remote_url, dropped, FormatBytes(dropped_bytes));
+      DropFiles(layout, FilesNoLongerDescribed(*old, index),
+                fmt::format("the index.json of {} changed since it was cached", remote_url));
     }
   }
   FERRY_RETURN_IF_ERROR(WriteFileAtomically(layout.IndexPath(), text, Modes().file));
   return WriteCacheOrigin(layout, {remote_url, version});
+}
+
+// The cached files of a tar shard named `name` in a listing: the file, and the tar inside a
+// gzipped one.
+void AddTarFiles(const std::string& name, std::vector<std::string>& out) {
+  out.push_back(name);
+  if (auto tar = internal_format::TarOfGzip(name)) out.push_back(*tar);
+}
+
+// The shard list of a remote folder of tars without index.json (see the header): the cached one
+// while the folder's listing is the one it was made from; else made again, after dropping the
+// cached files of the shards that are gone or changed (or that no record vouches for).
+Result<DatasetDescription> LoadTarShardList(ObjectStore& remote, const std::string& prefix,
+                                            const CacheLayout& layout,
+                                            const std::string& remote_url,
+                                            const std::optional<CacheOrigin>& origin,
+                                            const Result<std::string>& cached,
+                                            std::vector<ObjectInfo> tars,
+                                            const LoadIndexOptions& options) {
+  const std::string version = TarListingVersion(tars);
+  std::map<std::string, std::string> versions = TarVersions(tars, prefix);
+  if (cached && origin && origin->index_version == version) {
+    return ParseIndexFile(*cached, layout.IndexPath().string());
+  }
+  FERRY_RETURN_IF_ERROR(CreateCacheFolders(layout.root()));
+  {
+    FERRY_ASSIGN_OR_RETURN(FileLock lock, LockCacheFolder(layout));
+    // Re-read under the lock: another process may have made the list, or started to.
+    FERRY_ASSIGN_OR_RETURN(const std::optional<CacheOrigin> now, ReadCacheOrigin(layout));
+    const std::map<std::string, std::string> none;
+    const auto& recorded = now && now->remote == remote_url ? now->shard_versions : none;
+    std::vector<std::string> stale;
+    for (const auto& [name, shard_version] : versions) {
+      auto it = recorded.find(name);
+      if (it == recorded.end() || it->second != shard_version || shard_version.empty()) {
+        AddTarFiles(name, stale);
+      }
+    }
+    if (cached) {
+      if (auto old = ParseIndexFile(*cached, layout.IndexPath().string())) {
+        for (const ShardDescription& shard : old->shards) {
+          const FileInfo& listed = shard.zip_data ? *shard.zip_data : shard.raw_data;
+          if (versions.contains(listed.basename)) continue;
+          for (const FileInfo* form : shard.all_forms()) stale.push_back(form->basename);
+        }
+      }
+    }
+    DropFiles(layout, stale,
+              fmt::format("the tar shards of {} changed since they were cached", remote_url));
+    // What the files cached from here on are, before they are fetched: a reading cut short
+    // leaves them vouched for.
+    FERRY_RETURN_IF_ERROR(WriteCacheOrigin(layout, {remote_url, "", versions}));
+  }
+  ShardCacheOptions cache_options = options.tar_scan;
+  cache_options.local = layout.root();
+  FERRY_ASSIGN_OR_RETURN(
+      DatasetDescription list,
+      ScanTarShards(&remote, prefix, tars, cache_options, options.tar_scan_jobs));
+  const std::string text = internal_format::SerializeWebDatasetIndex(list);
+  FERRY_ASSIGN_OR_RETURN(FileLock lock, LockCacheFolder(layout));
+  FERRY_RETURN_IF_ERROR(WriteFileAtomically(layout.IndexPath(), text, Modes().file));
+  FERRY_RETURN_IF_ERROR(WriteCacheOrigin(layout, {remote_url, version, std::move(versions)}));
+  Log().info("cache: {}: listed {} tar shards of {} in its index.json", layout.root().string(),
+             list.shards.size(), remote_url);
+  return ParseIndexFile(text, layout.IndexPath().string());
 }
 
 }  // namespace
@@ -155,11 +237,19 @@ Result<DatasetDescription> LoadIndex(ObjectStore* remote, const std::string& rem
   auto head = remote->Head(key);
   if (!head) {
     if (head.error().code() == StatusCode::kNotFound) {
+      auto tars = internal_cache::ListTarShards(*remote, remote_prefix, remote_url);
+      if (tars) {
+        return internal_cache::LoadTarShardList(*remote, remote_prefix, layout, remote_url, origin,
+                                                cached, std::move(*tars), options);
+      }
+      if (tars.error().code() != StatusCode::kNotFound) {
+        return internal_cache::NamingUrl(tars.error(), remote_url);
+      }
       // The store's own words (a local path's "No such file or directory") come first.
       return NotFoundError(fmt::format(
-          "{}: no index.json there ({}), so it is not an MDS dataset: a folder of files is read "
-          "as it is with FileDataset (ferry.FileDataset), or converted once with `ferry convert "
-          "{} OUT`",
+          "{}: no index.json there ({}) and no .tar shards, so it is not a dataset: a folder "
+          "of files is read as it is with FileDataset (ferry.FileDataset), or converted once "
+          "with `ferry convert {} OUT`",
           remote_url, head.error().message(), remote_url));
     }
     Status error = internal_cache::NamingUrl(head.error(), url);

@@ -14,10 +14,15 @@
 //   - offline, reads the cached copy without asking.
 // A folder filled before the record existed has no record: its index is compared with the
 // remote's and adopted (or replaced, as above).
+// A remote folder of WebDataset tars without index.json gets a list made by reading each shard
+// once (src/cache/tar_shard_list.h); its version is that of the folder's listing (a LIST instead
+// of the HEAD), and a changed listing reads again - after dropping their cached files - only
+// the shards that are new or changed.
 //
 // Thread-safety: functions are reentrant; concurrent openers serialize on cache.lock.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +37,10 @@ namespace ferry::internal_cache {
 struct CacheOrigin {
   std::string remote;         // the dataset's URL (redacted), as the store writes it
   std::string index_version;  // ObjectVersion of the index.json the folder holds a copy of
+  /// A folder of WebDataset tars without index.json (src/cache/tar_shard_list.h): index_version
+  /// is TarListingVersion of the listing the cached list was made from, and this each shard's
+  /// version in it, which tells the shards that changed since. Empty otherwise.
+  std::map<std::string, std::string> shard_versions;
 };
 
 /// The record, nullopt when the folder has none; kDataLoss for one that is not ours.

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "ferry/format/index.h"
+#include "format/compression.h"
+#include "format/webdataset_samples.h"
 
 namespace ferry::internal_format {
 namespace {
@@ -48,6 +50,20 @@ ShardDescription DescribeWebDatasetShard(const std::string& url, uint64_t filesi
           .zip_data = FileInfo{.basename = url, .bytes = filesize},
           .samples = samples,
           .format = "webdataset"};
+}
+
+Result<TarShardCount> CountTarSamples(std::string_view bytes, bool gzipped, std::string_view url) {
+  std::string tar;
+  if (gzipped) {
+    FERRY_ASSIGN_OR_RETURN(const Compression gz, Compression::Parse("gz"));
+    auto inflated = gz.Decompress(bytes, uint64_t{1} << 40);
+    if (!inflated) return inflated.error().WithContext(url);
+    tar = std::move(*inflated);
+    bytes = tar;
+  }
+  FERRY_ASSIGN_OR_RETURN(const std::vector<WebDatasetSample> samples,
+                         ReadWebDatasetSamples(bytes, url));
+  return TarShardCount{.samples = samples.size(), .tar_bytes = bytes.size()};
 }
 
 bool IsWebDatasetIndex(std::string_view text) {

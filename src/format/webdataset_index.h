@@ -34,6 +34,17 @@ std::optional<std::string> TarOfGzip(std::string_view name);
 ShardDescription DescribeWebDatasetShard(const std::string& url, uint64_t filesize,
                                          std::optional<uint64_t> raw_filesize, uint64_t samples);
 
+/// What a shard list records of one shard besides its name and size.
+struct TarShardCount {
+  uint64_t samples = 0;
+  uint64_t tar_bytes = 0;  // of the tar (inside a gzipped one)
+};
+
+/// Counts the samples of the tar `bytes` (a gzipped tar when `gzipped`: it is decompressed in
+/// memory first) by WebDataset's rules, with the code that streams it: a shard streaming would
+/// refuse is refused here, its error naming `url`.
+Result<TarShardCount> CountTarSamples(std::string_view bytes, bool gzipped, std::string_view url);
+
 /// True when `text` is a JSON object whose "__kind__" says it is a WebDataset shard list.
 bool IsWebDatasetIndex(std::string_view text);
 

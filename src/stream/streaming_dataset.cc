@@ -73,9 +73,16 @@ Status StreamingDatasetImpl::Init() {
         st.remote_prefix = prefix;
       }
     }
-    FERRY_ASSIGN_OR_RETURN(
-        DatasetDescription index,
-        LoadIndex(st.remote.get(), st.remote_prefix, local, {.offline = options_.offline}));
+    ShardCacheOptions cache_options;
+    cache_options.local = local;
+    cache_options.cache_limit = options_.cache_limit;
+    cache_options.keep_zip = options_.keep_zip;
+    cache_options.validate_hash = options_.validate_hash;
+    cache_options.download_parts = options_.download_parts;
+    cache_options.node_download_concurrency = options_.node_download_concurrency;
+    FERRY_ASSIGN_OR_RETURN(DatasetDescription index,
+                           LoadIndex(st.remote.get(), st.remote_prefix, local,
+                                     {.offline = options_.offline, .tar_scan = cache_options}));
     for (size_t k = 0; k < index.shards.size(); ++k) {
       auto format = FindShardFormat(index.shards[k].format);
       if (!format) {
@@ -108,13 +115,6 @@ Status StreamingDatasetImpl::Init() {
           fmt::format("Stream contains no samples: {}", (local / "index.json").string()));
     }
     first_id += n;
-    ShardCacheOptions cache_options;
-    cache_options.local = local;
-    cache_options.cache_limit = options_.cache_limit;
-    cache_options.keep_zip = options_.keep_zip;
-    cache_options.validate_hash = options_.validate_hash;
-    cache_options.download_parts = options_.download_parts;
-    cache_options.node_download_concurrency = options_.node_download_concurrency;
     indexes_.push_back(index);
     for (size_t k = 0; k < index.shards.size(); ++k) {
       st.disk_bytes += DiskBytes(static_cast<uint32_t>(s), static_cast<uint32_t>(k));

@@ -1,10 +1,13 @@
 // StreamingDataset over WebDataset tar shards described by a shard list (index.json as wids
 // writes it): the fixture written by WebDataset's own TarWriter, as a "remote" folder streamed
 // through a cache folder, read by every worker of a world exactly once, resumed, and served from
-// the cache in epoch 2; beside an MDS stream in one dataset.
+// the cache in epoch 2; beside an MDS stream in one dataset. Without the list, the folder's tars
+// are listed and read once at the first open (UnlistedTarsTest).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -177,6 +180,100 @@ TEST_F(WebDatasetStreamTest, AShardUnlikeItsDescriptionIsDataLossNamingIt) {
   EXPECT_EQ(sample.error().code(), StatusCode::kDataLoss);
   EXPECT_THAT(sample.error().message(), HasSubstr("train-000000.tar"));
   EXPECT_THAT(sample.error().message(), HasSubstr("description"));
+}
+
+// The same remote folder without its shard list: the tars are listed and each read once at the
+// first open, through the cache, which keeps them and the list it made.
+class UnlistedTarsTest : public WebDatasetStreamTest {
+ protected:
+  void SetUp() override {
+    WebDatasetStreamTest::SetUp();
+    fs::remove(remote() / "index.json");
+  }
+  fs::path cache() const { return tmp_.path() / "cache"; }
+  static int64_t Requests() { return metrics::Values()["/ferry/storage/file/requests"]; }
+};
+
+TEST_F(UnlistedTarsTest, TheFirstOpenListsTheTarsAndTheEpochReadsNoMore) {
+  auto ds = StreamingDataset::Open(Options());
+  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  ASSERT_EQ((*ds)->num_samples(), expected_.size());
+  const std::string list = ReadFileToString(cache() / "index.json").value();
+  EXPECT_TRUE(internal_format::IsWebDatasetIndex(list)) << list;
+  EXPECT_FALSE(fs::exists(remote() / "index.json")) << "the remote folder is only read";
+  for (const auto& entry : fs::directory_iterator(remote())) {
+    const fs::path cached = cache() / entry.path().filename();
+    ASSERT_TRUE(fs::exists(cached)) << cached;
+    EXPECT_EQ(fs::file_size(cached), fs::file_size(entry.path()));
+  }
+  const int64_t before = Requests();
+  std::map<uint64_t, int> seen;
+  for (uint64_t id : ReadAll(*(*ds)->Iterate({.epoch = 0}).value())) ++seen[id];
+  EXPECT_EQ(seen.size(), expected_.size());
+  EXPECT_EQ(Requests(), before) << "the shards read to count them were kept";
+
+  // Another process: one HEAD (no index.json) and one LIST, then the cached list.
+  auto again = StreamingDataset::Open(Options());
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(Requests(), before + 2);
+  EXPECT_EQ((*again)->num_samples(), expected_.size());
+  EXPECT_EQ(Check((*again)->Get(7).value()), expected_[7].key);
+}
+
+TEST_F(UnlistedTarsTest, AChangedFolderIsListedAgainReadingOnlyWhatChanged) {
+  ASSERT_TRUE(StreamingDataset::Open(Options()).ok());
+  std::vector<fs::path> tars;
+  for (const auto& entry : fs::directory_iterator(remote())) tars.push_back(entry.path());
+  std::sort(tars.begin(), tars.end());
+  ASSERT_GE(tars.size(), 3u);
+  // The first tar rewritten (with the last one's bytes, a newer time), the last one removed.
+  const std::string last_name = tars.back().filename().string();
+  const uint64_t last_samples =
+      internal_format::CountTarSamples(ReadFileToString(tars.back()).value(), false, "")
+          .value()
+          .samples;
+  const uint64_t first_samples =
+      internal_format::CountTarSamples(ReadFileToString(tars[0]).value(), false, "")
+          .value()
+          .samples;
+  const auto kept_time = fs::last_write_time(cache() / tars[1].filename());
+  fs::copy_file(tars.back(), tars[0], fs::copy_options::overwrite_existing);
+  fs::last_write_time(tars[0], fs::last_write_time(tars[0]) + std::chrono::seconds(5));
+  fs::remove(tars.back());
+
+  auto ds = StreamingDataset::Open(Options());
+  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  EXPECT_EQ((*ds)->num_samples(), expected_.size() - last_samples - first_samples + last_samples);
+  EXPECT_FALSE(fs::exists(cache() / last_name)) << "a shard gone from the folder leaves the cache";
+  EXPECT_EQ(ReadFileToString(cache() / tars[0].filename()).value(),
+            ReadFileToString(tars[0]).value())
+      << "the rewritten shard was fetched again";
+  EXPECT_EQ(fs::last_write_time(cache() / tars[1].filename()), kept_time)
+      << "an unchanged shard stays as it was cached";
+  const Sample first = (*ds)->Get(0).value();
+  EXPECT_EQ(first.fields.at(0), expected_[expected_.size() - last_samples].key)
+      << "the first shard now holds what the last one did";
+}
+
+TEST_F(UnlistedTarsTest, ABadTarIsAnErrorNamingItAndAFolderOfNeitherSaysSo) {
+  fs::copy_file(testing::WebDatasetFixtures() / "bad_duplicate" / "bad-000000.tar",
+                remote() / "bad-000000.tar");
+  auto bad = StreamingDataset::Open(Options());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kDataLoss) << bad.status().ToString();
+  EXPECT_THAT(bad.status().message(), HasSubstr("bad-000000.tar"));
+  EXPECT_FALSE(fs::exists(cache() / "index.json")) << "no list of a folder that cannot stream";
+
+  const fs::path empty = tmp_.path() / "empty";
+  fs::create_directories(empty);
+  ASSERT_TRUE(WriteFileAtomically(empty / "notes.txt", "not a shard").ok());
+  StreamingOptions o;
+  o.streams = {{.remote = empty.string(), .local = (tmp_.path() / "empty-cache").string()}};
+  auto neither = StreamingDataset::Open(o);
+  ASSERT_FALSE(neither.ok());
+  EXPECT_EQ(neither.status().code(), StatusCode::kNotFound);
+  EXPECT_THAT(neither.status().message(), HasSubstr("no index.json there"));
+  EXPECT_THAT(neither.status().message(), HasSubstr("no .tar shards"));
 }
 
 }  // namespace

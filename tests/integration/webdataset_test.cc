@@ -1,7 +1,8 @@
 // WebDataset tar shards end to end: `ferry index` writes the shard list of a folder (local or in
 // a store) and refuses to replace an MDS index, and a WebDataset dataset on the S3 test server
 // streams through the shared cache - every sample exactly once per epoch across 2 ranks x 2
-// workers, a resumed worker continuing its uninterrupted order, epoch 2 without a remote request.
+// workers, a resumed worker continuing its uninterrupted order, epoch 2 without a remote request;
+// without a list, the folder is listed and each tar read once at the first open.
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -215,6 +216,82 @@ TEST(WebDatasetOnS3, TwoRanksOfTwoWorkersResumeAndEpochTwoFromTheCache) {
     EXPECT_EQ(read(who.first, who.second, 0, stop),
               std::vector<std::string>(keys.begin() + static_cast<ptrdiff_t>(stop), keys.end()));
   }
+}
+
+// The keys and fields a StreamingDataset yields in one pass, checked against `want` (key ->
+// field -> sha256).
+size_t ReadChecked(StreamingDataset& ds,
+                   const std::map<std::string, std::map<std::string, std::string>>& want,
+                   uint32_t rank = 0, uint32_t worker = 0) {
+  const WorldShape world{.nodes = 1, .ranks_per_node = 2, .workers_per_rank = 2};
+  auto it = ds.Iterate({.world = world, .worker = {0, rank, worker}, .epoch = 0}).value();
+  size_t read = 0;
+  while (auto sample = it->Next().value()) {
+    const std::string key(sample->fields.at(0));
+    EXPECT_EQ(want.count(key), 1u) << key;
+    if (want.count(key) == 0) continue;
+    for (size_t f = 1; f < sample->fields.size(); ++f) {
+      EXPECT_EQ(HashHex("sha256", sample->fields[f]).value(),
+                want.at(key).at(sample->config->column_names[f]))
+          << key;
+    }
+    ++read;
+  }
+  return read;
+}
+
+TEST(WebDatasetOnS3, AFolderWithoutAListIsListedOnceAndStreamsFromTheCache) {
+  UseS3Server("MOTO");
+  TempDir tmp;
+  const std::string url =
+      fmt::format("s3://{}/webdataset/{}/unlisted", ServerEnv("MOTO_BUCKET"), RunId());
+  ASSERT_EQ(Sh(fmt::format("{} cp -r -q {} {} >/dev/null", FERRY_CLI_PATH,
+                           Quote(CopyShards(tmp / "src")), url)),
+            0);
+  const Expected expected = ReadExpected();
+  StreamingOptions options;
+  options.streams = {{.remote = url, .local = (tmp / "cache").string()}};
+  options.order.shuffle = true;
+  auto ds = StreamingDataset::Open(options);
+  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  ASSERT_EQ((*ds)->num_samples(), expected.fields.size());
+  const int64_t before = RemoteRequests();
+  size_t read = 0;
+  for (uint32_t rank = 0; rank < 2; ++rank) {
+    for (uint32_t worker = 0; worker < 2; ++worker)
+      read += ReadChecked(**ds, expected.fields, rank, worker);
+  }
+  EXPECT_GE(read, expected.fields.size());
+  EXPECT_EQ(RemoteRequests(), before) << "the tars read to count them were kept";
+  auto again = StreamingDataset::Open(options);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(RemoteRequests(), before + 2) << "a HEAD of index.json and a LIST, no shard";
+
+  // Gzipped tars: read into memory to be counted, then fetched into the cache to stream.
+  const fs::path fixture = kTarWriter.parent_path() / "gnutar_gz";
+  const std::string gz_url =
+      fmt::format("s3://{}/webdataset/{}/unlisted-gz", ServerEnv("MOTO_BUCKET"), RunId());
+  ASSERT_EQ(Sh(fmt::format("{} cp -r -q {} {} >/dev/null", FERRY_CLI_PATH, Quote(fixture), gz_url)),
+            0);
+  std::map<std::string, std::map<std::string, std::string>> want;
+  const auto gz_expected = nlohmann::json::parse(FileText(fixture / "expected.json"));
+  for (const auto& shard : gz_expected["shards"]) {
+    for (const auto& s : shard["samples"]) {
+      for (const auto& [field, info] : s["fields"].items())
+        want[s["__key__"]][field] = info["sha256"];
+    }
+  }
+  options.streams = {{.remote = gz_url, .local = (tmp / "gz-cache").string()}};
+  options.order.shuffle = false;
+  auto gz = StreamingDataset::Open(options);
+  ASSERT_TRUE(gz.ok()) << gz.status().ToString();
+  EXPECT_EQ((*gz)->num_samples(), want.size());
+  size_t gz_read = 0;
+  for (uint32_t rank = 0; rank < 2; ++rank) {
+    for (uint32_t worker = 0; worker < 2; ++worker)
+      gz_read += ReadChecked(**gz, want, rank, worker);
+  }
+  EXPECT_GE(gz_read, want.size());
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 """WebDataset tar shards through StreamingDataset: the fixture written by WebDataset's own
-TarWriter, described by a shard list as wids writes it, streamed from a "remote" folder through a
-cache; every sample is what Python's tarfile, grouped by WebDataset's rules, reads from the same
+TarWriter, described by a shard list as wids writes it (or by none), streamed from a "remote"
+folder through a cache; every sample is what Python's tarfile, grouped by WebDataset's rules, reads from the same
 shards, and what WebDataset itself yielded (expected.json)."""
 
 import hashlib
@@ -64,18 +64,24 @@ def wds_remote(tmp_path):
     return _remote(TARWRITER, tmp_path / "remote")
 
 
+@pytest.mark.parametrize("listed", [True, False], ids=["listed", "unlisted"])
 @pytest.mark.parametrize("name", ["tarwriter", "gnutar", "edge", "gnutar_gz"])
-def test_every_sample_is_what_tarfile_and_webdataset_read(name, tmp_path):
+def test_every_sample_is_what_tarfile_and_webdataset_read(name, listed, tmp_path):
+    """With a shard list, and without one (the folder's tars are then listed and read once when
+    the dataset opens)."""
     fixture = FIXTURES.parent / "webdataset" / name
     if name.endswith("_gz"):  # listed by `ferry index`, which sizes the tars inside
         remote = tmp_path / "remote"
         remote.mkdir()
         for shard in sorted(fixture.glob("*.tar.gz")):
             shutil.copyfile(shard, remote / shard.name)
-        _ferry("index", remote)
+        if listed:
+            _ferry("index", remote)
         shards = sorted(remote.glob("*.tar.gz"))
     else:
         remote = _remote(fixture, tmp_path / "remote")
+        if not listed:
+            (remote / "index.json").unlink()
         shards = sorted(remote.glob("*.tar"))
     want = [s for shard in shards for s in _tarfile_samples(shard, f"{remote}/{shard.name}")]
     expected = json.loads((fixture / "expected.json").read_text())

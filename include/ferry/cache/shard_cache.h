@@ -165,14 +165,23 @@ struct LoadIndexOptions {
   /// filled earlier stays usable while the remote cannot be reached (shards it lacks are still
   /// fetched from the remote).
   bool offline = false;
+  /// A remote folder of WebDataset tars without index.json is listed, and each shard read once
+  /// to count its samples (src/cache/tar_shard_list.h): a plain tar through a ShardCache on
+  /// these options (`local` is the cache folder), so that it stays cached for the epoch that
+  /// follows; `tar_scan_jobs` shards at a time.
+  ShardCacheOptions tar_scan;
+  uint32_t tar_scan_jobs = 8;
 };
 
 /// The index.json of the dataset at `remote_prefix` in `remote`, kept in step in the cache folder
 /// `local` (src/cache/cached_index.h): the folder records which remote filled it, and another
 /// remote is kFailedPrecondition naming both; the cached copy is revalidated against the remote's
 /// (its etag, or its modification time) - one HEAD when unchanged - and a changed index replaces
-/// it, dropping the cached shards it no longer describes. No index.json at the remote is kNotFound
-/// saying how to read a folder of files instead. Without a remote, reads `local`/index.json.
+/// it, dropping the cached shards it no longer describes. A remote folder of WebDataset tars
+/// without index.json gets a shard list made by reading each tar once, kept in `local` while the
+/// folder's listing stays the same (src/cache/cached_index.h). No index.json and no tars at the
+/// remote is kNotFound saying how to read a folder of files instead. Without a remote, reads
+/// `local`/index.json.
 Result<DatasetDescription> LoadIndex(ObjectStore* remote, const std::string& remote_prefix,
                                      const std::filesystem::path& local,
                                      const LoadIndexOptions& options = {});
