@@ -383,6 +383,10 @@ class StreamingDataset(_NativeDataset):
         info = self._shard_infos[k]
         stream = self.streams[info.stream]
         root = (stream.remote or stream.local).rstrip("/")
+        if stream.remote:
+            selection = _ferry.shard_selection(stream.remote)  # a WebDataset shard pattern
+            if selection is not None:
+                root = selection[0].rstrip("/")
         if stream.split:
             root = f"{root}/{stream.split}"
         return f"{root}/{(info.zip_data or info.raw_data).basename}"  # the file fetched

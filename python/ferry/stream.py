@@ -38,11 +38,18 @@ def _count(value: Any, name: str, minimum: int = 0) -> Optional[int]:
     return value
 
 
+_TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz")
+
+
 def _path(value: Any, name: str) -> Optional[str]:
     """A URL or path argument as a string; anything else (a list of them, a number) is an error
-    naming the argument, never turned into a path by str()."""
+    naming the argument, never turned into a path by str(). A ``remote`` may be a list of tar
+    URLs, as WebDataset takes them: it becomes their "::" list."""
     if value is None or isinstance(value, str):
         return value
+    if (name == "remote" and isinstance(value, (list, tuple)) and value
+            and all(isinstance(v, str) and v.endswith(_TAR_SUFFIXES) for v in value)):
+        return "::".join(value)
     if isinstance(value, os.PathLike):
         path = os.fspath(value)
         if isinstance(path, str):
@@ -89,7 +96,9 @@ def _whole(value: Any, name: str) -> Optional[int]:
 class Stream:
     """One source of samples for ``StreamingDataset``, as Mosaic Streaming's ``Stream``.
 
-    ``remote``: any store URL, or None for data already in ``local``. ``local``: its cache folder
+    ``remote``: any store URL, or None for data already in ``local``; for WebDataset tars of one
+    folder also a brace pattern (``"s3://b/train-{000000..000127}.tar"``), a "::" list of tar
+    URLs, or a Python list of them (docs/python.md). ``local``: its cache folder
     (or, without ``remote``, the dataset's folder); unset, Mosaic's folder for the remote,
     ``<tempdir>/<blake2s of remote>/<split>``, so that a cache Mosaic filled there is read
     (created if missing). With neither, that folder is ``<tempdir>/<split>``, which must not exist

@@ -234,6 +234,13 @@ Result<DatasetDescription> LoadIndex(ObjectStore* remote, const std::string& rem
     return ParseIndexFile(*cached, layout.IndexPath().string());
   }
 
+  if (!options.tar_names.empty()) {
+    FERRY_ASSIGN_OR_RETURN(
+        std::vector<ObjectInfo> tars,
+        internal_cache::SelectTarShards(*remote, remote_prefix, remote_url, options.tar_names));
+    return internal_cache::LoadTarShardList(*remote, remote_prefix, layout, remote_url, origin,
+                                            cached, std::move(tars), options);
+  }
   auto head = remote->Head(key);
   if (!head) {
     if (head.error().code() == StatusCode::kNotFound) {

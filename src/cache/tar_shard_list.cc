@@ -32,6 +32,40 @@ Result<std::vector<ObjectInfo>> ListTarShards(ObjectStore& store, const std::str
   return tars;
 }
 
+Result<std::vector<ObjectInfo>> SelectTarShards(ObjectStore& store, const std::string& prefix,
+                                                const std::string& url,
+                                                const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
+    if (!IsTarShardName(name)) {
+      return InvalidArgumentError(fmt::format(
+          "{}{}: a shard pattern names WebDataset tars (.tar, .tar.gz, .tgz)", url, name));
+    }
+  }
+  FERRY_ASSIGN_OR_RETURN(ListResult listing, store.List(prefix, /*recursive=*/false));
+  std::map<std::string_view, ObjectInfo*> by_name;
+  for (ObjectInfo& object : listing.objects) {
+    by_name[std::string_view(object.key).substr(prefix.size())] = &object;
+  }
+  std::vector<ObjectInfo> tars;
+  std::vector<std::string> missing;
+  for (const std::string& name : names) {
+    auto it = by_name.find(name);
+    if (it == by_name.end()) {
+      missing.push_back(name);
+    } else {
+      tars.push_back(*it->second);
+    }
+  }
+  if (!missing.empty()) {
+    std::string shown = url + missing[0];
+    for (size_t i = 1; i < std::min<size_t>(missing.size(), 3); ++i) shown += ", " + missing[i];
+    return NotFoundError(fmt::format(
+        "{}{}: not in the folder (named by the shard pattern)", shown,
+        missing.size() > 3 ? fmt::format(" and {} more", missing.size() - 3) : std::string()));
+  }
+  return tars;
+}
+
 std::map<std::string, std::string> TarVersions(const std::vector<ObjectInfo>& tars,
                                                const std::string& prefix) {
   std::map<std::string, std::string> versions;

@@ -33,6 +33,13 @@ bool IsTarShardName(std::string_view name);
 Result<std::vector<ObjectInfo>> ListTarShards(ObjectStore& store, const std::string& prefix,
                                               const std::string& url);
 
+/// The tars named `names` (a shard pattern's, src/format/shard_pattern.h) of the folder `prefix`,
+/// in that order: kInvalidArgument for a name that is not a tar's, kNotFound naming the URL of
+/// the first ones missing from the folder (the folder's is `url`).
+Result<std::vector<ObjectInfo>> SelectTarShards(ObjectStore& store, const std::string& prefix,
+                                                const std::string& url,
+                                                const std::vector<std::string>& names);
+
 /// Each tar's version (ObjectVersion) by its name relative to `prefix`.
 std::map<std::string, std::string> TarVersions(const std::vector<ObjectInfo>& tars,
                                                const std::string& prefix);

@@ -23,6 +23,7 @@
 #include "ferry/metrics/metrics.h"
 #include "ferry/storage/registry.h"
 #include "ferry/stream/streaming_dataset.h"
+#include "format/shard_pattern.h"
 
 namespace ferry::cli {
 namespace {
@@ -80,6 +81,9 @@ Result<int> RunStream(const StreamCommandOptions& o) {
     // No cache folder: the URL must be a local dataset, read in place.
     if (UrlScheme(o.url) != "file") {
       return InvalidArgumentError("--local is required for a remote dataset (the cache folder)");
+    }
+    if (internal_format::IsShardPattern(o.url)) {
+      return InvalidArgumentError("--local is required for a shard pattern (the cache folder)");
     }
     spec.local = o.url;
   } else {
@@ -229,7 +233,9 @@ Command AddStreamCommand(CLI::App& parent) {
   auto o = std::make_shared<StreamCommandOptions>();
   CLI::App* app = parent.add_subcommand(
       "stream", "Iterate a dataset through the streaming engine (no decoding) and measure it");
-  app->add_option("url", o->url, "Dataset URL (s3://, az://, gs://, https://, or a local path)")
+  app->add_option("url", o->url,
+                  "Dataset URL (s3://, az://, gs://, https://, or a local path); for WebDataset "
+                  "tars also a brace pattern or '::' list of them ('s3://b/train-{000..127}.tar')")
       ->required();
   app->add_option("--local", o->local, "Cache folder (required for a remote dataset)");
   app->add_option("--split", o->split, "Sub-folder of the dataset");

@@ -20,6 +20,7 @@
 #include "base/mutex.h"
 #include "ferry/format/merge_index.h"
 #include "ferry/storage/registry.h"
+#include "format/shard_pattern.h"
 #include "python/bindings.h"
 #include "python/status_exception.h"
 #include "storage/http/http_types.h"
@@ -125,6 +126,18 @@ T Blocking(const std::function<Result<T>()>& work) {
 }  // namespace
 
 void RegisterUtil(py::module_& m) {
+  m.def(
+      "shard_selection",
+      [](const std::string& url)
+          -> std::optional<std::pair<std::string, std::vector<std::string>>> {
+        if (!internal_format::IsShardPattern(url)) return std::nullopt;
+        internal_format::ShardSelection selection = Unwrap(internal_format::ParseShardPattern(url));
+        return std::make_pair(std::move(selection.folder), std::move(selection.shards));
+      },
+      py::arg("url"),
+      "For a WebDataset shard pattern or '::' list of tars (s3://b/train-{000..127}.tar): "
+      "(the folder's URL, the shard names in order); None for any other URL. ValueError for "
+      "a pattern ferry does not read (unbalanced braces, several folders).");
   m.def(
       "find_sub_indexes",
       [](const std::string& root) {

@@ -19,6 +19,7 @@
 #include "ferry/format/shard_format.h"
 #include "ferry/metrics/metrics.h"
 #include "ferry/storage/registry.h"
+#include "format/shard_pattern.h"
 #include "order/working_set.h"
 #include "storage/instrumented_store.h"
 #include "stream/open_shards.h"
@@ -59,8 +60,22 @@ Status StreamingDatasetImpl::Init() {
     std::filesystem::path local = spec.local;
     if (!spec.split.empty()) local /= spec.split;
     st.local = local;
+    // WebDataset's way of naming shards: a brace pattern or "::" list of tars in one folder.
+    std::string remote_url = spec.remote;
+    std::vector<std::string> tar_names;
+    if (!spec.remote.empty() && internal_format::IsShardPattern(spec.remote)) {
+      FERRY_ASSIGN_OR_RETURN(internal_format::ShardSelection selection,
+                             internal_format::ParseShardPattern(spec.remote));
+      if (!spec.split.empty()) {
+        return InvalidArgumentError(
+            fmt::format("stream {} ({}): a shard pattern names its shards; `split` does not apply",
+                        s, spec.remote));
+      }
+      remote_url = std::move(selection.folder);
+      tar_names = std::move(selection.shards);
+    }
     if (!spec.remote.empty()) {
-      FERRY_ASSIGN_OR_RETURN(StoreAndKey opened, OpenUrl(spec.remote));
+      FERRY_ASSIGN_OR_RETURN(StoreAndKey opened, OpenUrl(remote_url));
       std::string prefix = opened.key;
       if (!prefix.empty() && !prefix.ends_with('/')) prefix += '/';
       if (!spec.split.empty()) prefix += spec.split + "/";
@@ -82,7 +97,9 @@ Status StreamingDatasetImpl::Init() {
     cache_options.node_download_concurrency = options_.node_download_concurrency;
     FERRY_ASSIGN_OR_RETURN(DatasetDescription index,
                            LoadIndex(st.remote.get(), st.remote_prefix, local,
-                                     {.offline = options_.offline, .tar_scan = cache_options}));
+                                     {.offline = options_.offline,
+                                      .tar_scan = cache_options,
+                                      .tar_names = std::move(tar_names)}));
     for (size_t k = 0; k < index.shards.size(); ++k) {
       auto format = FindShardFormat(index.shards[k].format);
       if (!format) {

@@ -276,5 +276,52 @@ TEST_F(UnlistedTarsTest, ABadTarIsAnErrorNamingItAndAFolderOfNeitherSaysSo) {
   EXPECT_THAT(neither.status().message(), HasSubstr("no .tar shards"));
 }
 
+// WebDataset's names for shards: a brace pattern, or a "::" list, of tars in one folder - read in
+// the pattern's order, whether or not the folder has a list of its own.
+TEST_F(WebDatasetStreamTest, APatternStreamsTheTarsItNamesInItsOrder) {
+  std::map<std::string, uint64_t> first_id;  // the id, in the folder's order, of each tar's first
+  uint64_t id = 0;
+  for (const std::string name : {"train-000000.tar", "train-000001.tar", "train-000002.tar"}) {
+    first_id[name] = id;
+    id += internal_format::CountTarSamples(ReadFileToString(remote() / name).value(), false, "")
+              .value()
+              .samples;
+  }
+  ASSERT_EQ(id, expected_.size());
+  const std::vector<std::string> patterns = {
+      "/train-{000002,000000}.tar",
+      "/train-000002.tar::" + remote().string() + "/train-000000.tar"};
+  for (const std::string& pattern : patterns) {
+    StreamingOptions o = Options();
+    o.streams[0].remote = remote().string() + pattern;
+    o.streams[0].local = (tmp_.path() / ("cache-" + std::to_string(pattern.size()))).string();
+    auto ds = StreamingDataset::Open(o);
+    ASSERT_TRUE(ds.ok()) << pattern << ": " << ds.status().ToString();
+    const uint64_t in_first = first_id["train-000001.tar"] - first_id["train-000000.tar"];
+    const uint64_t in_last = expected_.size() - first_id["train-000002.tar"];
+    ASSERT_EQ((*ds)->num_samples(), in_first + in_last) << pattern;
+    const Sample first = (*ds)->Get(0).value();
+    EXPECT_EQ(first.fields.at(0), expected_[first_id["train-000002.tar"]].key) << pattern;
+    const Sample later = (*ds)->Get(in_last).value();
+    EXPECT_EQ(later.fields.at(0), expected_[0].key) << pattern;
+    EXPECT_FALSE(fs::exists(o.streams[0].local + "/train-000001.tar")) << "not named, not read";
+  }
+
+  StreamingOptions o = Options();
+  o.streams[0].remote = remote().string() + "/train-{000000..000005}.tar";
+  auto missing = StreamingDataset::Open(o);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound) << missing.status().ToString();
+  EXPECT_THAT(missing.status().message(), HasSubstr("train-000003.tar, train-000004.tar"));
+  EXPECT_THAT(missing.status().message(), HasSubstr("not in the folder"));
+  o.streams[0].remote = remote().string() + "/{index.json,train-000000.tar}";
+  auto not_tar = StreamingDataset::Open(o);
+  ASSERT_FALSE(not_tar.ok());
+  EXPECT_EQ(not_tar.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(not_tar.status().message(), HasSubstr("index.json: a shard pattern names"));
+  o.streams[0].remote = remote().string() + "/train-{000000,000001.tar";
+  EXPECT_EQ(StreamingDataset::Open(o).status().code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace ferry

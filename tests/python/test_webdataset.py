@@ -189,3 +189,30 @@ def test_ferry_dataloader_reads_webdataset_fields_by_extension(tmp_path):
                                           np.asarray(image.crop((left, top, left + 16, top + 16))))
             seen += 1
     assert seen == 24
+
+
+@pytest.mark.parametrize("form", ["braces", "list"])
+def test_a_shard_pattern_or_list_streams_the_tars_it_names(form, wds_remote, tmp_path):
+    """WebDataset's names for shards: a brace pattern, or a list of tar URLs, of one folder -
+    read in that order, the folder's own list (if any) aside."""
+    shards = sorted(wds_remote.glob("*.tar"))
+    if form == "braces":
+        remote = f"{wds_remote}/train-{{000001,000000}}.tar"
+    else:
+        remote = [str(shards[1]), str(shards[0])]
+    want = (_tarfile_samples(shards[1], str(shards[1]))
+            + _tarfile_samples(shards[0], str(shards[0])))
+    ds = ferry.StreamingDataset(remote=remote, local=str(tmp_path / "cache"), shuffle=False,
+                                batch_size=4)
+    assert ds.num_samples == len(want)
+    assert list(ds) == want
+    assert not (tmp_path / "cache" / shards[2].name).exists()
+
+
+def test_a_pattern_naming_a_missing_tar_is_an_error_naming_it(wds_remote, tmp_path):
+    with pytest.raises(FileNotFoundError, match="train-000009.tar"):
+        ferry.StreamingDataset(remote=f"{wds_remote}/train-{{000000,000009}}.tar",
+                               local=str(tmp_path / "cache"), batch_size=4)
+    with pytest.raises(ValueError, match="unbalanced braces"):
+        ferry.StreamingDataset(remote=f"{wds_remote}/train-{{000000.tar",
+                               local=str(tmp_path / "cache"), batch_size=4)

@@ -171,6 +171,10 @@ struct LoadIndexOptions {
   /// follows; `tar_scan_jobs` shards at a time.
   ShardCacheOptions tar_scan;
   uint32_t tar_scan_jobs = 8;
+  /// Only these tars of the folder, in this order (a shard pattern's names,
+  /// src/format/shard_pattern.h), listed and read as above; the folder's index.json, if any, is
+  /// not read.
+  std::vector<std::string> tar_names;
 };
 
 /// The index.json of the dataset at `remote_prefix` in `remote`, kept in step in the cache folder

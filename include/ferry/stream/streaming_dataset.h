@@ -54,9 +54,12 @@
 namespace ferry {
 
 struct StreamSpec {
-  std::string remote;  // any store URL; empty: the dataset is already in `local` (read in place)
-  std::string local;   // the cache folder (or, without remote, the dataset folder)
-  std::string split;   // sub-folder of both
+  /// Any store URL, or WebDataset's way to name tars of one folder: a brace pattern
+  /// ("s3://b/train-{000000..000127}.tar") or a "::" list (src/format/shard_pattern.h). Empty:
+  /// the dataset is already in `local` (read in place).
+  std::string remote;
+  std::string local;                 // the cache folder (or, without remote, the dataset folder)
+  std::string split;                 // sub-folder of both
   std::optional<double> proportion;  // of epoch_size
   std::optional<double> repeat;      // copies of this stream per epoch
   std::optional<uint64_t> choose;    // samples of this stream per epoch
