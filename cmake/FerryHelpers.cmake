@@ -8,9 +8,9 @@ list(APPEND FERRY_WARNINGS $<$<CXX_COMPILER_ID:GNU>:-Wno-restrict>)
 # Clang checks the locking annotations (src/base/thread_annotations.h) wherever it compiles: in
 # the fuzz preset, and in scripts/check-thread-safety.py, the syntax-only pass make test runs.
 list(APPEND FERRY_WARNINGS $<$<CXX_COMPILER_ID:Clang>:-Wthread-safety -Werror=thread-safety>)
-# A unity build (the dev preset's: it halves the time make test spends compiling) includes each
-# source into a batch file, where GCC takes an anonymous-namespace type inside a class for one
-# from a header and warns of linkage that cannot differ across translation units.
+# A unity build (the dev and release presets': it halves the time make test spends compiling)
+# includes each source into a batch file, where GCC takes an anonymous-namespace type inside a
+# class for one from a header and warns of linkage that cannot differ across translation units.
 if(CMAKE_UNITY_BUILD)
   list(APPEND FERRY_WARNINGS $<$<CXX_COMPILER_ID:GNU>:-Wno-subobject-linkage>)
 endif()
