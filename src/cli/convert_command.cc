@@ -12,7 +12,8 @@
 // whose name does not match the data column's kind is an error naming it, or skipped with
 // --skip-other: one stray notes.txt never turns a jpeg column into bytes. Files are read on
 // several threads (or fetched concurrently) but written in a fixed order (class, then path), so
-// one folder always gives the same shards.
+// one folder always gives the same shards. With --to webdataset the same files become WebDataset
+// tars instead (src/cli/folder_writer.h: a sample per key, a field per extension, `cls` the label).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -31,6 +32,7 @@
 #include "cli/command.h"
 #include "cli/convert_dataset.h"
 #include "cli/dataset_uploader.h"
+#include "cli/folder_writer.h"
 #include "cli/image_folder.h"
 #include "cli/progress.h"
 #include "cli/scratch_folder.h"
@@ -178,10 +180,6 @@ Result<int> RunConvert(const ConvertOptions& o) {
                            .overwrite = o.overwrite,
                            .quiet = o.quiet});
   }
-  if (o.to != "mds") {
-    return InvalidArgumentError(fmt::format(
-        "--to {}: a folder of files converts into MDS; convert that into {} next", o.to, o.to));
-  }
   const std::optional<fs::path> src_local = src.store->LocalPath(src.key);
   const std::optional<fs::path> out_local = out.store->LocalPath(out.key);
   const std::string src_name = src_local ? o.src : http::RedactUrl(o.src);
@@ -267,21 +265,22 @@ Result<int> RunConvert(const ConvertOptions& o) {
         out.store, out.key, folder, DatasetUploaderOptions{.keep_local = o.keep_local});
   }
 
-  MdsWriterOptions writer_options;
-  writer_options.out = folder;
-  if (with_data) writer_options.columns.emplace_back("data", decision.encoding);
-  if (with_label) writer_options.columns.emplace_back("label", "int");
-  if (with_path) writer_options.columns.emplace_back("path", "str");
+  FolderWriterOptions writer_options{.to = o.to,
+                                     .out = folder,
+                                     .with_data = with_data,
+                                     .with_label = with_label,
+                                     .with_path = with_path && o.to == "mds",
+                                     .encoding = decision.encoding,
+                                     .hashes = hashes,
+                                     .size_limit = size_limit,
+                                     .exist_ok = o.overwrite || temp != nullptr};
   if (o.compression != "none") writer_options.compression = o.compression;
-  writer_options.hashes = hashes;
-  writer_options.size_limit = size_limit;
-  writer_options.exist_ok = o.overwrite || temp != nullptr;
   if (uploader) {
     writer_options.on_shard_written = [u = uploader.get()](const std::string& basename) {
       u->Add(basename);
     };
   }
-  auto writer = MdsWriter::Create(writer_options);
+  auto writer = FolderWriter::Create(writer_options);
   if (!writer) {
     if (writer.error().code() == StatusCode::kAlreadyExists) {
       return writer.error().WithContext("pass --overwrite to replace it");
@@ -293,9 +292,6 @@ Result<int> RunConvert(const ConvertOptions& o) {
   if (replacing) {
     FERRY_RETURN_IF_ERROR(out.store->Remove(JoinKey(out.key, "index.json")));
   }
-  // Column order in the writer is sorted: data < label < path.
-  std::vector<Value> values;
-
   // Read ahead in order, many at once: local files on `threads` threads, remote ones with
   // `jobs` requests in flight (auto: sized from the measured latency, as FileDataset does).
   std::unique_ptr<internal_files::FetchAhead> reader;
@@ -323,10 +319,10 @@ Result<int> RunConvert(const ConvertOptions& o) {
   uint64_t bytes_read = 0;
   for (size_t i = 0; i < listing.files.size(); ++i) {
     const FolderFile& file = listing.files[i];
-    values.clear();
+    std::string data;
     if (with_data) {
       auto next = reader->Next();
-      FERRY_ASSIGN_OR_RETURN(std::string data, std::move(next->second));
+      FERRY_ASSIGN_OR_RETURN(data, std::move(next->second));
       if (!internal_files::StartsLike(decision.encoding, data)) {
         return InvalidArgumentError(fmt::format(
             "{}: named like a {} file but is not one (it does not start like one); rename it, "
@@ -335,11 +331,8 @@ Result<int> RunConvert(const ConvertOptions& o) {
             decision.encoding == "jpeg" ? "JPEG" : "PNG"));
       }
       bytes_read += data.size();
-      values.emplace_back(Bytes{std::move(data)});
     }
-    if (with_label) values.emplace_back(file.label);
-    if (with_path) values.emplace_back(file.relative);
-    Status s = (*writer)->WriteValues(values);
+    Status s = (*writer)->Write(file, std::move(data));
     if (!s.ok()) return s.WithContext(file.relative);
     if (uploader) FERRY_RETURN_IF_ERROR(uploader->error());  // not hours later, at the end
     progress.Update(i + 1, bytes_read);
@@ -367,13 +360,16 @@ Result<int> RunConvert(const ConvertOptions& o) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   uint64_t zip_bytes = 0;
-  for (const auto& s : index.shards) zip_bytes += s.zip_data ? s.zip_data->bytes : 0;
+  uint64_t raw_bytes = 0;
+  for (const auto& s : index.shards) {
+    zip_bytes += s.zip_data ? s.zip_data->bytes : 0;
+    raw_bytes += s.raw_data.bytes;
+  }
   std::string summary = fmt::format(
       "converted {} files ({}) into {} shards in {:.2f} s: {:.0f} files/s, {:.1f} MB/s; raw {}",
       listing.files.size(), FormatBytes(listing.total_bytes), index.shards.size(), seconds,
       static_cast<double>(listing.files.size()) / seconds,
-      static_cast<double>(listing.total_bytes) / 1e6 / seconds,
-      FormatBytes((*writer)->raw_bytes_written()));
+      static_cast<double>(listing.total_bytes) / 1e6 / seconds, FormatBytes(raw_bytes));
   if (zip_bytes > 0) summary += fmt::format(", compressed {}", FormatBytes(zip_bytes));
   if (with_data) summary += fmt::format("; data: {} ({})", decision.encoding, decision.reason);
   if (listing.labeled) summary += fmt::format("; {} classes", listing.classes.size());
@@ -406,6 +402,8 @@ Command AddConvertCommand(CLI::App& parent) {
       "Columns, as FileDataset names them: data (the file's bytes: jpeg or png when most files\n"
       "are named so, else bytes; see --encoding), label (int, class index from sorted folder\n"
       "names, names written to classes.json), path (str, relative path).\n"
+      "With --to webdataset, into WebDataset tars instead: a sample per file (files sharing a\n"
+      "name up to the first dot are one), its field named by the extension, cls the label.\n"
       "A dataset (an MDS dataset, or WebDataset tars listed by `ferry index`) converts into the\n"
       "other format (--to): MDS columns become WebDataset fields of the same names, keyed by the\n"
       "__key__ column or the sample index; WebDataset fields become bytes columns and __key__.");
@@ -450,7 +448,7 @@ Command AddConvertCommand(CLI::App& parent) {
                 "With a store OUT: keep the staged dataset in --local after uploading it");
   app->add_flag("--overwrite", o->overwrite, "Replace a dataset already in OUT");
   app->add_flag("-q,--quiet", o->quiet, "No progress display");
-  app->add_option("--to", o->to, "Output format: mds or webdataset (from a dataset SRC)")
+  app->add_option("--to", o->to, "Output format: mds or webdataset")
       ->check(CLI::IsMember({"mds", "webdataset"}))
       ->capture_default_str();
   return {app, [o] { return RunConvert(*o); }};

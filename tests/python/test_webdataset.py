@@ -216,3 +216,34 @@ def test_a_pattern_naming_a_missing_tar_is_an_error_naming_it(wds_remote, tmp_pa
     with pytest.raises(ValueError, match="unbalanced braces"):
         ferry.StreamingDataset(remote=f"{wds_remote}/train-{{000000.tar",
                                local=str(tmp_path / "cache"), batch_size=4)
+
+
+def test_a_folder_converts_into_tars_that_tarfile_groups_back(tmp_path):
+    """`ferry convert FOLDER OUT --to webdataset`: a sample per key (files sharing a name up to
+    its first dot), a field per extension, the class index as `cls`; what Python's tarfile,
+    grouped by WebDataset's rules, and ferry's own streaming read back."""
+    src = tmp_path / "images"
+    files = ["cat/001.jpg", "cat/001.json", "cat/002.jpg", "dog/003.jpg", "dog/a.b.JPG"]
+    for name in files:
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        (src / name).write_bytes(name.encode() * 3)
+    _ferry("convert", src, tmp_path / "wds", "--to", "webdataset", "--encoding", "bytes", "-q")
+    data = {name: name.encode() * 3 for name in files}
+    want = [
+        {"__key__": "cat/001", "cls": b"0", "jpg": data["cat/001.jpg"],
+         "json": data["cat/001.json"]},
+        {"__key__": "cat/002", "cls": b"0", "jpg": data["cat/002.jpg"]},
+        {"__key__": "dog/003", "cls": b"1", "jpg": data["dog/003.jpg"]},
+        {"__key__": "dog/a", "cls": b"1", "b.jpg": data["dog/a.b.JPG"]},
+    ]
+    shards = sorted((tmp_path / "wds").glob("*.tar"))
+    assert [s for shard in shards for s in _tarfile_samples(shard)] == want
+    assert json.loads((tmp_path / "wds" / "classes.json").read_text()) == ["cat", "dog"]
+    ds = ferry.StreamingDataset(local=str(tmp_path / "wds"), shuffle=False, batch_size=2)
+    assert [{k: v for k, v in s.items() if k != "__url__"} for s in ds] == want
+
+    (src / "dog" / "README").write_bytes(b"no extension")
+    with pytest.raises(subprocess.CalledProcessError) as failed:
+        _ferry("convert", src, tmp_path / "wds2", "--to", "webdataset", "--encoding", "bytes")
+    assert b"dog/README" in failed.value.stderr
+    assert b"extension" in failed.value.stderr
