@@ -100,10 +100,15 @@ Result<DatasetDescription> DescribeTarShards(const std::vector<ObjectInfo>& tars
     for (size_t i = 0; i < n; ++i) workers.emplace_back(work);
   }
   // The first failure in shard order, so that the error does not depend on thread timing more
-  // than it must (a shard after it may not have been counted at all).
+  // than it must (a shard after it may not have been counted at all); not a count that the
+  // failure itself cancelled.
+  const std::optional<Result<internal_format::TarShardCount>>* cancelled = nullptr;
   for (const auto& c : counts) {
-    if (c && !c->ok()) return c->error();
+    if (!c || c->ok()) continue;
+    if (c->error().code() != StatusCode::kCancelled) return c->error();
+    if (cancelled == nullptr) cancelled = &c;
   }
+  if (cancelled != nullptr) return (*cancelled)->error();
   DatasetDescription description;
   for (size_t k = 0; k < tars.size(); ++k) {
     const std::string name = tars[k].key.substr(prefix.size());

@@ -53,7 +53,8 @@ using TarCounter =
     std::function<Result<internal_format::TarShardCount>(size_t k, std::stop_token stop)>;
 
 /// The shard list of `tars` (their keys relative to `prefix`), shard k counted by `count(k)`,
-/// `jobs` at a time. The first failure in shard order is the result.
+/// `jobs` at a time. The first failure in shard order is the result (one that the stop after a
+/// failure caused, kCancelled, only when there is no other).
 Result<DatasetDescription> DescribeTarShards(const std::vector<ObjectInfo>& tars,
                                              const std::string& prefix, uint32_t jobs,
                                              const TarCounter& count);
