@@ -65,6 +65,17 @@ def _check_local_index(stream: Stream) -> None:
             f"`ferry convert`)")
 
 
+def _stream_root(stream: Stream) -> str:
+    """The folder a stream's shards come from, as a sample's ``__url__`` names it: its remote
+    (the folder of a WebDataset shard pattern), else its local folder, and its split."""
+    root = (stream.remote or stream.local).rstrip("/")
+    if stream.remote:
+        selection = _ferry.shard_selection(stream.remote)  # a WebDataset shard pattern
+        if selection is not None:
+            root = selection[0].rstrip("/")
+    return f"{root}/{stream.split}" if stream.split else root
+
+
 class StreamingDataset(_NativeDataset):
     """Samples of one or more MDS datasets, streamed through a shared local cache.
 
@@ -381,15 +392,11 @@ class StreamingDataset(_NativeDataset):
         while self._shard_infos[k].samples == 0:
             k -= 1
         info = self._shard_infos[k]
-        stream = self.streams[info.stream]
-        root = (stream.remote or stream.local).rstrip("/")
-        if stream.remote:
-            selection = _ferry.shard_selection(stream.remote)  # a WebDataset shard pattern
-            if selection is not None:
-                root = selection[0].rstrip("/")
-        if stream.split:
-            root = f"{root}/{stream.split}"
-        return f"{root}/{(info.zip_data or info.raw_data).basename}"  # the file fetched
+        roots = getattr(self, "_stream_roots", None)
+        if roots is None:
+            roots = self._stream_roots = [_stream_root(stream) for stream in self.streams]
+        # The file fetched: a gzipped tar's own name, not the tar the cache keeps.
+        return f"{roots[info.stream]}/{(info.zip_data or info.raw_data).basename}"
 
     @property
     def num_shards(self) -> int:
