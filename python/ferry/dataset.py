@@ -53,12 +53,19 @@ def _sample_index(index: Any, size: int) -> int:
     return i
 
 
+_TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz")
+
+
 def _check_local_index(stream: Stream) -> None:
-    """Mosaic's error for a stream with no remote and no index.json in its folder."""
+    """Mosaic's error for a stream with no remote and no index.json in its folder (unless the
+    folder holds WebDataset tars, which are counted in place)."""
     if stream.remote is not None or stream.local is None or "://" in stream.local:
         return
-    index = os.path.join(stream.local, stream.split or "", "index.json")
-    if not os.path.exists(index):
+    folder = os.path.join(stream.local, stream.split or "")
+    index = os.path.join(folder, "index.json")
+    if not os.path.exists(index) and not (
+            os.path.isdir(folder) and any(name.endswith(_TAR_SUFFIXES)
+                                          for name in os.listdir(folder))):
         raise MissingIndexError(
             f"No `remote` provided, but local file {index} does not exist either (a folder of "
             f"files without an index is read with ferry.FileDataset, or packed with "

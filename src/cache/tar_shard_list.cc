@@ -15,16 +15,12 @@
 
 namespace ferry::internal_cache {
 
-bool IsTarShardName(std::string_view name) {
-  return name.ends_with(".tar") || internal_format::TarOfGzip(name).has_value();
-}
-
 Result<std::vector<ObjectInfo>> ListTarShards(ObjectStore& store, const std::string& prefix,
                                               const std::string& url) {
   FERRY_ASSIGN_OR_RETURN(ListResult listing, store.List(prefix, /*recursive=*/false));
   std::vector<ObjectInfo> tars;
   for (ObjectInfo& object : listing.objects) {
-    if (IsTarShardName(std::string_view(object.key).substr(prefix.size()))) {
+    if (internal_format::IsTarShardName(std::string_view(object.key).substr(prefix.size()))) {
       tars.push_back(std::move(object));
     }
   }
@@ -36,7 +32,7 @@ Result<std::vector<ObjectInfo>> SelectTarShards(ObjectStore& store, const std::s
                                                 const std::string& url,
                                                 const std::vector<std::string>& names) {
   for (const std::string& name : names) {
-    if (!IsTarShardName(name)) {
+    if (!internal_format::IsTarShardName(name)) {
       return InvalidArgumentError(fmt::format(
           "{}{}: a shard pattern names WebDataset tars (.tar, .tar.gz, .tgz)", url, name));
     }

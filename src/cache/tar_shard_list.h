@@ -25,9 +25,6 @@
 
 namespace ferry::internal_cache {
 
-/// True when `name` is a shard of a WebDataset folder: a .tar, .tar.gz or .tgz file.
-bool IsTarShardName(std::string_view name);
-
 /// The tar shards directly in `prefix` of `store` (a folder key ending in '/', or empty), sorted
 /// by key; kNotFound, naming `url` (the folder's), when there are none.
 Result<std::vector<ObjectInfo>> ListTarShards(ObjectStore& store, const std::string& prefix,

@@ -141,7 +141,8 @@ Command AddCatCommand(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand(
       "cat", "Print samples as JSON, one object per line (bytes as hex, images summarized)");
   app->add_option("dataset", o->dataset,
-                  "Dataset folder (holds index.json): a path or a URL (s3://, az://, gs://, ...)")
+                  "Dataset folder (index.json, or WebDataset tars) or tar shard pattern "
+                  "(train-{000000..000127}.tar): a path or a URL (s3://, az://, gs://, ...)")
       ->required();
   app->add_option("--split", o->split, "Sub-folder of the dataset to read");
   app->add_option("--start", o->start, "First sample (global index)")

@@ -164,11 +164,13 @@ Result<int> RunConvert(const ConvertOptions& o) {
   auto extensions = internal_files::NormalizeExtensions(SplitList(o.extensions));
   if (!extensions) return extensions.error().WithContext("--extensions");
 
-  FERRY_ASSIGN_OR_RETURN(const StoreAndKey src, OpenUrl(o.src));
+  // A dataset converts between formats; a folder of files into MDS or WebDataset.
+  FERRY_ASSIGN_OR_RETURN(const bool dataset, IsDatasetSource(o.src));
   FERRY_ASSIGN_OR_RETURN(const StoreAndKey out, OpenUrl(o.out));
-  // A dataset (its index.json at the root) converts between formats; a folder of files into MDS.
-  FERRY_ASSIGN_OR_RETURN(const bool dataset, IsDatasetSource(src));
   if (dataset) {
+    if (!out.store->LocalPath(out.key)) {
+      FERRY_RETURN_IF_ERROR(CheckStoreOutput(out, http::RedactUrl(o.out), o.overwrite).status());
+    }
     std::optional<std::string> compression;
     if (o.compression != "none") compression = o.compression;
     return ConvertDataset({.src = o.src,
@@ -180,6 +182,12 @@ Result<int> RunConvert(const ConvertOptions& o) {
                            .overwrite = o.overwrite,
                            .quiet = o.quiet});
   }
+  if (o.to != "mds" && o.to != "webdataset") {
+    return InvalidArgumentError(fmt::format(
+        "--to {}: a folder of files converts into mds or webdataset ({} holds no dataset)", o.to,
+        http::RedactUrl(o.src)));
+  }
+  FERRY_ASSIGN_OR_RETURN(const StoreAndKey src, OpenUrl(o.src));
   const std::optional<fs::path> src_local = src.store->LocalPath(src.key);
   const std::optional<fs::path> out_local = out.store->LocalPath(out.key);
   const std::string src_name = src_local ? o.src : http::RedactUrl(o.src);
@@ -404,9 +412,12 @@ Command AddConvertCommand(CLI::App& parent) {
       "names, names written to classes.json), path (str, relative path).\n"
       "With --to webdataset, into WebDataset tars instead: a sample per file (files sharing a\n"
       "name up to the first dot are one), its field named by the extension, cls the label.\n"
-      "A dataset (an MDS dataset, or WebDataset tars listed by `ferry index`) converts into the\n"
-      "other format (--to): MDS columns become WebDataset fields of the same names, keyed by the\n"
-      "__key__ column or the sample index; WebDataset fields become bytes columns and __key__.");
+      "A dataset (MDS; Mosaic's JSON, CSV or TSV; a folder of WebDataset tars, or a pattern\n"
+      "such as train-{000000..000127}.tar) converts into another format (--to): MDS columns\n"
+      "become WebDataset fields of the same names, keyed by the __key__ column or the sample\n"
+      "index; WebDataset fields become bytes columns and __key__. JSON, CSV and TSV hold str,\n"
+      "int and float columns only: str and number columns keep their type, WebDataset's txt\n"
+      "fields become str and cls fields int; any other column is an error naming it.");
   app->add_option("src", o->src, "Folder or store URL (s3://, az://, gs://, ...) to convert")
       ->required();
   app->add_option("out", o->out,
@@ -448,8 +459,9 @@ Command AddConvertCommand(CLI::App& parent) {
                 "With a store OUT: keep the staged dataset in --local after uploading it");
   app->add_flag("--overwrite", o->overwrite, "Replace a dataset already in OUT");
   app->add_flag("-q,--quiet", o->quiet, "No progress display");
-  app->add_option("--to", o->to, "Output format: mds or webdataset")
-      ->check(CLI::IsMember({"mds", "webdataset"}))
+  app->add_option("--to", o->to,
+                  "Output format: mds, webdataset, or (from a dataset) json, csv or tsv")
+      ->check(CLI::IsMember({"mds", "webdataset", "json", "csv", "tsv"}))
       ->capture_default_str();
   return {app, [o] { return RunConvert(*o); }};
 }

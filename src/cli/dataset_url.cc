@@ -2,17 +2,53 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <system_error>
+
+#include "base/mapped_file.h"
+#include "cache/tar_shard_list.h"
+#include "cli/scratch_folder.h"
 #include "cli/transfer.h"
+#include "format/shard_pattern.h"
+#include "format/webdataset_index.h"
 #include "storage/http/http_types.h"
 #include "storage/object_key.h"
 
 namespace ferry::cli {
+namespace {
+
+// Tars read at once when a command lists a folder's (`ferry index --jobs` chooses).
+constexpr uint32_t kDescribeJobs = 8;
+
+// The samples of the tar at `path` (gunzipped first when `gzipped`), by WebDataset's rules;
+// errors name `url`.
+Result<internal_format::TarShardCount> CountSamples(const std::filesystem::path& path,
+                                                    const std::string& url, bool gzipped) {
+  FERRY_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
+  return internal_format::CountTarSamples(file.data(), gzipped, url);
+}
+
+}  // namespace
 
 Result<DatasetUrl> DatasetUrl::Open(std::string_view url, std::string_view split) {
   DatasetUrl d;
+  d.name_ = http::RedactUrl(url);
+  if (internal_format::IsShardPattern(url)) {
+    if (!split.empty()) {
+      return InvalidArgumentError(
+          fmt::format("{}: a shard pattern names its shards; --split does not apply", d.name_));
+    }
+    FERRY_ASSIGN_OR_RETURN(internal_format::ShardSelection selection,
+                           internal_format::ParseShardPattern(url));
+    FERRY_ASSIGN_OR_RETURN(d.where_, OpenUrl(selection.folder));
+    d.where_.key = FolderKey(d.where_.key);
+    d.tar_names_ = std::move(selection.shards);
+    return d;  // not local(): read through scratch copies (see the header)
+  }
   FERRY_ASSIGN_OR_RETURN(d.where_, OpenUrl(url));
   d.where_.key = FolderKey(d.where_.key);
-  d.name_ = http::RedactUrl(url);
   if (!split.empty()) {
     d.where_.key += FolderKey(split);
     d.name_ = fmt::format(
@@ -29,6 +65,10 @@ std::string DatasetUrl::UrlOf(std::string_view basename) const {
 }
 
 Result<std::string> DatasetUrl::ReadIndexText() const {
+  if (is_pattern()) {
+    FERRY_ASSIGN_OR_RETURN(const DatasetDescription tars, DescribeTars(kDescribeJobs));
+    return internal_format::SerializeWebDatasetIndex(tars);
+  }
   auto text = where_.store->Get(where_.key + "index.json");
   if (text || text.error().code() != StatusCode::kNotFound) return text;
   // Missing folder or a folder of something else: the same two answers as for a local folder.
@@ -39,10 +79,47 @@ Result<std::string> DatasetUrl::ReadIndexText() const {
     return NotFoundError(
         fmt::format("{} does not exist (so neither does {})", name_, UrlOf("index.json")));
   }
-  return InvalidArgumentError(fmt::format(
-      "{} is not a dataset: {} does not exist (a folder of WebDataset tars needs the list that "
-      "`ferry index {}` writes)",
-      name_, UrlOf("index.json"), name_));
+  if (listing &&
+      std::any_of(listing->objects.begin(), listing->objects.end(), [&](const ObjectInfo& object) {
+        return internal_format::IsTarShardName(
+            std::string_view(object.key).substr(where_.key.size()));
+      })) {
+    FERRY_ASSIGN_OR_RETURN(const DatasetDescription tars, DescribeTars(kDescribeJobs));
+    std::fprintf(stderr,
+                 "note: %s has no index.json: read each of its %zu tar shards to list them "
+                 "(`ferry index %s` writes the list once)\n",
+                 name_.c_str(), tars.shards.size(), name_.c_str());
+    return internal_format::SerializeWebDatasetIndex(tars);
+  }
+  return InvalidArgumentError(
+      fmt::format("{} is not a dataset: {} does not exist, and there are no .tar shards", name_,
+                  UrlOf("index.json")));
+}
+
+Result<DatasetDescription> DatasetUrl::DescribeTars(uint32_t jobs) const {
+  FERRY_ASSIGN_OR_RETURN(
+      const std::vector<ObjectInfo> shards,
+      is_pattern()
+          ? internal_cache::SelectTarShards(*where_.store, where_.key, UrlOf(""), tar_names_)
+          : internal_cache::ListTarShards(*where_.store, where_.key, name_));
+  std::unique_ptr<ScratchFolder> scratch;
+  if (!local_) {
+    FERRY_ASSIGN_OR_RETURN(scratch, ScratchFolder::Create("tars"));
+  }
+  auto count = [&](size_t k, std::stop_token stop) -> Result<internal_format::TarShardCount> {
+    const std::string name = shards[k].key.substr(where_.key.size());
+    const std::string url = UrlOf(name);
+    const bool gzipped = internal_format::TarOfGzip(name).has_value();
+    if (local_) return CountSamples(*local_ / name, url, gzipped);
+    const auto path = scratch->path() / fmt::format("{}.tar", k);
+    auto got = where_.store->GetToFile(shards[k].key, path, stop);
+    auto counted = got ? CountSamples(path, url, gzipped)
+                       : Result<internal_format::TarShardCount>(got.error());
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+    return counted;
+  };
+  return internal_cache::DescribeTarShards(shards, where_.key, jobs, count);
 }
 
 Result<DatasetDescription> DatasetUrl::ReadIndex() const {

@@ -10,14 +10,9 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <memory>
-#include <vector>
 
-#include "base/mapped_file.h"
-#include "cache/tar_shard_list.h"
 #include "cli/command.h"
 #include "cli/dataset_url.h"
-#include "cli/scratch_folder.h"
 #include "format/webdataset_index.h"
 
 namespace ferry::cli {
@@ -28,19 +23,13 @@ struct IndexOptions {
   uint32_t jobs = 8;
 };
 
-// The samples of the tar at `path` (gunzipped first when `gzipped`), by WebDataset's rules;
-// errors name `url`.
-Result<internal_format::TarShardCount> CountSamples(const std::filesystem::path& path,
-                                                    const std::string& url, bool gzipped) {
-  FERRY_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
-  return internal_format::CountTarSamples(file.data(), gzipped, url);
-}
-
 Result<int> RunIndex(const IndexOptions& o) {
   FERRY_ASSIGN_OR_RETURN(const DatasetUrl folder, DatasetUrl::Open(o.folder));
-  FERRY_ASSIGN_OR_RETURN(
-      const std::vector<ObjectInfo> shards,
-      internal_cache::ListTarShards(folder.store(), folder.prefix(), folder.name()));
+  if (folder.is_pattern()) {
+    return InvalidArgumentError(fmt::format(
+        "{}: `ferry index` lists every tar of a folder; give the folder, not a shard pattern",
+        folder.name()));
+  }
   if (auto existing = folder.store().Get(folder.prefix() + "index.json")) {
     if (!internal_format::IsWebDatasetIndex(*existing)) {
       return AlreadyExistsError(
@@ -50,31 +39,12 @@ Result<int> RunIndex(const IndexOptions& o) {
   } else if (existing.error().code() != StatusCode::kNotFound) {
     return existing.error();
   }
-
-  std::unique_ptr<ScratchFolder> scratch;
-  if (!folder.local()) {
-    FERRY_ASSIGN_OR_RETURN(scratch, ScratchFolder::Create("index"));
-  }
-  auto count = [&](size_t k, std::stop_token stop) -> Result<internal_format::TarShardCount> {
-    const std::string name = shards[k].key.substr(folder.prefix().size());
-    const std::string url = folder.UrlOf(name);
-    const bool gzipped = internal_format::TarOfGzip(name).has_value();
-    if (folder.local()) return CountSamples(*folder.local() / name, url, gzipped);
-    const auto path = scratch->path() / fmt::format("{}.tar", k);
-    auto got = folder.store().GetToFile(shards[k].key, path, stop);
-    auto counted = got ? CountSamples(path, url, gzipped)
-                       : Result<internal_format::TarShardCount>(got.error());
-    std::error_code ec;
-    std::filesystem::remove(path, ec);
-    return counted;
-  };
-  FERRY_ASSIGN_OR_RETURN(const DatasetDescription description,
-                         internal_cache::DescribeTarShards(shards, folder.prefix(), o.jobs, count));
+  FERRY_ASSIGN_OR_RETURN(const DatasetDescription description, folder.DescribeTars(o.jobs));
   uint64_t samples = 0;
   for (const ShardDescription& shard : description.shards) samples += shard.samples;
   FERRY_RETURN_IF_ERROR(folder.store().Put(folder.prefix() + "index.json",
                                            internal_format::SerializeWebDatasetIndex(description)));
-  std::printf("indexed %zu shards, %llu samples: %s\n", shards.size(),
+  std::printf("indexed %zu shards, %llu samples: %s\n", description.shards.size(),
               static_cast<unsigned long long>(samples), folder.UrlOf("index.json").c_str());
   return 0;
 }

@@ -189,7 +189,8 @@ Command AddInspectCommand(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand(
       "inspect", "Show shards, samples, columns, sizes, compression and hashes of a dataset");
   app->add_option("dataset", o->dataset,
-                  "Dataset folder (holds index.json): a path or a URL (s3://, az://, gs://, ...)")
+                  "Dataset folder (index.json, or WebDataset tars) or tar shard pattern "
+                  "(train-{000000..000127}.tar): a path or a URL (s3://, az://, gs://, ...)")
       ->required();
   app->add_option("--split", o->split, "Sub-folder of the dataset to inspect");
   app->add_flag("--json", o->json, "Print one JSON object instead of text");

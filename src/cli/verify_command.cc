@@ -144,7 +144,8 @@ Command AddVerifyCommand(CLI::App& parent) {
       "Check every shard's size, hashes and offsets and decode every sample; exit 1 "
       "listing the bad shards");
   app->add_option("dataset", o->dataset,
-                  "Dataset folder (holds index.json): a path or a URL (s3://, az://, gs://, ...)")
+                  "Dataset folder (index.json, or WebDataset tars) or tar shard pattern "
+                  "(train-{000000..000127}.tar): a path or a URL (s3://, az://, gs://, ...)")
       ->required();
   app->add_option("--split", o->split, "Sub-folder of the dataset to check");
   app->add_flag("--layout-only", o->layout_only,

@@ -11,6 +11,7 @@
 #include "ferry/format/shard_format.h"
 #include "format/compression.h"
 #include "format/hash.h"
+#include "format/webdataset_index.h"
 
 namespace ferry {
 namespace {
@@ -42,8 +43,13 @@ Result<DatasetDescription> ReadLocalIndex(const std::filesystem::path& folder) {
         return NotFoundError(fmt::format("{} does not exist (so neither does {})", folder.string(),
                                          index_path.string()));
       }
-      return InvalidArgumentError(fmt::format("{} is not an MDS dataset: {} does not exist",
-                                              folder.string(), index_path.string()));
+      // A folder of WebDataset tars without their list: counted in place.
+      FERRY_ASSIGN_OR_RETURN(std::optional<DatasetDescription> tars,
+                             internal_format::CountLocalTarShards(folder));
+      if (tars) return std::move(*tars);
+      return InvalidArgumentError(
+          fmt::format("{} is not a dataset: {} does not exist, and there are no .tar shards",
+                      folder.string(), index_path.string()));
     }
     return text.error();
   }

@@ -2,8 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <system_error>
+#include <vector>
 
+#include "base/mapped_file.h"
 #include "ferry/format/index.h"
 #include "format/compression.h"
 #include "format/webdataset_samples.h"
@@ -19,6 +23,10 @@ Json ParseObject(std::string_view text) {
 }
 
 }  // namespace
+
+bool IsTarShardName(std::string_view name) {
+  return name.ends_with(".tar") || TarOfGzip(name).has_value();
+}
 
 std::optional<std::string> TarOfGzip(std::string_view name) {
   if (name.ends_with(".tar.gz")) return std::string(name.substr(0, name.size() - 3));
@@ -64,6 +72,34 @@ Result<TarShardCount> CountTarSamples(std::string_view bytes, bool gzipped, std:
   FERRY_ASSIGN_OR_RETURN(const std::vector<WebDatasetSample> samples,
                          ReadWebDatasetSamples(bytes, url));
   return TarShardCount{.samples = samples.size(), .tar_bytes = bytes.size()};
+}
+
+Result<std::optional<DatasetDescription>> CountLocalTarShards(const std::filesystem::path& folder) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(folder, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (IsTarShardName(name) && it->is_regular_file(ec)) names.push_back(std::move(name));
+  }
+  if (ec) {
+    return UnavailableError(fmt::format("{}: cannot list it: {}", folder.string(), ec.message()));
+  }
+  if (names.empty()) return std::optional<DatasetDescription>();
+  std::sort(names.begin(), names.end());
+  DatasetDescription description;
+  for (const std::string& name : names) {
+    const std::filesystem::path path = folder / name;
+    FERRY_ASSIGN_OR_RETURN(const MappedFile file, MappedFile::Open(path));
+    const bool gzipped = TarOfGzip(name).has_value();
+    FERRY_ASSIGN_OR_RETURN(const TarShardCount count,
+                           CountTarSamples(file.data(), gzipped, path.string()));
+    std::optional<uint64_t> raw_filesize;
+    if (gzipped) raw_filesize = count.tar_bytes;
+    description.shards.push_back(
+        DescribeWebDatasetShard(name, file.data().size(), raw_filesize, count.samples));
+  }
+  return std::optional<DatasetDescription>(std::move(description));
 }
 
 bool IsWebDatasetIndex(std::string_view text) {

@@ -13,6 +13,7 @@
 // Thread-safety: free functions.
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,6 +24,9 @@
 namespace ferry::internal_format {
 
 inline constexpr std::string_view kWebDatasetIndexKind = "wids-shard-index-v1";
+
+/// True when `name` is a shard of a WebDataset folder: a .tar, .tar.gz or .tgz file.
+bool IsTarShardName(std::string_view name);
 
 /// The tar inside a gzipped tar named `name` ("a.tar" for "a.tar.gz" and "a.tgz"), or nullopt
 /// when `name` is not one.
@@ -44,6 +48,12 @@ struct TarShardCount {
 /// memory first) by WebDataset's rules, with the code that streams it: a shard streaming would
 /// refuse is refused here, its error naming `url`.
 Result<TarShardCount> CountTarSamples(std::string_view bytes, bool gzipped, std::string_view url);
+
+/// The shard list of the tars directly in the local `folder`, sorted by name, each counted in
+/// place by CountTarSamples (which reads a plain tar's member headers, not its data; a gzipped
+/// one is decompressed in memory); nullopt when the folder holds no tar. What a folder of tars
+/// without index.json is read as, each time it is opened: `ferry index` writes the list once.
+Result<std::optional<DatasetDescription>> CountLocalTarShards(const std::filesystem::path& folder);
 
 /// True when `text` is a JSON object whose "__kind__" says it is a WebDataset shard list.
 bool IsWebDatasetIndex(std::string_view text);

@@ -6,7 +6,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "base/file_util.h"
+#include "base/temp_dir_testutil.h"
 #include "ferry/format/index.h"
+#include "ferry/format/local_dataset.h"
+#include "format/webdataset_fixture_testutil.h"
 
 namespace ferry::internal_format {
 namespace {
@@ -138,6 +142,48 @@ INSTANTIATE_TEST_SUITE_P(
                       BadList{R"({"__kind__": "wids-shard-index-v1",
                     "shardlist": [{"url": 5, "nsamples": 1, "filesize": 9}]})",
                               StatusCode::kDataLoss, "'url'"}));
+
+// A folder of tars without index.json is its shard list, counted in place: what ReadLocalIndex
+// (and so every local reader) sees.
+TEST(WebDatasetIndex, ALocalFolderOfTarsIsCountedInPlace) {
+  for (const std::string name : {"tarwriter", "gnutar_gz"}) {
+    const auto expected = testing::ExpectedWebDatasetShards(name);
+    const auto folder = testing::WebDatasetFixtures() / name;
+    auto counted = CountLocalTarShards(folder);
+    ASSERT_TRUE(counted.ok()) << counted.status().ToString();
+    ASSERT_TRUE(counted->has_value());
+    auto read_index = ReadLocalIndex(folder);
+    ASSERT_TRUE(read_index.ok()) << read_index.status().ToString();
+    for (const DatasetDescription* read : {&**counted, &*read_index}) {
+      ASSERT_EQ(read->shards.size(), expected.size()) << name;
+      for (size_t k = 0; k < expected.size(); ++k) {
+        const ShardDescription& shard = read->shards[k];
+        const FileInfo& file = shard.zip_data ? *shard.zip_data : shard.raw_data;
+        EXPECT_EQ(file.basename, expected[k].first);
+        EXPECT_EQ(file.bytes, std::filesystem::file_size(folder / expected[k].first));
+        EXPECT_EQ(shard.samples, expected[k].second.size()) << expected[k].first;
+        EXPECT_EQ(shard.raw_data.bytes, testing::TarBytes(folder / expected[k].first).size());
+      }
+    }
+  }
+}
+
+TEST(WebDatasetIndex, AFolderWithoutTarsOrIndexIsNoDatasetAndABrokenTarIsNamed) {
+  testing::TempDir tmp;
+  auto none = CountLocalTarShards(tmp.path());
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_FALSE(none->has_value());
+  ASSERT_TRUE(WriteFileAtomically(tmp.path() / "notes.txt", "x").ok());
+  EXPECT_THAT(ReadLocalIndex(tmp.path()).status().message(), HasSubstr("is not a dataset"));
+
+  const auto shard = testing::WebDatasetFixtures() / "tarwriter" / "train-000001.tar";
+  const std::string bytes = testing::FileText(shard);
+  ASSERT_TRUE(
+      WriteFileAtomically(tmp.path() / "a.tar", bytes.substr(0, bytes.size() / 2 + 100)).ok());
+  auto broken = ReadLocalIndex(tmp.path());
+  ASSERT_FALSE(broken.ok());
+  EXPECT_THAT(broken.status().message(), HasSubstr((tmp.path() / "a.tar").string()));
+}
 
 }  // namespace
 }  // namespace ferry::internal_format

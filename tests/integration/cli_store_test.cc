@@ -191,6 +191,53 @@ TEST(CliStore, MergeIndexMergesPartsInAStoreAsOnDisk) {
   EXPECT_EQ(nothing.code, 3);
 }
 
+// WebDataset tars in a store without index.json, or named by a pattern: inspect, verify, cat
+// and convert say of them what they say of the same tars on disk, and write nothing beside them.
+TEST(CliStore, UnlistedTarsAndPatternsInAStoreReadAsOnDisk) {
+  TempDir tmp;
+  UseS3Server("S3RVER");
+  const fs::path fixture = fs::path(FERRY_FIXTURES_DIR).parent_path() / "webdataset" / "tarwriter";
+  fs::create_directories(tmp / "wds");
+  for (const char* name : {"train-000000.tar", "train-000001.tar", "train-000002.tar"}) {
+    fs::copy_file(fixture / name, tmp / "wds" / name);
+  }
+  const std::string url = fmt::format("s3://{}/wds/{}", ServerEnv("S3RVER_BUCKET"), RunId());
+  ASSERT_EQ(Ferry(tmp, fmt::format("cp -r -q {} {}", Quote(tmp / "wds"), url)).code, 0);
+  const std::string local = Quote(tmp / "wds");
+
+  const CliRun inspect = Ferry(tmp, "inspect --json " + url);
+  ASSERT_EQ(inspect.code, 0) << inspect.err;
+  EXPECT_THAT(inspect.err, HasSubstr("ferry index " + url));
+  EXPECT_EQ(InspectJson(inspect.out), InspectJson(Ferry(tmp, "inspect --json " + local).out));
+  EXPECT_EQ(InspectJson(inspect.out)["samples"], 101);
+  const CliRun verify = Ferry(tmp, "verify -q " + url);
+  EXPECT_EQ(verify.code, 0) << verify.out << verify.err;
+  EXPECT_EQ(Ferry(tmp, "cat " + url).out, Ferry(tmp, "cat " + local).out);
+
+  const std::string pattern = "'" + url + "/train-{000002,000000}.tar'";
+  const std::string local_pattern = "'" + (tmp / "wds").string() + "/train-{000002,000000}.tar'";
+  const CliRun cat = Ferry(tmp, "cat " + pattern);
+  ASSERT_EQ(cat.code, 0) << cat.err;
+  EXPECT_EQ(cat.out, Ferry(tmp, "cat " + local_pattern).out);
+  const nlohmann::json selected = InspectJson(Ferry(tmp, "inspect --json " + pattern).out);
+  EXPECT_EQ(selected, InspectJson(Ferry(tmp, "inspect --json " + local_pattern).out));
+  const int samples = selected["samples"].get<int>();
+  EXPECT_GT(samples, 0);
+  EXPECT_LT(samples, 101);
+  EXPECT_EQ(Count(WithoutLogLines(cat.out), "\n"), static_cast<size_t>(samples));
+  EXPECT_EQ(Ferry(tmp, "verify -q " + pattern).code, 0);
+
+  // Into MDS from the pattern: the samples it names, in its order.
+  const CliRun convert = Ferry(tmp, fmt::format("convert -q {} {}", pattern, Quote(tmp / "mds")));
+  ASSERT_EQ(convert.code, 0) << convert.err;
+  EXPECT_THAT(convert.out, HasSubstr(fmt::format("converted {} samples (webdataset)", samples)));
+  auto listing = OpenUrl(url);
+  ASSERT_TRUE(listing.has_value());
+  auto objects = listing->store->List(listing->key + "/", /*recursive=*/true);
+  ASSERT_TRUE(objects.has_value());
+  EXPECT_EQ(objects->objects.size(), 3u);  // nothing written beside the tars
+}
+
 TEST(CliStore, CopyIntoAMissingBucketOrContainerIsOneError) {
   TempDir tmp;
   UseS3Server("S3RVER");

@@ -3,8 +3,11 @@ JSONWriter, CSVWriter and TSVWriter) through StreamingDataset: every sample, by 
 iteration, is what Mosaic's StreamingDataset returned (expected.json), from a "remote" folder
 through a cache and from a local folder read in place."""
 
+import io
 import json
 import shutil
+import subprocess
+import tarfile
 
 import pytest
 
@@ -151,3 +154,89 @@ def test_format_is_checked_against_the_index(tmp_path):
         ferry.StreamingDataset(local=str(tmp_path / "csv"), batch_size=1, format="json")
     with pytest.raises(ferry.InvalidArgumentError, match="format must be one of mds"):
         ferry.StreamingDataset(local=str(tmp_path / "csv"), batch_size=1, format="parquet")
+
+
+def _ferry(*args, check=True):
+    from test_webdataset import FERRY_CLI
+
+    assert FERRY_CLI.is_file(), f"{FERRY_CLI} missing (make build)"
+    return subprocess.run([str(FERRY_CLI), *map(str, args)], check=check, capture_output=True,
+                          text=True)
+
+
+@pytest.mark.parametrize("name", ["json_plain", "csv_gz_md5", "tsv_plain"])
+@pytest.mark.parametrize("to", ["json", "csv", "tsv"])
+def test_ferry_converts_between_json_csv_and_tsv_keeping_every_value(name, to, tmp_path):
+    """`ferry convert --to json|csv|tsv`: what the same reader that reads Mosaic's own datasets
+    reads back is Mosaic's samples, types and all; and the files are what ferry's writer, which
+    writes Mosaic's bytes, writes for those samples."""
+    expected = _copy(name, tmp_path / "src")
+    separator = {"json": None, "csv": ",", "tsv": "\t"}[to]
+    unfit = [i for i, s in enumerate(expected["samples"]) if separator and separator in s["text"]]
+    if unfit:  # Mosaic's JSON text may hold what a CSV or TSV cannot: an error naming the sample
+        failed = _ferry("convert", tmp_path / "src", tmp_path / "out", "--to", to, check=False)
+        assert failed.returncode != 0
+        assert f"sample {unfit[0]}: column 'text'" in failed.stderr, failed.stderr
+        assert not (tmp_path / "out" / "index.json").exists()
+        return
+    _ferry("convert", tmp_path / "src", tmp_path / "out", "--to", to, "--hashes", "sha1", "-q")
+    ds = ferry.StreamingDataset(local=str(tmp_path / "out"), batch_size=1, validate_hash="sha1",
+                                format=to)
+    got = list(ds)
+    assert got == expected["samples"]
+    assert [type(v) for v in got[0].values()] == [type(v) for v in expected["samples"][0].values()]
+    with WRITERS[to](out=str(tmp_path / "mine"), columns={"id": "int", "score": "float",
+                                                         "text": "str"}, hashes=["sha1"]) as w:
+        for sample in expected["samples"]:
+            w.write(sample)
+    assert (tmp_path / "out" / "index.json").read_bytes() == (
+        tmp_path / "mine" / "index.json").read_bytes()
+
+
+def test_mds_and_webdataset_convert_into_csv_by_column_type(tmp_path):
+    rows = [{"i": -i, "u": i, "f": i / 4, "t": f"row {i}", "n": str(i * 10**12)}
+            for i in range(40)]
+    with ferry.MDSWriter(out=str(tmp_path / "mds"), size_limit=1 << 10,
+                         columns={"i": "int16", "u": "uint8", "f": "float32", "t": "str",
+                                  "n": "str_int"}) as writer:
+        for row in rows:
+            writer.write({**row, "n": int(row["n"])})
+    _ferry("convert", tmp_path / "mds", tmp_path / "csv", "--to", "csv", "-q")
+    ds = ferry.StreamingDataset(local=str(tmp_path / "csv"), batch_size=1)
+    assert ds.shards[0].column_encodings == ["float", "int", "int", "str", "int"]
+    assert list(ds) == [{**row, "n": int(row["n"])} for row in rows]
+
+    # WebDataset fields take the types WebDataset's decoders give them.
+    with tarfile.open(tmp_path / "a.tar", "w") as tar:
+        for i in range(5):
+            for field, data in (("txt", f"caption é {i}"), ("cls", f"{i % 2}\n")):
+                member = tarfile.TarInfo(f"k{i}.{field}")
+                member.size = len(data.encode())
+                tar.addfile(member, io.BytesIO(data.encode()))
+    (tmp_path / "wds").mkdir()
+    (tmp_path / "a.tar").rename(tmp_path / "wds" / "a.tar")
+    _ferry("convert", tmp_path / "wds", tmp_path / "tsv", "--to", "tsv", "-q")
+    ds = ferry.StreamingDataset(local=str(tmp_path / "tsv"), batch_size=1)
+    assert list(ds) == [{"__key__": f"k{i}", "cls": i % 2, "txt": f"caption é {i}"}
+                        for i in range(5)]
+
+
+def test_columns_json_csv_tsv_cannot_hold_are_errors_naming_them(tmp_path):
+    with ferry.MDSWriter(out=str(tmp_path / "mds"), columns={"b": "bytes", "t": "str"}) as w:
+        w.write({"b": b"\x00", "t": "a"})
+    failed = _ferry("convert", tmp_path / "mds", tmp_path / "out", "--to", "json", check=False)
+    assert failed.returncode != 0
+    assert "column 'b' is bytes" in failed.stderr
+    assert not (tmp_path / "out" / "index.json").exists()
+
+    with ferry.MDSWriter(out=str(tmp_path / "mds2"), columns={"t": "str"}) as w:
+        for text in ("plain", "a,b"):
+            w.write({"t": text})
+    failed = _ferry("convert", tmp_path / "mds2", tmp_path / "out2", "--to", "csv", check=False)
+    assert failed.returncode != 0
+    assert "sample 1" in failed.stderr and "separator" in failed.stderr
+    assert not (tmp_path / "out2" / "index.json").exists()
+    # TSV has no quarrel with that comma.
+    _ferry("convert", tmp_path / "mds2", tmp_path / "out3", "--to", "tsv", "-q")
+    assert [s["t"] for s in ferry.StreamingDataset(local=str(tmp_path / "out3"),
+                                                   batch_size=1)] == ["plain", "a,b"]

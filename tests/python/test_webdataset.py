@@ -22,9 +22,9 @@ BUILD = pathlib.Path(ferry.__file__).resolve().parents[2]  # <build>/python/ferr
 FERRY_CLI = pathlib.Path(os.environ.get("FERRY_CLI", BUILD / "src" / "cli" / "ferry"))
 
 
-def _ferry(*args):
+def _ferry(*args, check=True):
     assert FERRY_CLI.is_file(), f"{FERRY_CLI} missing (make build)"
-    subprocess.run([str(FERRY_CLI), *map(str, args)], check=True, capture_output=True)
+    return subprocess.run([str(FERRY_CLI), *map(str, args)], check=check, capture_output=True)
 
 
 def _tarfile_samples(path: pathlib.Path, url=None):
@@ -247,3 +247,46 @@ def test_a_folder_converts_into_tars_that_tarfile_groups_back(tmp_path):
         _ferry("convert", src, tmp_path / "wds2", "--to", "webdataset", "--encoding", "bytes")
     assert b"dog/README" in failed.value.stderr
     assert b"extension" in failed.value.stderr
+
+
+def test_a_local_folder_of_tars_without_a_list_is_read_in_place(tmp_path):
+    """No remote, no index.json: the tars are counted where they lie, and nothing is written
+    beside them."""
+    folder = tmp_path / "tars"
+    shutil.copytree(TARWRITER, folder, ignore=shutil.ignore_patterns("expected.json"))
+    before = sorted(p.name for p in folder.iterdir())
+    shards = sorted(folder.glob("*.tar"))
+    want = [s for shard in shards for s in _tarfile_samples(shard, f"{folder}/{shard.name}")]
+    ds = ferry.StreamingDataset(local=str(folder), shuffle=False, batch_size=4)
+    assert ds.num_samples == len(want)
+    assert list(ds) == want
+    assert ds[len(want) - 1] == want[-1]
+    assert sorted(p.name for p in folder.iterdir()) == before
+
+
+def test_inspect_verify_and_cat_read_unlisted_folders_and_patterns(tmp_path):
+    folder = tmp_path / "tars"
+    shutil.copytree(TARWRITER, folder, ignore=shutil.ignore_patterns("expected.json"))
+    shards = sorted(folder.glob("*.tar"))
+    counts = [len(_tarfile_samples(shard)) for shard in shards]
+
+    listed = json.loads(_ferry("inspect", folder, "--json").stdout)
+    assert (listed["shards"], listed["samples"]) == (3, sum(counts))
+    pattern = f"{folder}/train-{{000002,000000}}.tar"
+    selected = json.loads(_ferry("inspect", pattern, "--json").stdout)
+    assert (selected["shards"], selected["samples"]) == (2, counts[2] + counts[0])
+
+    printed = _ferry("cat", pattern).stdout.decode().splitlines()
+    keys = [json.loads(line)["__key__"] for line in printed]
+    assert keys == [s["__key__"] for i in (2, 0) for s in _tarfile_samples(shards[i])]
+
+    assert b"ok:" in _ferry("verify", folder).stdout
+    assert b"ok:" in _ferry("verify", pattern).stdout
+    assert not (folder / "index.json").exists()  # read, not written
+    # A tar cut short fails the check, named.
+    data = shards[1].read_bytes()
+    shards[1].write_bytes(data[: len(data) // 2 + 100])
+    failed = _ferry("verify", folder, check=False)
+    assert failed.returncode != 0
+    assert b"train-000001.tar" in failed.stderr + failed.stdout
+    assert b"ok:" in _ferry("verify", pattern).stdout  # names only the others

@@ -29,9 +29,10 @@
 
 namespace ferry {
 
-/// Reads and parses `folder`/index.json. kInvalidArgument naming the folder when there is no
-/// index.json (the folder is not a dataset); ParseIndexFile's errors otherwise (MDS, or a
-/// WebDataset shard list).
+/// Reads and parses `folder`/index.json (MDS, split, or a WebDataset shard list; ParseIndexFile's
+/// errors). A folder without index.json that holds WebDataset tars is their shard list, each
+/// counted in place on every call (`ferry index` writes the list once); with neither it is
+/// kInvalidArgument naming the folder (it is not a dataset), and kNotFound when it does not exist.
 Result<DatasetDescription> ReadLocalIndex(const std::filesystem::path& folder);
 
 struct LocalDatasetOptions {
