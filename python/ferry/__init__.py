@@ -11,7 +11,7 @@ alone, for writing datasets, does not need it). ``ferry.util`` holds the helpers
 from __future__ import annotations
 
 from . import errors
-from ._ferry import metrics
+from ._ferry import __version__, metrics
 from .errors import (
     DataLossError,
     FailedPreconditionError,
@@ -24,8 +24,6 @@ from .errors import (
 )
 from .split_writer import CSVWriter, JSONWriter, TSVWriter
 from .writer import MDSWriter
-
-__version__ = "0.1.0"
 
 _LAZY = {
     "StreamingDataset": "dataset",

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "ferry/version.h"
 
 namespace ferry::cli {
 namespace {
@@ -52,7 +53,7 @@ int Main(int argc, char** argv) {
       "scheme (s3:/x is an error, not a folder named s3:); write ./a:b for such a local name.",
       "ferry"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "ferry 0.1.0");
+  app.set_version_flag("--version", fmt::format("ferry {}", Version()));
   std::vector<Command> commands = {
       AddConvertCommand(app), AddInspectCommand(app),    AddVerifyCommand(app),
       AddCatCommand(app),     AddMergeIndexCommand(app), AddLsCommand(app),

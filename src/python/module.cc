@@ -10,6 +10,7 @@
 #include "ferry/format/mds_writer.h"
 #include "ferry/metrics/metrics.h"
 #include "ferry/storage/registry.h"
+#include "ferry/version.h"
 #include "loader/batch_loader.h"
 #include "python/bindings.h"
 #include "python/status_exception.h"
@@ -20,6 +21,7 @@ PYBIND11_MODULE(_ferry, m) {
   using namespace ferry;
   using namespace ferry::python;
   m.doc() = "Native core of ferry (see the ferry package for the documented API).";
+  m.attr("__version__") = std::string(Version());
 
   m.def(
       "parse_size", [](const std::string& text) { return Unwrap(ParseHumanSize(text)); },
