@@ -16,6 +16,8 @@ packages=(
   # Python package (Debian's interpreter; there is no PyPI here)
   python3-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-pil
   python3-torch python3-boto3 python3-azure
+  # pip install . / pip wheel . offline (Debian's backend), and the venv make test installs into
+  python3-pip python3-setuptools python3-wheel python3-venv
   # benchmarks: the torchvision pipeline ferry.DataLoader is compared with
   python3-torchvision python3-matplotlib
 )
