@@ -8,7 +8,7 @@ FUZZ_VARIANTS ?= 500
 FUZZ_SECONDS ?= 300
 DEMO_IMAGES ?= 2000
 
-.PHONY: all deps build build-python build-dev test bench-full fuzz-build fuzz-smoke fuzz reliability demo bench format format-check clean
+.PHONY: all deps build build-python build-dev wheel test bench-full fuzz-build fuzz-smoke fuzz reliability demo bench format format-check clean
 
 all: build
 
@@ -33,11 +33,19 @@ build-dev: deps
 
 # Clang's lock checks, unit, compatibility, CLI and integration tests (against loopback S3/Azure
 # servers) under ASan+UBSan, the Python package's tests (release build of the module), then the
-# fuzz targets' seeds and fixed variants of them, in the same sanitized build.
+# fuzz targets' seeds and fixed variants of them, in the same sanitized build; between them, the
+# wheel and the C++ library installed and used from outside the repository.
 test: build-dev build-python
 	@./scripts/check-thread-safety.py
 	@./scripts/run-tests.sh dev
+	@./scripts/check-install.sh --build-dir build/release
 	@./scripts/run-fuzzers.sh --replay $(FUZZ_VARIANTS)
+
+# The wheel of the release build (docs/install.md), into dist/: no second compile.
+wheel: build
+	@FERRY_CMAKE_BUILD_DIR=build/release /usr/bin/python3 -m pip wheel --quiet --no-build-isolation \
+	  --no-deps -w dist .
+	@ls -l dist/ferry-*.whl
 
 fuzz-build: deps
 	@cmake --preset fuzz >/dev/null
