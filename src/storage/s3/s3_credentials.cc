@@ -67,11 +67,11 @@ Result<AwsCredentials> FromSection(const IniFile::Section& section, std::string 
   return c;
 }
 
-bool IsTrue(std::string_view v) {
+}  // namespace
+
+bool IsAwsFlagSet(std::string_view v) {
   return v == "true" || v == "TRUE" || v == "True" || v == "1" || v == "yes";
 }
-
-}  // namespace
 
 std::string AwsCredentials::ToString() const {
   if (anonymous()) return source.empty() ? "no credentials" : "no credentials (" + source + ")";
@@ -96,7 +96,7 @@ std::string SelectedAwsProfile(const AwsConfigOptions& options, const EnvLookup&
 
 Result<AwsCredentials> LoadAwsCredentials(const AwsConfigOptions& options, const EnvLookup& env) {
   if (options.anonymous) return AwsCredentials{{}, {}, {}, "anonymous (requested)"};
-  if (IsTrue(env("AWS_NO_SIGN_REQUEST").value_or(""))) {
+  if (IsAwsFlagSet(env("AWS_NO_SIGN_REQUEST").value_or(""))) {
     return AwsCredentials{{}, {}, {}, "anonymous (AWS_NO_SIGN_REQUEST)"};
   }
 

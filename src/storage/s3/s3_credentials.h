@@ -28,7 +28,9 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -45,7 +47,11 @@ struct AwsCredentials {
   /// "anonymous (AWS_NO_SIGN_REQUEST)", "none found".
   std::string source;
 
+  /// When temporary credentials (a session token from STS) stop working; none for static keys.
+  std::optional<std::chrono::system_clock::time_point> expiration;
+
   bool anonymous() const { return access_key_id.empty(); }
+  friend bool operator==(const AwsCredentials&, const AwsCredentials&) = default;
   /// "AKIA…MPLE from environment (secret redacted)": safe for any message or log line.
   std::string ToString() const;
 };
@@ -58,11 +64,16 @@ struct AwsConfigOptions {
   bool anonymous = false;  // sign nothing (as AWS_NO_SIGN_REQUEST=true)
 };
 
-/// The first credentials the chain above finds. Errors: kInvalidArgument for half-set
+/// The first static credentials the chain above finds (they never expire; the whole chain, with
+/// the sources of temporary credentials, is LoadAwsCredentialProvider in
+/// storage/s3/aws_credential_chain.h). Errors: kInvalidArgument for half-set
 /// environment variables, a profile named but found nowhere, or a profile with a key id and no
 /// secret; kDataLoss for a malformed file; kPermissionDenied for an unreadable one.
 Result<AwsCredentials> LoadAwsCredentials(const AwsConfigOptions& options = {},
                                           const EnvLookup& env = ProcessEnv);
+
+/// True for the values AWS reads as a set flag (AWS_NO_SIGN_REQUEST=true): true, 1, yes.
+bool IsAwsFlagSet(std::string_view value);
 
 /// The region, per the order above.
 Result<std::string> LoadAwsRegion(const AwsConfigOptions& options = {},

@@ -84,7 +84,8 @@ class S3Store final : public ObjectStore {
  public:
   S3Store(S3StoreConfig config, std::shared_ptr<http::Transport> transport)
       : config_(std::move(config)),
-        signer_(config_.credentials, config_.region, config_.service),
+        credentials_(config_.credential_provider ? config_.credential_provider
+                                                 : FixedAwsCredentials(config_.credentials)),
         transport_(std::move(transport)) {}
 
   std::string_view scheme() const override { return config_.scheme; }
@@ -207,7 +208,7 @@ class S3Store final : public ObjectStore {
   }
 
   bool SignsBodies() const {
-    if (signer_.anonymous()) return false;
+    if (Anonymous()) return false;
     switch (config_.payload_signing) {
       case PayloadSigning::kAlways:
         return true;
@@ -228,17 +229,26 @@ class S3Store final : public ObjectStore {
     request.headers = std::move(headers);
     request.body = std::move(body);
     request.timeouts = config_.timeouts;
-    FERRY_RETURN_IF_ERROR(signer_.Sign(request, payload_hash, Now()));
+    FERRY_ASSIGN_OR_RETURN(AwsCredentials credentials, credentials_->Current());
+    const SigV4Signer signer(std::move(credentials), config_.region, config_.service);
+    FERRY_RETURN_IF_ERROR(signer.Sign(request, payload_hash, Now()));
     return request;
+  }
+
+  // True when the requests go unsigned (a chain that found nothing, or anonymous by request).
+  bool Anonymous() const {
+    auto current = credentials_->Current();
+    return current.ok() && current->anonymous();
   }
 
   // The store's error for a reply; a refusal of an unsigned request says why it was unsigned.
   Status MapError(const http::Response& response, std::string_view name) const {
     Status s = S3ErrorToStatus(response, name);
-    if (signer_.anonymous() &&
+    auto current = credentials_->Current();
+    if (current.ok() && current->anonymous() &&
         (s.code() == StatusCode::kPermissionDenied || s.code() == StatusCode::kUnauthenticated)) {
       return Status(s.code(), fmt::format("{} (the request was not signed: {})", s.message(),
-                                          config_.credentials.ToString()));
+                                          current->ToString()));
     }
     return s;
   }
@@ -263,11 +273,23 @@ class S3Store final : public ObjectStore {
   // One attempt. Transport failures are errors; HTTP errors are responses.
   Result<http::Response> Send(std::string_view method, std::string url, http::Headers headers,
                               std::optional<ByteSource> body, std::string_view payload_hash) const {
-    FERRY_ASSIGN_OR_RETURN(
-        http::Request request,
-        MakeRequest(method, std::move(url), std::move(headers), std::move(body), payload_hash));
+    FERRY_ASSIGN_OR_RETURN(http::Request request,
+                           MakeRequest(method, url, headers, body, payload_hash));
     auto transport = GetTransport();
+    FERRY_ASSIGN_OR_RETURN(http::Response r, transport->Execute(std::move(request)));
+    if (!IsExpiredToken(r)) return r;
+    // Temporary credentials that S3 says expired (a clock ahead of ours, a revoked session):
+    // the provider drops them, and the request goes once more with new ones.
+    if (auto used = credentials_->Current(); used.ok()) credentials_->Expire(*used);
+    FERRY_ASSIGN_OR_RETURN(request, MakeRequest(method, std::move(url), std::move(headers),
+                                                std::move(body), payload_hash));
     return transport->Execute(std::move(request));
+  }
+
+  static bool IsExpiredToken(const http::Response& r) {
+    return (r.status == 400 || r.status == 403) &&
+           (r.body.find("<Code>ExpiredToken</Code>") != std::string::npos ||
+            r.body.find("<Code>TokenRefreshRequired</Code>") != std::string::npos);
   }
 
   // Send, with every status >= 300 mapped to an error.
@@ -381,7 +403,7 @@ class S3Store final : public ObjectStore {
   }
 
   const S3StoreConfig config_;
-  const SigV4Signer signer_;
+  const std::shared_ptr<AwsCredentialProvider> credentials_;
   const std::shared_ptr<http::Transport> transport_;  // null: http::DefaultTransport()
 };
 
@@ -398,6 +420,11 @@ constexpr const char* kS3EnvironmentVariables[] = {
     "AWS_REGION",
     "AWS_DEFAULT_REGION",
     "AWS_NO_SIGN_REQUEST",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_ROLE_ARN",
+    "AWS_ROLE_SESSION_NAME",
+    "AWS_ENDPOINT_URL_STS",
+    "FERRY_AWS_ROLE_DURATION_SECONDS",
     "AWS_ENDPOINT_URL_S3",
     "AWS_ENDPOINT_URL",
     "S3_ENDPOINT_URL",
@@ -432,7 +459,7 @@ Result<S3StoreConfig> S3StoreConfigFromEnvironment(std::string_view bucket,
                                                    const EnvLookup& env) {
   S3StoreConfig config;
   config.bucket = std::string(bucket);
-  FERRY_ASSIGN_OR_RETURN(config.credentials, LoadAwsCredentials(options, env));
+  FERRY_ASSIGN_OR_RETURN(config.credential_provider, LoadAwsCredentialProvider(options, env));
   FERRY_ASSIGN_OR_RETURN(config.region, LoadAwsRegion(options, env));
   FERRY_ASSIGN_OR_RETURN(config.endpoint, ResolveS3Endpoint(bucket, config.region, env));
   FERRY_RETURN_IF_ERROR(ValidateBucketName(

@@ -26,6 +26,7 @@
 #include "storage/http/http_types.h"
 #include "storage/http/transport.h"
 #include "storage/retry_policy.h"
+#include "storage/s3/aws_credential_chain.h"
 #include "storage/s3/s3_credentials.h"
 #include "storage/s3/s3_endpoint.h"
 
@@ -46,6 +47,9 @@ struct S3StoreConfig {
   std::string region = "us-east-1";
   std::string service = "s3";  // the SigV4 service name
   AwsCredentials credentials;  // anonymous: requests go unsigned
+  /// Asked for the credentials of every request (storage/s3/aws_credential_chain.h); null:
+  /// `credentials`, which never change.
+  std::shared_ptr<AwsCredentialProvider> credential_provider;
 
   RetryPolicy retry;
   http::Timeouts timeouts = http::DefaultTimeouts();
@@ -68,7 +72,8 @@ struct S3StoreConfig {
 Result<std::shared_ptr<ObjectStore>> MakeS3Store(S3StoreConfig config,
                                                  std::shared_ptr<http::Transport> transport = {});
 
-/// The configuration OpenUrl("s3://BUCKET/...") uses: credentials and region (s3_credentials.h),
+/// The configuration OpenUrl("s3://BUCKET/...") uses: the credential chain and region
+/// (aws_credential_chain.h, s3_credentials.h),
 /// endpoint and addressing (s3_endpoint.h), AWS bucket naming rules unless the endpoint is
 /// custom.
 Result<S3StoreConfig> S3StoreConfigFromEnvironment(std::string_view bucket,

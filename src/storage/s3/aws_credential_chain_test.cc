@@ -1,0 +1,76 @@
+// The order of the AWS credential chain with web identity in it: keys in the environment come
+// first, web identity next (both variables, or an error saying which is missing), the files
+// after; and the provider's source names the role without fetching anything at load time.
+#include "storage/s3/aws_credential_chain.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "base/temp_dir_testutil.h"
+#include "storage/testing/fake_env_testutil.h"
+
+namespace ferry::internal_s3 {
+namespace {
+
+using ::testing::HasSubstr;
+
+class CredentialChainTest : public ::testing::Test {
+ protected:
+  CredentialChainTest() { env_.Set("HOME", home_.path().string()); }
+  testing::TempDir home_;
+  testing::FakeEnv env_;
+};
+
+TEST_F(CredentialChainTest, KeysInTheEnvironmentComeBeforeWebIdentity) {
+  env_.Set("AWS_WEB_IDENTITY_TOKEN_FILE", (home_.path() / "token").string());
+  env_.Set("AWS_ROLE_ARN", "arn:aws:iam::1:role/r");
+  env_.Set("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE");
+  env_.Set("AWS_SECRET_ACCESS_KEY", "secret");
+  auto p = LoadAwsCredentialProvider({}, env_);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ((*p)->source(), "environment");
+  EXPECT_EQ((*p)->Current().value().access_key_id, "AKIAIOSFODNN7EXAMPLE");
+}
+
+TEST_F(CredentialChainTest, WebIdentityIsTheSourceWhenBothVariablesAreSet) {
+  env_.Set("AWS_WEB_IDENTITY_TOKEN_FILE", (home_.path() / "token").string());
+  env_.Set("AWS_ROLE_ARN", "arn:aws:iam::1:role/r");
+  env_.Set("AWS_ENDPOINT_URL_STS", "http://127.0.0.1:1");
+  auto p = LoadAwsCredentialProvider({}, env_);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ((*p)->source(),
+            "web identity (STS AssumeRoleWithWebIdentity of arn:aws:iam::1:role/r)");
+  // Nothing was fetched yet; the missing token file is the first request's error, named.
+  auto first = (*p)->Current();
+  ASSERT_FALSE(first.ok());
+  EXPECT_THAT(first.status().message(), HasSubstr("credentials from web identity"));
+  EXPECT_THAT(first.status().message(), HasSubstr("AWS_WEB_IDENTITY_TOKEN_FILE"));
+}
+
+TEST_F(CredentialChainTest, HalfAWebIdentityOrABadDurationIsAnError) {
+  env_.Set("AWS_ROLE_ARN", "arn:aws:iam::1:role/r");
+  EXPECT_THAT(LoadAwsCredentialProvider({}, env_).status().message(),
+              HasSubstr("AWS_WEB_IDENTITY_TOKEN_FILE is not"));
+  env_.Unset("AWS_ROLE_ARN");
+  env_.Set("AWS_WEB_IDENTITY_TOKEN_FILE", "/var/run/token");
+  EXPECT_THAT(LoadAwsCredentialProvider({}, env_).status().message(),
+              HasSubstr("AWS_ROLE_ARN is not"));
+  env_.Set("AWS_ROLE_ARN", "arn:aws:iam::1:role/r");
+  env_.Set("FERRY_AWS_ROLE_DURATION_SECONDS", "forever");
+  EXPECT_THAT(LoadAwsCredentialProvider({}, env_).status().message(),
+              HasSubstr("FERRY_AWS_ROLE_DURATION_SECONDS"));
+}
+
+TEST_F(CredentialChainTest, WithoutWebIdentityTheStaticChainAnswers) {
+  auto none = LoadAwsCredentialProvider({}, env_);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE((*none)->Current().value().anonymous());
+  env_.Set("AWS_NO_SIGN_REQUEST", "true");
+  env_.Set("AWS_ROLE_ARN", "arn:aws:iam::1:role/r");  // anonymous wins, as in the SDKs
+  auto anonymous = LoadAwsCredentialProvider({}, env_);
+  ASSERT_TRUE(anonymous.ok());
+  EXPECT_EQ((*anonymous)->source(), "anonymous (AWS_NO_SIGN_REQUEST)");
+}
+
+}  // namespace
+}  // namespace ferry::internal_s3

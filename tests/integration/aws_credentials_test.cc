@@ -1,0 +1,144 @@
+// Temporary AWS credentials from a real STS (moto's server): the web identity source exchanges a
+// token file for a role's credentials of 20 seconds' life, and a store reading objects for 23
+// seconds signs every request with credentials that were current - the first ones, then at least
+// two renewals made in the background - with no request failing or waiting on a renewal.
+// moto without authentication checks no signature, so a transport between the store and moto
+// records the key id and session token each request was signed with.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <regex>
+#include <set>
+
+#include "base/file_util.h"
+#include "base/mutex.h"
+#include "base/temp_dir_testutil.h"
+#include "storage/http/transport.h"
+#include "storage/s3/s3_store.h"
+#include "storage/testing/fake_env_testutil.h"
+#include "tests/integration/server_env.h"
+
+namespace ferry::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+// Passes requests on to the real transport, noting the key id and session token of each.
+class SigningSpy : public http::Transport {
+ public:
+  void Submit(http::Request request, http::BodySink sink, http::Completion done) override {
+    const std::string authorization(request.headers.Get("Authorization").value_or(""));
+    std::smatch m;
+    std::string key;
+    if (std::regex_search(authorization, m, std::regex("Credential=([A-Z0-9]+)/"))) key = m[1];
+    {
+      MutexLock lock(mu_);
+      keys_.push_back(key);
+      with_token_ += request.headers.Get("x-amz-security-token").has_value() ? 1 : 0;
+    }
+    inner_->Submit(std::move(request), std::move(sink), std::move(done));
+  }
+  std::vector<std::string> keys() const {
+    MutexLock lock(mu_);
+    return keys_;
+  }
+  size_t with_token() const {
+    MutexLock lock(mu_);
+    return with_token_;
+  }
+
+ private:
+  std::shared_ptr<http::Transport> inner_ = http::DefaultTransport();
+  mutable Mutex mu_;
+  std::vector<std::string> keys_ GUARDED_BY(mu_);
+  size_t with_token_ GUARDED_BY(mu_) = 0;
+};
+
+TEST(AwsCredentials, WebIdentityCredentialsAreRenewedWhileAStoreReads) {
+  TempDir tmp;
+  ASSERT_TRUE(
+      WriteFileAtomically(tmp / "token", "eyJhbGciOiJub25lIn0.eyJzdWIiOiJ0cmFpbmVyIn0.\n").ok());
+  const std::string moto = ServerEnv("MOTO_ENDPOINT");
+  const FakeEnv env{{"HOME", tmp.path().string()},
+                    {"AWS_WEB_IDENTITY_TOKEN_FILE", (tmp / "token").string()},
+                    {"AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/ferry-trainer"},
+                    {"AWS_ROLE_SESSION_NAME", "ferry-integration"},
+                    {"AWS_ENDPOINT_URL", moto},
+                    {"AWS_ENDPOINT_URL_STS", moto},
+                    {"AWS_REGION", "us-east-1"},
+                    {"FERRY_AWS_ROLE_DURATION_SECONDS", "20"}};
+  auto config = internal_s3::S3StoreConfigFromEnvironment(ServerEnv("MOTO_BUCKET"), {}, env);
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  const auto provider = config->credential_provider;
+  ASSERT_NE(provider, nullptr);
+  EXPECT_THAT(provider->source(), HasSubstr("AssumeRoleWithWebIdentity"));
+  auto spy = std::make_shared<SigningSpy>();
+  auto store = internal_s3::MakeS3Store(std::move(*config), spy);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+
+  const std::string key = fmt::format("aws-credentials/{}/object", RunId());
+  ASSERT_TRUE((*store)->Put(key, std::string(4096, 'x')).ok());
+  std::set<std::string> issued;  // what the provider handed out, seen from outside
+  size_t reads = 0;
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - start < std::chrono::seconds(23)) {
+    auto got = (*store)->Get(key);
+    ASSERT_TRUE(got.ok()) << "read " << reads << ": " << got.status().ToString();
+    ASSERT_EQ(got->size(), 4096u);
+    ++reads;
+    issued.insert(provider->Current().value().access_key_id);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  provider->WaitForRefresh();
+  const std::vector<std::string> keys = spy->keys();
+  ASSERT_EQ(keys.size(), reads + 1);  // the PUT and every GET, none retried
+  EXPECT_EQ(spy->with_token(), keys.size());
+  const std::set<std::string> signed_with(keys.begin(), keys.end());
+  EXPECT_GE(signed_with.size(), 3u) << "the first credentials and at least two renewals";
+  for (const std::string& k : signed_with) EXPECT_THAT(k, StartsWith("ASIA"));
+  EXPECT_EQ(signed_with, issued);
+  EXPECT_TRUE(provider->last_error().ok()) << provider->last_error().ToString();
+}
+
+TEST(AwsCredentials, ARefusedOrUnreachableStsIsAnErrorNamingTheSource) {
+  TempDir tmp;
+  const FakeEnv env{{"HOME", tmp.path().string()},
+                    {"AWS_WEB_IDENTITY_TOKEN_FILE", (tmp / "missing-token").string()},
+                    {"AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/ferry-trainer"},
+                    {"AWS_ENDPOINT_URL", ServerEnv("MOTO_ENDPOINT")},
+                    {"AWS_REGION", "us-east-1"}};
+  auto config = internal_s3::S3StoreConfigFromEnvironment(ServerEnv("MOTO_BUCKET"), {}, env);
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  auto store = internal_s3::MakeS3Store(std::move(*config));
+  ASSERT_TRUE(store.ok());
+  auto missing = (*store)->Get("anything");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kUnauthenticated);
+  EXPECT_THAT(missing.status().message(), HasSubstr("credentials from web identity"));
+  EXPECT_THAT(missing.status().message(), HasSubstr("missing-token"));
+
+  // STS that does not answer: bounded, and named.
+  ASSERT_TRUE(WriteFileAtomically(tmp / "token", "t").ok());
+  const FakeEnv unreachable{{"HOME", tmp.path().string()},
+                            {"AWS_WEB_IDENTITY_TOKEN_FILE", (tmp / "token").string()},
+                            {"AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/ferry-trainer"},
+                            {"AWS_ENDPOINT_URL", ServerEnv("MOTO_ENDPOINT")},
+                            {"AWS_ENDPOINT_URL_STS", "http://127.0.0.1:9"},
+                            {"AWS_REGION", "us-east-1"}};
+  auto config2 =
+      internal_s3::S3StoreConfigFromEnvironment(ServerEnv("MOTO_BUCKET"), {}, unreachable);
+  ASSERT_TRUE(config2.ok());
+  auto store2 = internal_s3::MakeS3Store(std::move(*config2));
+  ASSERT_TRUE(store2.ok());
+  const auto start = std::chrono::steady_clock::now();
+  auto refused = (*store2)->Get("anything");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));  // not retried
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("AssumeRoleWithWebIdentity"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("127.0.0.1:9"));
+}
+
+}  // namespace
+}  // namespace ferry::testing
