@@ -8,6 +8,8 @@
 #   s3rver     s3rver (npm): fast, keeps objects on disk; access key id must be S3RVER (anything
 #              else -> 403 InvalidAccessKeyId) but SigV4 signatures are not checked.
 #   azurite    Azurite's blob service (npm): SharedKey and SAS are checked (wrong key -> 403).
+#   identity   tests/servers/identity_server.py: the EC2 instance metadata (IMDSv2) and container
+#              credential endpoints, issuing credentials of 20 s life (no store behind them).
 #
 # Usage: scripts/test-servers.sh COMMAND [NAME] [--state DIR] [options]
 #   start              install the npm servers if needed (npm ci), start all four, wait until
@@ -47,6 +49,9 @@
 #   FERRY_TEST_AZURITE_ACCOUNT        devstoreaccount1
 #   FERRY_TEST_AZURITE_KEY            the account's well-known base64 SharedKey
 #   FERRY_TEST_AZURITE_CONTAINER      container created for tests: ferry-test
+#   FERRY_TEST_IDENTITY_ENDPOINT      http://127.0.0.1:PORT of the identity server (IMDS paths at
+#                                     its root, container credentials at /container/credentials)
+#   FERRY_TEST_IDENTITY_CONTAINER_TOKEN  the Authorization value its container endpoint demands
 #   FERRY_TEST_AZURITE_CONNECTION_STRING  DefaultEndpointsProtocol=http;AccountName=...;
 #                                     AccountKey=...;BlobEndpoint=<endpoint>;
 #
@@ -67,13 +72,14 @@
 # (Debian's, with boto3 and azure-storage-blob; default /usr/bin/python3).
 set -euo pipefail
 
-readonly SERVERS=(moto moto-auth s3rver azurite)
+readonly SERVERS=(moto moto-auth s3rver azurite identity)
 readonly HOST=127.0.0.1
 readonly READY_TIMEOUT_S=30      # all servers together; moto is the slowest (~2 s on 2 cores)
 readonly STOP_TERM_WAIT_S=5      # then SIGKILL
 readonly NPM_CI_TIMEOUT_S=600
 readonly BUCKET=ferry-test
 readonly AZURITE_ACCOUNT=devstoreaccount1
+readonly IDENTITY_CONTAINER_TOKEN=ferry-container-token  # what the container endpoint demands
 # Azurite's published development key (see Microsoft's Azurite docs, "well-known storage
 # account and key").
 readonly AZURITE_KEY='Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=='
@@ -155,7 +161,7 @@ answers() {  # NAME: any HTTP answer on its port counts (Azurite answers GET / w
   # moto: its own API page, because moto-auth answers an unsigned GET / with a 500 and a
   # traceback in its log.
   local path=/
-  case "$1" in moto|moto-auth) path=/moto-api/ ;; esac
+  case "$1" in moto|moto-auth) path=/moto-api/ ;; identity) path=/_stats ;; esac
   curl -s -o /dev/null --max-time 1 "http://$HOST:$(port_of "$1")$path"
 }
 
@@ -252,6 +258,9 @@ launch() {  # NAME: start it in the background on its recorded port; record "PID
         cmdline+=(--location "$data")
       fi
       [ "$opts_quiet" = 1 ] && cmdline+=(--silent) ;;
+    identity)
+      cmdline=("$test_python" tests/servers/identity_server.py --port "$port" --life 20
+               --container-token "$IDENTITY_CONTAINER_TOKEN") ;;
   esac
   echo "=== $(date '+%F %T') $prog: ${cmdline[*]}" >> "$log"
   # stdin/stdout/stderr away from the caller: a test capturing our output must not wait for
@@ -305,8 +314,10 @@ stop_one() {  # NAME: TERM, bounded wait, KILL; forget the PID. Returns 0 also w
 }
 
 provision() {  # NAME...: bucket/container; moto-auth's IAM key goes to STATE/moto-auth.keys
-  local out
-  out=$(timeout 60 "$test_python" tests/interop/provision.py --env-file "$state/env" "$@") \
+  local out stores=() n
+  for n in "$@"; do [ "$n" = identity ] || stores+=("$n"); done  # identity needs nothing
+  [ ${#stores[@]} -gt 0 ] || return 0
+  out=$(timeout 60 "$test_python" tests/interop/provision.py --env-file "$state/env" "${stores[@]}") \
     || { say "could not set up $* (does $test_python have boto3 and azure-storage-blob?" \
              "scripts/install-deps.sh installs them)"; return 1; }
   if [ -n "$out" ]; then
@@ -337,6 +348,8 @@ FERRY_TEST_S3RVER_BUCKET=$BUCKET
 FERRY_TEST_S3RVER_ACCESS_KEY=S3RVER
 FERRY_TEST_S3RVER_SECRET_KEY=S3RVER
 FERRY_TEST_MOTO_ENDPOINT=http://$HOST:$(port_of moto)
+FERRY_TEST_IDENTITY_ENDPOINT=http://$HOST:$(port_of identity)
+FERRY_TEST_IDENTITY_CONTAINER_TOKEN=$IDENTITY_CONTAINER_TOKEN
 FERRY_TEST_MOTO_BUCKET=$BUCKET
 FERRY_TEST_MOTO_ACCESS_KEY=testing
 FERRY_TEST_MOTO_SECRET_KEY=testing
@@ -437,7 +450,8 @@ cmd_start_all() {
   write_env
   started_now=() full_start=0
   say "ready after $(elapsed "$t0"): moto :$(port_of moto), moto-auth :$(port_of moto-auth)," \
-      "s3rver :$(port_of s3rver), azurite :$(port_of azurite); variables in $state/env"
+      "s3rver :$(port_of s3rver), azurite :$(port_of azurite), identity :$(port_of identity);" \
+      "variables in $state/env"
   print_env
 }
 
