@@ -8,12 +8,14 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 
 #include "base/file_util.h"
 #include "base/mutex.h"
 #include "base/temp_dir_testutil.h"
+#include "ferry/storage/registry.h"
 #include "storage/http/transport.h"
 #include "storage/s3/s3_store.h"
 #include "storage/testing/fake_env_testutil.h"
@@ -138,6 +140,96 @@ TEST(AwsCredentials, ARefusedOrUnreachableStsIsAnErrorNamingTheSource) {
   ASSERT_FALSE(refused.ok());
   EXPECT_THAT(refused.status().message(), HasSubstr("AssumeRoleWithWebIdentity"));
   EXPECT_THAT(refused.status().message(), HasSubstr("127.0.0.1:9"));
+}
+
+// The platform's endpoints, from the identity server of scripts/test-servers.sh (credentials of
+// 20 s life): a container's and an EC2 instance's credentials sign a store's requests and are
+// renewed while it reads; the server's counts show each renewal was a new call (IMDSv2: a new
+// session token each time).
+TEST(AwsCredentials, ContainerAndInstanceMetadataCredentialsSignAndAreRenewed) {
+  TempDir tmp;
+  const std::string identity = ServerEnv("IDENTITY_ENDPOINT");
+  ASSERT_TRUE(
+      WriteFileAtomically(tmp / "container-token", ServerEnv("IDENTITY_CONTAINER_TOKEN")).ok());
+  const FakeEnv container{
+      {"HOME", tmp.path().string()},
+      {"AWS_CONTAINER_CREDENTIALS_FULL_URI", identity + "/container/credentials"},
+      {"AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", (tmp / "container-token").string()},
+      {"AWS_ENDPOINT_URL", ServerEnv("MOTO_ENDPOINT")},
+      {"AWS_REGION", "us-east-1"}};
+  const FakeEnv instance{{"HOME", tmp.path().string()},
+                         {"AWS_EC2_METADATA_SERVICE_ENDPOINT", identity},
+                         {"AWS_ENDPOINT_URL", ServerEnv("MOTO_ENDPOINT")},
+                         {"AWS_REGION", "us-east-1"}};
+  struct Reader {
+    std::shared_ptr<internal_s3::AwsCredentialProvider> provider;
+    std::shared_ptr<SigningSpy> spy = std::make_shared<SigningSpy>();
+    std::shared_ptr<ObjectStore> store;
+  };
+  std::vector<Reader> readers;
+  for (const FakeEnv* env : {&container, &instance}) {
+    auto config = internal_s3::S3StoreConfigFromEnvironment(ServerEnv("MOTO_BUCKET"), {}, *env);
+    ASSERT_TRUE(config.ok()) << config.status().ToString();
+    Reader r;
+    r.provider = config->credential_provider;
+    auto store = internal_s3::MakeS3Store(std::move(*config), r.spy);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    r.store = *store;
+    readers.push_back(std::move(r));
+  }
+  EXPECT_THAT(readers[0].provider->source(), HasSubstr("container credentials"));
+  EXPECT_THAT(readers[1].provider->source(), HasSubstr("EC2 instance metadata"));
+  auto stats = [&]() {
+    auto web = OpenUrl(identity + "/_stats");
+    EXPECT_TRUE(web.ok());
+    return nlohmann::json::parse(web->store->Get(web->key).value_or("{}"));
+  };
+  const nlohmann::json before = stats();
+
+  const std::string key = fmt::format("aws-credentials/{}/platform", RunId());
+  ASSERT_TRUE(readers[0].store->Put(key, "signed by the platform's credentials").ok());
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - start < std::chrono::seconds(12)) {
+    for (Reader& r : readers) {
+      auto got = r.store->Get(key);
+      ASSERT_TRUE(got.ok()) << r.provider->source() << ": " << got.status().ToString();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  for (Reader& r : readers) {
+    r.provider->WaitForRefresh();
+    const std::vector<std::string> keys = r.spy->keys();
+    const std::set<std::string> signed_with(keys.begin(), keys.end());
+    EXPECT_GE(signed_with.size(), 2u) << r.provider->source() << ": renewed at least once";
+    for (const std::string& k : signed_with) EXPECT_THAT(k, StartsWith("ASIA"));
+    EXPECT_EQ(r.spy->with_token(), keys.size());
+    EXPECT_TRUE(r.provider->last_error().ok()) << r.provider->last_error().ToString();
+  }
+  const nlohmann::json after = stats();
+  EXPECT_GE(after["container_credentials"].get<int>() - before["container_credentials"].get<int>(),
+            2);
+  EXPECT_GE(after["imds_tokens"].get<int>() - before["imds_tokens"].get<int>(), 2);
+  EXPECT_GE(after["imds_credentials"].get<int>() - before["imds_credentials"].get<int>(), 2);
+}
+
+TEST(AwsCredentials, AnUnreachableInstanceMetadataEndpointFailsWithinThreeSeconds) {
+  TempDir tmp;
+  const FakeEnv env{{"HOME", tmp.path().string()},
+                    // TEST-NET-1: routed nowhere, so the connection times out (or is refused).
+                    {"AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://192.0.2.1"},
+                    {"AWS_ENDPOINT_URL", ServerEnv("MOTO_ENDPOINT")},
+                    {"AWS_REGION", "us-east-1"}};
+  auto config = internal_s3::S3StoreConfigFromEnvironment(ServerEnv("MOTO_BUCKET"), {}, env);
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  auto store = internal_s3::MakeS3Store(std::move(*config));
+  ASSERT_TRUE(store.ok());
+  const auto start = std::chrono::steady_clock::now();
+  auto got = (*store)->Get("anything");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), StatusCode::kUnauthenticated);
+  EXPECT_THAT(got.status().message(), HasSubstr("EC2 instance metadata"));
+  EXPECT_THAT(got.status().message(), HasSubstr("not on EC2"));
 }
 
 }  // namespace

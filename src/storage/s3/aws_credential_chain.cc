@@ -4,6 +4,7 @@
 
 #include <charconv>
 
+#include "storage/s3/aws_metadata_credentials.h"
 #include "storage/s3/sts_client.h"
 
 namespace ferry::internal_s3 {
@@ -39,6 +40,23 @@ Result<std::shared_ptr<AwsCredentialProvider>> LoadAwsCredentialProvider(
   const std::string role_arn = env("AWS_ROLE_ARN").value_or("");
   if (anonymous || keys_in_env || (token_file.empty() && role_arn.empty())) {
     FERRY_ASSIGN_OR_RETURN(AwsCredentials fixed, LoadAwsCredentials(options, env));
+    if (anonymous || !fixed.anonymous()) return FixedAwsCredentials(std::move(fixed));
+    // Nothing configured: the platform's endpoints.
+    FERRY_ASSIGN_OR_RETURN(std::optional<ContainerCredentialsEndpoint> container,
+                           ContainerEndpointFromEnv(env));
+    if (container) {
+      return std::make_shared<AwsCredentialProvider>(
+          fmt::format("container credentials ({})", container->url),
+          [endpoint = *container] { return FetchContainerCredentials(endpoint); },
+          std::move(clock));
+    }
+    if (env("AWS_EC2_METADATA_SERVICE_ENDPOINT") &&
+        !IsAwsFlagSet(env("AWS_EC2_METADATA_DISABLED").value_or(""))) {
+      std::string endpoint = InstanceMetadataEndpoint(env);
+      return std::make_shared<AwsCredentialProvider>(
+          fmt::format("EC2 instance metadata ({})", endpoint),
+          [endpoint] { return FetchInstanceMetadataCredentials(endpoint); }, std::move(clock));
+    }
     return FixedAwsCredentials(std::move(fixed));
   }
   if (token_file.empty() || role_arn.empty()) {

@@ -8,7 +8,13 @@
 //      cloud's identity token), renewed before they expire. Their life is STS's default hour, or
 //      FERRY_AWS_ROLE_DURATION_SECONDS (15 minutes to 12 hours on AWS; any on a test server);
 //   4. the shared credentials and config files (storage/s3/s3_credentials.h);
-//   5. none: requests go unsigned.
+//   5. container credentials: AWS_CONTAINER_CREDENTIALS_RELATIVE_URI or _FULL_URI (ECS, EKS Pod
+//      Identity; storage/s3/aws_metadata_credentials.h), renewed before they expire;
+//   6. EC2 instance metadata (IMDSv2), renewed likewise - for now only where
+//      AWS_EC2_METADATA_SERVICE_ENDPOINT names the endpoint (and AWS_EC2_METADATA_DISABLED is
+//      not set): the default address is not tried yet, so that a machine off EC2 keeps reading
+//      public buckets unsigned without waiting on it;
+//   7. none: requests go unsigned.
 //
 // Thread-safety: reentrant; the provider is safe for concurrent use.
 #pragma once
