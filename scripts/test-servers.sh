@@ -9,7 +9,7 @@
 #              else -> 403 InvalidAccessKeyId) but SigV4 signatures are not checked.
 #   azurite    Azurite's blob service (npm): SharedKey and SAS are checked (wrong key -> 403).
 #   identity   tests/servers/identity_server.py: the EC2 instance metadata (IMDSv2) and container
-#              credential endpoints, issuing credentials of 20 s life (no store behind them).
+#              credential endpoints, issuing credentials of 6 s life (no store behind them).
 #
 # Usage: scripts/test-servers.sh COMMAND [NAME] [--state DIR] [options]
 #   start              install the npm servers if needed (npm ci), start all four, wait until
@@ -259,7 +259,7 @@ launch() {  # NAME: start it in the background on its recorded port; record "PID
       fi
       [ "$opts_quiet" = 1 ] && cmdline+=(--silent) ;;
     identity)
-      cmdline=("$test_python" tests/servers/identity_server.py --port "$port" --life 20
+      cmdline=("$test_python" tests/servers/identity_server.py --port "$port" --life 6
                --container-token "$IDENTITY_CONTAINER_TOKEN") ;;
   esac
   echo "=== $(date '+%F %T') $prog: ${cmdline[*]}" >> "$log"

@@ -65,10 +65,11 @@ int64_t Metric(const std::map<std::string, int64_t>& m, const std::string& name)
   return it == m.end() ? 0 : it->second;
 }
 
-int64_t RemoteRequests(const std::map<std::string, int64_t>& m) {
+// The sum of every store's counter `what` ("requests", "errors").
+int64_t StoreTotal(const std::map<std::string, int64_t>& m, std::string_view what) {
   int64_t n = 0;
   for (const auto& [name, v] : m) {
-    if (name.starts_with("/ferry/storage/") && name.ends_with("/requests")) n += v;
+    if (name.starts_with("/ferry/storage/") && name.ends_with(fmt::format("/{}", what))) n += v;
   }
   return n;
 }
@@ -194,7 +195,8 @@ Result<int> RunStream(const StreamCommandOptions& o) {
     j["bytes"] = bytes.load();
     j["mb_per_s"] = static_cast<double>(bytes.load()) / 1e6 / seconds;
     j["bytes_fetched"] = delta("/ferry/cache/downloaded_bytes");
-    j["remote_requests"] = RemoteRequests(after) - RemoteRequests(before);
+    j["remote_requests"] = StoreTotal(after, "requests") - StoreTotal(before, "requests");
+    j["remote_errors"] = StoreTotal(after, "errors") - StoreTotal(before, "errors");
     j["cache_hits"] = delta("/ferry/cache/hits");
     j["cache_misses"] = delta("/ferry/cache/misses");
     j["downloads"] = delta("/ferry/cache/downloads");

@@ -17,7 +17,8 @@
 //   - Expire(c): the store was told that c expired or was revoked (a 401/403 saying so): the next
 //     Current() fetches anew, unless another caller already has.
 //
-// Nothing here logs or prints a credential: the source name says where they came from.
+// Nothing here logs or prints a credential: the source name says where they came from. Each new
+// set of temporary credentials is logged (info) with its source and life.
 //
 // Thread-safety: every method may be called from any thread; `fetch` runs on one thread at a time.
 #pragma once
@@ -33,6 +34,7 @@
 #include <thread>
 #include <utility>
 
+#include "base/log.h"
 #include "base/mutex.h"
 #include "ferry/result.h"
 
@@ -139,6 +141,10 @@ class RefreshingCredentials {
     if (credentials.expiration) {
       refresh_at_ = CredentialRefreshTime(issued, *credentials.expiration);
       margin_ = CredentialExpiryMargin(issued, *credentials.expiration);
+      // Which source and for how long; never the credentials.
+      Log().info("credentials: new ones from {}, valid for {} s", source_,
+                 std::chrono::duration_cast<std::chrono::seconds>(*credentials.expiration - issued)
+                     .count());
     }
     cached_ = std::move(credentials);
     last_error_ = Status::Ok();

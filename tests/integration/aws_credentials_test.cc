@@ -1,7 +1,8 @@
 // Temporary AWS credentials from a real STS (moto's server): the web identity source exchanges a
-// token file for a role's credentials of 20 seconds' life, and a store reading objects for 23
+// token file for a role's credentials of 8 seconds' life, and a store reading objects for 10
 // seconds signs every request with credentials that were current - the first ones, then at least
-// two renewals made in the background - with no request failing or waiting on a renewal.
+// two renewals made in the background - with no request failing or waiting on a renewal. (A
+// `ferry stream` of two epochs over 20-second credentials is the last test here.)
 // moto without authentication checks no signature, so a transport between the store and moto
 // records the key id and session token each request was signed with.
 #include <gmock/gmock.h>
@@ -15,16 +16,19 @@
 #include "base/file_util.h"
 #include "base/mutex.h"
 #include "base/temp_dir_testutil.h"
+#include "ferry/format/mds_writer.h"
 #include "ferry/storage/registry.h"
 #include "storage/http/transport.h"
 #include "storage/s3/s3_store.h"
 #include "storage/testing/fake_env_testutil.h"
 #include "tests/integration/server_env.h"
+#include "tests/integration/stream_testutil.h"
 
 namespace ferry::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 // Passes requests on to the real transport, noting the key id and session token of each.
@@ -70,7 +74,7 @@ TEST(AwsCredentials, WebIdentityCredentialsAreRenewedWhileAStoreReads) {
                     {"AWS_ENDPOINT_URL", moto},
                     {"AWS_ENDPOINT_URL_STS", moto},
                     {"AWS_REGION", "us-east-1"},
-                    {"FERRY_AWS_ROLE_DURATION_SECONDS", "20"}};
+                    {"FERRY_AWS_ROLE_DURATION_SECONDS", "8"}};
   auto config = internal_s3::S3StoreConfigFromEnvironment(ServerEnv("MOTO_BUCKET"), {}, env);
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   const auto provider = config->credential_provider;
@@ -85,7 +89,7 @@ TEST(AwsCredentials, WebIdentityCredentialsAreRenewedWhileAStoreReads) {
   std::set<std::string> issued;  // what the provider handed out, seen from outside
   size_t reads = 0;
   const auto start = std::chrono::steady_clock::now();
-  while (std::chrono::steady_clock::now() - start < std::chrono::seconds(23)) {
+  while (std::chrono::steady_clock::now() - start < std::chrono::seconds(10)) {
     auto got = (*store)->Get(key);
     ASSERT_TRUE(got.ok()) << "read " << reads << ": " << got.status().ToString();
     ASSERT_EQ(got->size(), 4096u);
@@ -143,7 +147,7 @@ TEST(AwsCredentials, ARefusedOrUnreachableStsIsAnErrorNamingTheSource) {
 }
 
 // The platform's endpoints, from the identity server of scripts/test-servers.sh (credentials of
-// 20 s life): a container's and an EC2 instance's credentials sign a store's requests and are
+// 6 s life): a container's and an EC2 instance's credentials sign a store's requests and are
 // renewed while it reads; the server's counts show each renewal was a new call (IMDSv2: a new
 // session token each time).
 TEST(AwsCredentials, ContainerAndInstanceMetadataCredentialsSignAndAreRenewed) {
@@ -189,7 +193,7 @@ TEST(AwsCredentials, ContainerAndInstanceMetadataCredentialsSignAndAreRenewed) {
   const std::string key = fmt::format("aws-credentials/{}/platform", RunId());
   ASSERT_TRUE(readers[0].store->Put(key, "signed by the platform's credentials").ok());
   const auto start = std::chrono::steady_clock::now();
-  while (std::chrono::steady_clock::now() - start < std::chrono::seconds(12)) {
+  while (std::chrono::steady_clock::now() - start < std::chrono::seconds(7)) {
     for (Reader& r : readers) {
       auto got = r.store->Get(key);
       ASSERT_TRUE(got.ok()) << r.provider->source() << ": " << got.status().ToString();
@@ -230,6 +234,89 @@ TEST(AwsCredentials, AnUnreachableInstanceMetadataEndpointFailsWithinThreeSecond
   EXPECT_EQ(got.status().code(), StatusCode::kUnauthenticated);
   EXPECT_THAT(got.status().message(), HasSubstr("EC2 instance metadata"));
   EXPECT_THAT(got.status().message(), HasSubstr("not on EC2"));
+}
+
+// `ferry stream`, 2 epochs, over web identity credentials of 20 s life: the first epoch is slowed
+// by ferry-wan (1 MB/s in front of moto, one shard at a time) to last past two renewals, and the
+// run completes with no store call failing; the debug log says each renewal's source and never a
+// secret.
+TEST(AwsCredentials, TwoEpochsStreamOverTwentySecondCredentials) {
+  TempDir tmp;
+  // ~24 MB in 16 shards, written to moto through the CLI with moto's static keys.
+  const auto src = tmp / "src";
+  {
+    auto writer =
+        MdsWriter::Create(
+            {.out = src, .columns = {{"id", "int"}, {"blob", "bytes"}}, .size_limit = 1536 << 10})
+            .value();
+    for (int64_t i = 0; i < 240; ++i) {
+      const Value values[] = {Value(Bytes{std::string(100'000, static_cast<char>('a' + i % 26))}),
+                              Value(i)};
+      ASSERT_TRUE(writer->WriteValues(values).ok());
+    }
+    ASSERT_TRUE(writer->Finish().ok());
+  }
+  const std::string moto = ServerEnv("MOTO_ENDPOINT");
+  const std::string url =
+      fmt::format("s3://{}/aws-credentials/{}/stream", ServerEnv("MOTO_BUCKET"), RunId());
+  const std::string moto_keys = fmt::format(
+      "env -u AWS_SESSION_TOKEN -u AWS_PROFILE AWS_ENDPOINT_URL={} AWS_ACCESS_KEY_ID=testing "
+      "AWS_SECRET_ACCESS_KEY=testing AWS_REGION=us-east-1",
+      moto);
+  ASSERT_EQ(Sh(fmt::format("{} {} cp -r -q {} {}", moto_keys, FERRY_CLI_PATH, Quote(src), url)), 0);
+
+  // ferry-wan in front of moto: 1 MB/s, so that epoch 1 takes ~24 s.
+  TempDir wan_dir;
+  const std::string target = moto.substr(moto.find("://") + 3);
+  ASSERT_EQ(Sh(fmt::format("{}/bench/ferry-wan --target {} --total-mbps 1 --port-file {} > {} 2>&1 "
+                           "& echo $! > {}",
+                           FERRY_BUILD_DIR, target, Quote(wan_dir / "port"),
+                           Quote(wan_dir / "wan.log"), Quote(wan_dir / "wan.pid"))),
+            0);
+  const WanGuard wan(wan_dir);
+  std::string port;
+  for (int i = 0; i < 500 && (port.empty() || port.back() != '\n'); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    port = ReadFileToString(wan_dir / "port").value_or("");
+  }
+  ASSERT_FALSE(port.empty()) << "ferry-wan did not start";
+  ASSERT_TRUE(WriteFileAtomically(tmp / "token", "eyJhbGciOiJub25lIn0.e30.").ok());
+  const std::string web_identity = fmt::format(
+      "env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN -u AWS_PROFILE "
+      "HOME={} AWS_ENDPOINT_URL=http://127.0.0.1:{} AWS_ENDPOINT_URL_STS={} AWS_REGION=us-east-1 "
+      "AWS_WEB_IDENTITY_TOKEN_FILE={} AWS_ROLE_ARN=arn:aws:iam::123456789012:role/ferry-trainer "
+      "FERRY_AWS_ROLE_DURATION_SECONDS=20 FERRY_LOG=info",
+      Quote(tmp.path()), port.substr(0, port.find('\n')), moto, Quote(tmp / "token"));
+  const auto start = std::chrono::steady_clock::now();
+  // One shard at a time, whole: a request every 1.5 s, so that requests need credentials all
+  // through the epoch (a renewal happens when a request asks for credentials past the refresh
+  // point).
+  const int code =
+      Sh(fmt::format("{} {} stream {} --local {} --epochs 2 --concurrency 1 "
+                     "--download-parts 1 --json > {} 2> {}",
+                     web_identity, FERRY_CLI_PATH, url, Quote(tmp / "cache"), Quote(tmp / "out"),
+                     Quote(tmp / "log")));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string log = ReadFileToString(tmp / "log").value_or("");
+  ASSERT_EQ(code, 0) << ReadFileToString(tmp / "out").value_or("") << log;
+  const auto epochs = JsonLines(tmp / "out");
+  ASSERT_EQ(epochs.size(), 2u);
+  for (const auto& epoch : epochs) {
+    EXPECT_EQ(epoch["samples"], 240);
+    EXPECT_EQ(epoch["remote_errors"], 0) << epoch.dump();
+  }
+  EXPECT_GT(epochs[0]["remote_requests"].get<int>(), 16);
+  EXPECT_GT(seconds, 21.0) << "epoch 1 was meant to outlast two renewals";
+  // The first credentials and at least two renewals, each logged with its source.
+  size_t issued = 0;
+  for (size_t at = log.find("credentials: new ones from web identity"); at != std::string::npos;
+       at = log.find("credentials: new ones from web identity", at + 1)) {
+    ++issued;
+  }
+  EXPECT_GE(issued, 3u) << log;
+  EXPECT_THAT(log, HasSubstr("valid for 20 s"));
+  EXPECT_THAT(log, Not(HasSubstr("eyJhbGciOiJub25lIn0")));  // the token
 }
 
 }  // namespace
