@@ -160,6 +160,17 @@ Result<Output> OpenOutput(const StoreAndKey& out) {
   return o;
 }
 
+// What an MDS or split writer takes from the conversion and its output alike.
+template <typename WriterOptions>
+void SetOutputOptions(const DatasetConversion& c, const Output& output, WriterOptions& o) {
+  o.out = output.folder;
+  o.compression = c.compression;
+  o.hashes = c.hashes;
+  o.size_limit = c.size_limit;
+  o.exist_ok = c.overwrite || output.staging != nullptr;
+  if (output.on_shard_written) o.on_shard_written = output.on_shard_written;
+}
+
 }  // namespace
 
 Result<bool> IsDatasetSource(std::string_view url) {
@@ -293,15 +304,10 @@ Result<int> ConvertDataset(const DatasetConversion& c) {
         read_as = &config;
         if (!writer) {
           SplitWriterOptions o;
-          o.out = output.folder;
+          SetOutputOptions(c, output, o);
           o.format = c.to;
           for (size_t k = 0; k < these.size(); ++k)
             o.columns.emplace_back(these[k], columns[k].type);
-          o.compression = c.compression;
-          o.hashes = c.hashes;
-          o.size_limit = c.size_limit;
-          o.exist_ok = c.overwrite || output.staging != nullptr;
-          if (output.on_shard_written) o.on_shard_written = output.on_shard_written;
           FERRY_ASSIGN_OR_RETURN(writer, SplitWriter::Create(std::move(o)));
         }
       }
@@ -345,15 +351,10 @@ Result<int> ConvertDataset(const DatasetConversion& c) {
       if (!writer) {
         names = these;
         MdsWriterOptions o;
-        o.out = output.folder;
+        SetOutputOptions(c, output, o);
         for (const std::string& name : names) {
           o.columns.emplace_back(name, name == "__key__" ? "str" : "bytes");
         }
-        o.compression = c.compression;
-        o.hashes = c.hashes;
-        o.size_limit = c.size_limit;
-        o.exist_ok = c.overwrite || output.staging != nullptr;
-        if (output.on_shard_written) o.on_shard_written = output.on_shard_written;
         FERRY_ASSIGN_OR_RETURN(writer, MdsWriter::Create(std::move(o)));
       } else if (these != names) {
         return InvalidArgumentError(fmt::format(

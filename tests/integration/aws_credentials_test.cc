@@ -62,6 +62,18 @@ class SigningSpy : public http::Transport {
   size_t with_token_ GUARDED_BY(mu_) = 0;
 };
 
+// The store for the moto bucket that OpenUrl would make with `env`, through `transport` (null:
+// the default one).
+std::shared_ptr<ObjectStore> MotoStore(const FakeEnv& env,
+                                       std::shared_ptr<http::Transport> transport = {}) {
+  auto config = internal_s3::S3StoreConfigFromEnvironment(ServerEnv("MOTO_BUCKET"), {}, env);
+  EXPECT_TRUE(config.ok()) << config.status().ToString();
+  if (!config.ok()) return nullptr;
+  auto store = internal_s3::MakeS3Store(std::move(*config), std::move(transport));
+  EXPECT_TRUE(store.ok()) << store.status().ToString();
+  return store.ok() ? *store : nullptr;
+}
+
 TEST(AwsCredentials, WebIdentityCredentialsAreRenewedWhileAStoreReads) {
   TempDir tmp;
   ASSERT_TRUE(
@@ -115,11 +127,9 @@ TEST(AwsCredentials, ARefusedOrUnreachableStsIsAnErrorNamingTheSource) {
                     {"AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/ferry-trainer"},
                     {"AWS_ENDPOINT_URL", ServerEnv("MOTO_ENDPOINT")},
                     {"AWS_REGION", "us-east-1"}};
-  auto config = internal_s3::S3StoreConfigFromEnvironment(ServerEnv("MOTO_BUCKET"), {}, env);
-  ASSERT_TRUE(config.ok()) << config.status().ToString();
-  auto store = internal_s3::MakeS3Store(std::move(*config));
-  ASSERT_TRUE(store.ok());
-  auto missing = (*store)->Get("anything");
+  const auto store = MotoStore(env);
+  ASSERT_NE(store, nullptr);
+  auto missing = store->Get("anything");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), StatusCode::kUnauthenticated);
   EXPECT_THAT(missing.status().message(), HasSubstr("credentials from web identity"));
@@ -133,13 +143,10 @@ TEST(AwsCredentials, ARefusedOrUnreachableStsIsAnErrorNamingTheSource) {
                             {"AWS_ENDPOINT_URL", ServerEnv("MOTO_ENDPOINT")},
                             {"AWS_ENDPOINT_URL_STS", "http://127.0.0.1:9"},
                             {"AWS_REGION", "us-east-1"}};
-  auto config2 =
-      internal_s3::S3StoreConfigFromEnvironment(ServerEnv("MOTO_BUCKET"), {}, unreachable);
-  ASSERT_TRUE(config2.ok());
-  auto store2 = internal_s3::MakeS3Store(std::move(*config2));
-  ASSERT_TRUE(store2.ok());
+  const auto store2 = MotoStore(unreachable);
+  ASSERT_NE(store2, nullptr);
   const auto start = std::chrono::steady_clock::now();
-  auto refused = (*store2)->Get("anything");
+  auto refused = store2->Get("anything");
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));  // not retried
   ASSERT_FALSE(refused.ok());
   EXPECT_THAT(refused.status().message(), HasSubstr("AssumeRoleWithWebIdentity"));
@@ -223,12 +230,10 @@ TEST(AwsCredentials, AnUnreachableInstanceMetadataEndpointFailsWithinThreeSecond
                     {"AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://192.0.2.1"},
                     {"AWS_ENDPOINT_URL", ServerEnv("MOTO_ENDPOINT")},
                     {"AWS_REGION", "us-east-1"}};
-  auto config = internal_s3::S3StoreConfigFromEnvironment(ServerEnv("MOTO_BUCKET"), {}, env);
-  ASSERT_TRUE(config.ok()) << config.status().ToString();
-  auto store = internal_s3::MakeS3Store(std::move(*config));
-  ASSERT_TRUE(store.ok());
+  const auto store = MotoStore(env);
+  ASSERT_NE(store, nullptr);
   const auto start = std::chrono::steady_clock::now();
-  auto got = (*store)->Get("anything");
+  auto got = store->Get("anything");
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.status().code(), StatusCode::kUnauthenticated);
