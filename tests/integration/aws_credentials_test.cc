@@ -120,6 +120,49 @@ TEST(AwsCredentials, WebIdentityCredentialsAreRenewedWhileAStoreReads) {
   EXPECT_TRUE(provider->last_error().ok()) << provider->last_error().ToString();
 }
 
+// A role profile (role_arn + source_profile in ~/.aws/config): moto's STS AssumeRole, signed
+// with the source profile's keys, gives credentials of 6 s that sign a store's reads and are
+// renewed while it reads.
+TEST(AwsCredentials, ARoleProfileIsAssumedAndRenewedWhileAStoreReads) {
+  TempDir tmp;
+  std::filesystem::create_directories(tmp / ".aws");
+  ASSERT_TRUE(WriteFileAtomically(tmp / ".aws" / "credentials",
+                                  "[base]\naws_access_key_id = testing\n"
+                                  "aws_secret_access_key = testing\n")
+                  .ok());
+  ASSERT_TRUE(WriteFileAtomically(tmp / ".aws" / "config",
+                                  "[profile reader]\n"
+                                  "role_arn = arn:aws:iam::123456789012:role/ferry-reader\n"
+                                  "source_profile = base\nexternal_id = ferry-42\n"
+                                  "duration_seconds = 6\nregion = us-east-1\n")
+                  .ok());
+  const FakeEnv env{{"HOME", tmp.path().string()},
+                    {"AWS_PROFILE", "reader"},
+                    {"AWS_ENDPOINT_URL", ServerEnv("MOTO_ENDPOINT")}};
+  auto config = internal_s3::S3StoreConfigFromEnvironment(ServerEnv("MOTO_BUCKET"), {}, env);
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  const auto provider = config->credential_provider;
+  EXPECT_THAT(provider->source(), HasSubstr("STS AssumeRole"));
+  auto spy = std::make_shared<SigningSpy>();
+  auto store = internal_s3::MakeS3Store(std::move(*config), spy);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  const std::string key = fmt::format("aws-credentials/{}/role", RunId());
+  ASSERT_TRUE((*store)->Put(key, "read through an assumed role").ok());
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - start < std::chrono::seconds(7)) {
+    auto got = (*store)->Get(key);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  provider->WaitForRefresh();
+  const std::vector<std::string> keys = spy->keys();
+  const std::set<std::string> signed_with(keys.begin(), keys.end());
+  EXPECT_GE(signed_with.size(), 2u) << "the first credentials and a renewal";
+  for (const std::string& k : signed_with) EXPECT_THAT(k, StartsWith("ASIA"));
+  EXPECT_EQ(spy->with_token(), keys.size());
+  EXPECT_TRUE(provider->last_error().ok()) << provider->last_error().ToString();
+}
+
 TEST(AwsCredentials, ARefusedOrUnreachableStsIsAnErrorNamingTheSource) {
   TempDir tmp;
   const FakeEnv env{{"HOME", tmp.path().string()},

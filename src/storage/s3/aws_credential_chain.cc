@@ -23,6 +23,76 @@ Result<int> RoleDurationSeconds(const EnvLookup& env) {
   return seconds;
 }
 
+std::string DefaultSessionName() {
+  return fmt::format("ferry-{}", std::chrono::duration_cast<std::chrono::seconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count());
+}
+
+// A profile with role_arn: the role assumed with the keys of its source_profile (static keys
+// there), or of the environment (credential_source = Environment), or by its
+// web_identity_token_file.
+Result<std::shared_ptr<AwsCredentialProvider>> RoleProfileProvider(
+    const AwsProfileSettings& profile, const AwsConfigOptions& options, const EnvLookup& env,
+    internal_storage::WallClock clock) {
+  FERRY_ASSIGN_OR_RETURN(const std::string region, LoadAwsRegion(options, env));
+  int duration = 3600;
+  if (const std::string text = profile.Get("duration_seconds"); !text.empty()) {
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), duration);
+    if (ec != std::errc() || end != text.data() + text.size() || duration < 1) {
+      return InvalidArgumentError(
+          fmt::format("{}: duration_seconds = '{}' is not a number of seconds", profile.where,
+                      text.substr(0, 20)));
+    }
+  }
+  std::string session_name = profile.Get("role_session_name");
+  if (session_name.empty()) session_name = DefaultSessionName();
+  if (const std::string token_file = profile.Get("web_identity_token_file"); !token_file.empty()) {
+    WebIdentityRole role{token_file, profile.Get("role_arn"), session_name,
+                         StsEndpoint(region, env), duration};
+    return std::make_shared<AwsCredentialProvider>(
+        fmt::format("web identity (STS AssumeRoleWithWebIdentity of {}, {})", role.role_arn,
+                    profile.where),
+        [role] { return AssumeRoleWithWebIdentity(role); }, std::move(clock));
+  }
+  AwsCredentials source;
+  const std::string source_profile = profile.Get("source_profile");
+  const std::string credential_source = profile.Get("credential_source");
+  if (!source_profile.empty()) {
+    AwsConfigOptions of_source = options;
+    of_source.profile = source_profile;
+    FERRY_ASSIGN_OR_RETURN(source, LoadAwsCredentials(of_source, env));
+    if (source.anonymous()) {
+      return InvalidArgumentError(fmt::format(
+          "{}: its source_profile '{}' has no aws_access_key_id (a role profile's source must "
+          "hold keys)",
+          profile.where, source_profile));
+    }
+  } else if (credential_source == "Environment") {
+    AwsConfigOptions none;
+    FERRY_ASSIGN_OR_RETURN(source, LoadAwsCredentials(none, env));
+    if (source.source != "environment") {
+      return InvalidArgumentError(
+          fmt::format("{}: credential_source = Environment, but AWS_ACCESS_KEY_ID and "
+                      "AWS_SECRET_ACCESS_KEY are not set",
+                      profile.where));
+    }
+  } else {
+    return InvalidArgumentError(fmt::format(
+        "{}: role_arn needs source_profile, credential_source = Environment or "
+        "web_identity_token_file{}",
+        profile.where,
+        credential_source.empty()
+            ? ""
+            : fmt::format(" (credential_source = {} is not supported yet)", credential_source)));
+  }
+  AssumedRole role{profile.Get("role_arn"),  session_name, profile.Get("external_id"),
+                   StsEndpoint(region, env), region,       duration};
+  std::string name = fmt::format("role {} (STS AssumeRole, {})", role.role_arn, profile.where);
+  return std::make_shared<AwsCredentialProvider>(
+      std::move(name), [role, source] { return AssumeRole(role, source); }, std::move(clock));
+}
+
 }  // namespace
 
 std::shared_ptr<AwsCredentialProvider> FixedAwsCredentials(AwsCredentials credentials) {
@@ -39,6 +109,12 @@ Result<std::shared_ptr<AwsCredentialProvider>> LoadAwsCredentialProvider(
   const std::string token_file = env("AWS_WEB_IDENTITY_TOKEN_FILE").value_or("");
   const std::string role_arn = env("AWS_ROLE_ARN").value_or("");
   if (anonymous || keys_in_env || (token_file.empty() && role_arn.empty())) {
+    if (!anonymous && !keys_in_env) {
+      FERRY_ASSIGN_OR_RETURN(const AwsProfileSettings profile,
+                             LoadAwsProfileSettings(options, env));
+      if (!profile.Get("role_arn").empty())
+        return RoleProfileProvider(profile, options, env, clock);
+    }
     FERRY_ASSIGN_OR_RETURN(AwsCredentials fixed, LoadAwsCredentials(options, env));
     if (anonymous || !fixed.anonymous()) return FixedAwsCredentials(std::move(fixed));
     // Nothing configured: the platform's endpoints.
@@ -68,12 +144,7 @@ Result<std::shared_ptr<AwsCredentialProvider>> LoadAwsCredentialProvider(
   role.token_file = token_file;
   role.role_arn = role_arn;
   role.session_name = env("AWS_ROLE_SESSION_NAME").value_or("");
-  if (role.session_name.empty()) {
-    role.session_name =
-        fmt::format("ferry-{}", std::chrono::duration_cast<std::chrono::seconds>(
-                                    std::chrono::system_clock::now().time_since_epoch())
-                                    .count());
-  }
+  if (role.session_name.empty()) role.session_name = DefaultSessionName();
   FERRY_ASSIGN_OR_RETURN(const std::string region, LoadAwsRegion(options, env));
   role.endpoint = StsEndpoint(region, env);
   FERRY_ASSIGN_OR_RETURN(role.duration_seconds, RoleDurationSeconds(env));

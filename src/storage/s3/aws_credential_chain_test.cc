@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "base/file_util.h"
 #include "base/temp_dir_testutil.h"
 #include "storage/testing/fake_env_testutil.h"
 
@@ -70,6 +71,34 @@ TEST_F(CredentialChainTest, WithoutWebIdentityTheStaticChainAnswers) {
   auto anonymous = LoadAwsCredentialProvider({}, env_);
   ASSERT_TRUE(anonymous.ok());
   EXPECT_EQ((*anonymous)->source(), "anonymous (AWS_NO_SIGN_REQUEST)");
+}
+
+TEST_F(CredentialChainTest, ARoleProfileIsAssumedWithItsSourceProfileKeys) {
+  std::filesystem::create_directories(home_.path() / ".aws");
+  ASSERT_TRUE(WriteFileAtomically(home_.path() / ".aws" / "credentials",
+                                  "[base]\naws_access_key_id = AKIABASE\n"
+                                  "aws_secret_access_key = base-secret\n")
+                  .ok());
+  ASSERT_TRUE(WriteFileAtomically(home_.path() / ".aws" / "config",
+                                  "[profile cross]\nrole_arn = arn:aws:iam::2:role/reader\n"
+                                  "source_profile = base\nduration_seconds = 900\n"
+                                  "[profile lonely]\nrole_arn = arn:aws:iam::2:role/reader\n"
+                                  "[profile keyless]\nrole_arn = arn:aws:iam::2:role/reader\n"
+                                  "source_profile = nothing\n[profile nothing]\nregion = x\n")
+                  .ok());
+  env_.Set("AWS_ENDPOINT_URL_STS", "http://127.0.0.1:1");
+  env_.Set("AWS_PROFILE", "cross");
+  auto p = LoadAwsCredentialProvider({}, env_);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_THAT((*p)->source(), HasSubstr("role arn:aws:iam::2:role/reader (STS AssumeRole"));
+  EXPECT_THAT((*p)->source(), HasSubstr("[profile cross]"));
+
+  env_.Set("AWS_PROFILE", "lonely");
+  EXPECT_THAT(LoadAwsCredentialProvider({}, env_).status().message(),
+              HasSubstr("role_arn needs source_profile"));
+  env_.Set("AWS_PROFILE", "keyless");
+  EXPECT_THAT(LoadAwsCredentialProvider({}, env_).status().message(),
+              HasSubstr("source_profile 'nothing' has no aws_access_key_id"));
 }
 
 }  // namespace

@@ -164,4 +164,29 @@ Result<std::string> LoadAwsRegion(const AwsConfigOptions& options, const EnvLook
   return std::string(kDefaultRegion);
 }
 
+Result<AwsProfileSettings> LoadAwsProfileSettings(const AwsConfigOptions& options,
+                                                  const EnvLookup& env) {
+  AwsProfileSettings settings;
+  const std::string profile = SelectedAwsProfile(options, env);
+  const std::filesystem::path config_path = ConfigFilePath(env);
+  FERRY_ASSIGN_OR_RETURN(auto config_file, ReadIniFile(config_path));
+  if (config_file) {
+    if (const auto* section = ConfigSection(*config_file, profile)) {
+      for (const auto& [name, value] : *section) settings.values[name] = value;
+      settings.where = fmt::format("{} [profile {}]", config_path.string(), profile);
+    }
+  }
+  const std::filesystem::path credentials_path = CredentialsFilePath(env);
+  FERRY_ASSIGN_OR_RETURN(auto credentials_file, ReadIniFile(credentials_path));
+  if (credentials_file) {
+    if (const auto* section = credentials_file->FindSection(profile)) {
+      for (const auto& [name, value] : *section) settings.values.emplace(name, value);
+      if (settings.where.empty()) {
+        settings.where = fmt::format("{} [{}]", credentials_path.string(), profile);
+      }
+    }
+  }
+  return settings;
+}
+
 }  // namespace ferry::internal_s3

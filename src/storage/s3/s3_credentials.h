@@ -30,6 +30,7 @@
 
 #include <chrono>
 #include <iosfwd>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -71,6 +72,19 @@ struct AwsConfigOptions {
 /// secret; kDataLoss for a malformed file; kPermissionDenied for an unreadable one.
 Result<AwsCredentials> LoadAwsCredentials(const AwsConfigOptions& options = {},
                                           const EnvLookup& env = ProcessEnv);
+
+/// The settings of the selected profile: its config file section, then what its credentials
+/// file section adds. `where` names the section for messages ("" when neither file has it).
+struct AwsProfileSettings {
+  std::map<std::string, std::string, std::less<>> values;
+  std::string where;
+  std::string Get(std::string_view name) const {
+    auto it = values.find(name);
+    return it == values.end() ? std::string() : it->second;
+  }
+};
+Result<AwsProfileSettings> LoadAwsProfileSettings(const AwsConfigOptions& options = {},
+                                                  const EnvLookup& env = ProcessEnv);
 
 /// True for the values AWS reads as a set flag (AWS_NO_SIGN_REQUEST=true): true, 1, yes.
 bool IsAwsFlagSet(std::string_view value);

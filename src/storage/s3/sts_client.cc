@@ -7,6 +7,8 @@
 #include "base/file_util.h"
 #include "storage/http/http_date.h"
 #include "storage/http/url_encoding.h"
+#include "storage/s3/s3_signer.h"
+#include "storage/sha256.h"
 #include "storage/xml/xml_tree.h"
 
 namespace ferry::internal_s3 {
@@ -88,6 +90,55 @@ Result<AwsCredentials> ParseStsCredentials(std::string_view body, std::string_vi
   return c;
 }
 
+namespace {
+
+// POSTs `body` to STS, signed with `signer` when given; the reply's credentials of `action`.
+Result<AwsCredentials> CallSts(const std::string& endpoint, const std::string& body,
+                               std::string_view action, const std::string& context,
+                               const SigV4Signer* signer, http::Transport* transport) {
+  http::Request request;
+  request.method = "POST";
+  request.url = endpoint + "/";
+  request.headers.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8");
+  request.body = ByteSource::FromView(body);
+  // A token endpoint answers in seconds or not at all: a training job must not hang on it.
+  request.timeouts.connect_ms = 5'000;
+  request.timeouts.total_ms = 30'000;
+  if (signer != nullptr) {
+    FERRY_RETURN_IF_ERROR(signer->Sign(request, Sha256Hex(body), std::chrono::system_clock::now()));
+  }
+  std::shared_ptr<http::Transport> owned;
+  if (transport == nullptr) {
+    owned = http::DefaultTransport();
+    transport = owned.get();
+  }
+  auto reply = transport->Execute(std::move(request));
+  if (!reply) return reply.status().WithContext(context);
+  if (reply->status >= 300) return StsError(*reply, context);
+  return ParseStsCredentials(reply->body, action, context);
+}
+
+}  // namespace
+
+Result<AwsCredentials> AssumeRole(const AssumedRole& role, const AwsCredentials& source,
+                                  http::Transport* transport) {
+  const std::string context = fmt::format("STS AssumeRole of {} at {} with {}", role.role_arn,
+                                          role.endpoint, source.ToString());
+  std::vector<std::pair<std::string_view, std::string_view>> fields = {
+      {"Action", "AssumeRole"},
+      {"Version", "2011-06-15"},
+      {"RoleArn", role.role_arn},
+      {"RoleSessionName", role.session_name}};
+  const std::string duration = std::to_string(role.duration_seconds);
+  fields.emplace_back("DurationSeconds", duration);
+  if (!role.external_id.empty()) fields.emplace_back("ExternalId", role.external_id);
+  const SigV4Signer signer(source, role.region, "sts");
+  FERRY_ASSIGN_OR_RETURN(AwsCredentials c, CallSts(role.endpoint, FormBody(fields), "AssumeRole",
+                                                   context, &signer, transport));
+  c.source = fmt::format("role {} (STS AssumeRole with {})", role.role_arn, source.source);
+  return c;
+}
+
 Result<AwsCredentials> AssumeRoleWithWebIdentity(const WebIdentityRole& role,
                                                  http::Transport* transport) {
   const std::string context =
@@ -116,24 +167,9 @@ Result<AwsCredentials> AssumeRoleWithWebIdentity(const WebIdentityRole& role,
                                      {"RoleSessionName", role.session_name},
                                      {"WebIdentityToken", token},
                                      {"DurationSeconds", std::to_string(role.duration_seconds)}});
-  http::Request request;
-  request.method = "POST";
-  request.url = role.endpoint + "/";
-  request.headers.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8");
-  request.body = ByteSource::FromView(body);
-  // A token endpoint answers in seconds or not at all: a training job must not hang on it.
-  request.timeouts.connect_ms = 5'000;
-  request.timeouts.total_ms = 30'000;
-  std::shared_ptr<http::Transport> owned;
-  if (transport == nullptr) {
-    owned = http::DefaultTransport();
-    transport = owned.get();
-  }
-  auto reply = transport->Execute(std::move(request));
-  if (!reply) return reply.status().WithContext(context);
-  if (reply->status >= 300) return StsError(*reply, context);
   FERRY_ASSIGN_OR_RETURN(AwsCredentials c,
-                         ParseStsCredentials(reply->body, "AssumeRoleWithWebIdentity", context));
+                         CallSts(role.endpoint, body, "AssumeRoleWithWebIdentity", context,
+                                 /*signer=*/nullptr, transport));
   c.source = fmt::format("web identity (STS AssumeRoleWithWebIdentity of {})", role.role_arn);
   return c;
 }

@@ -1,5 +1,6 @@
-// Temporary AWS credentials from STS (the Security Token Service's query API): the call behind
-// the web identity source of the credential chain (storage/s3/aws_credential_chain.h).
+// Temporary AWS credentials from STS (the Security Token Service's query API): the calls behind
+// the web identity and role-profile sources of the credential chain
+// (storage/s3/aws_credential_chain.h). AssumeRole is signed with the source profile's keys.
 //
 // AssumeRoleWithWebIdentity is unsigned: the caller proves who it is with an OIDC token (EKS's
 // service account token, another cloud's identity token) read from a file at every call, since
@@ -40,6 +41,20 @@ struct WebIdentityRole {
 /// role. `transport` null: http::DefaultTransport().
 Result<AwsCredentials> AssumeRoleWithWebIdentity(const WebIdentityRole& role,
                                                  http::Transport* transport = nullptr);
+
+struct AssumedRole {
+  std::string role_arn;
+  std::string session_name;
+  std::string external_id;  // empty: none
+  std::string endpoint;     // StsEndpoint
+  std::string region;       // of the signature
+  int duration_seconds = 3600;
+};
+
+/// STS AssumeRole, signed (SigV4, service "sts") with `source`: the credentials of a profile's
+/// role_arn. `transport` null: http::DefaultTransport().
+Result<AwsCredentials> AssumeRole(const AssumedRole& role, const AwsCredentials& source,
+                                  http::Transport* transport = nullptr);
 
 /// The credentials in an STS reply `body` to `action` (AssumeRole, AssumeRoleWithWebIdentity);
 /// `context` prefixes errors.

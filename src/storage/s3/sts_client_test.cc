@@ -150,6 +150,45 @@ TEST_F(StsClientTest, ATokenFileMissingEmptyOrHugeAndABadReplyAreErrorsNamingThe
   EXPECT_EQ(sts.requests().size(), 1u);  // only the first reached STS
 }
 
+TEST(StsAssumeRole, SignsTheCallWithTheSourceKeysForSts) {
+  http::RecordingTransport sts([](const http::RecordedRequest&) -> Result<http::Response> {
+    return http::Response{200, {}, R"(<AssumeRoleResponse><AssumeRoleResult><Credentials>
+      <AccessKeyId>ASIAEXAMPLEKEY000001</AccessKeyId><SecretAccessKey>s</SecretAccessKey>
+      <SessionToken>t</SessionToken><Expiration>2026-12-03T17:00:20Z</Expiration>
+      </Credentials></AssumeRoleResult></AssumeRoleResponse>)"};
+  });
+  const AwsCredentials source{"AKIASOURCEKEY0000001", "source-secret", "source-session", "base"};
+  const AssumedRole role{kRoleArn,    "ferry-test", "external-42", "http://127.0.0.1:1",
+                         "eu-west-1", 900};
+  auto c = AssumeRole(role, source, &sts);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->access_key_id, "ASIAEXAMPLEKEY000001");
+  EXPECT_THAT(c->source, HasSubstr("STS AssumeRole with base"));
+  const auto requests = sts.requests();
+  ASSERT_EQ(requests.size(), 1u);
+  const auto form = Form(requests[0].body);
+  EXPECT_EQ(form.at("Action"), "AssumeRole");
+  EXPECT_EQ(form.at("RoleArn"), kRoleArn);
+  EXPECT_EQ(form.at("ExternalId"), "external-42");
+  EXPECT_EQ(form.at("DurationSeconds"), "900");
+  const std::string authorization(requests[0].headers.Get("Authorization").value_or(""));
+  EXPECT_THAT(authorization, HasSubstr("Credential=AKIASOURCEKEY0000001/"));
+  EXPECT_THAT(authorization, HasSubstr("/eu-west-1/sts/aws4_request"));
+  EXPECT_EQ(requests[0].headers.Get("x-amz-security-token").value_or(""), "source-session");
+
+  http::RecordingTransport refusing([](const http::RecordedRequest&) -> Result<http::Response> {
+    return http::Response{403,
+                          {},
+                          "<ErrorResponse><Error><Code>AccessDenied</Code>"
+                          "<Message>not trusted</Message></Error></ErrorResponse>"};
+  });
+  auto refused = AssumeRole(role, source, &refusing);
+  EXPECT_EQ(refused.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_THAT(refused.status().message(), HasSubstr("STS AssumeRole of"));
+  EXPECT_THAT(refused.status().message(), Not(HasSubstr("source-secret")));
+  EXPECT_THAT(refused.status().message(), Not(HasSubstr("source-session")));
+}
+
 TEST(StsEndpoint, TheVariablesThenTheRegionalEndpoint) {
   EXPECT_EQ(StsEndpoint("eu-west-1", testing::FakeEnv{}), "https://sts.eu-west-1.amazonaws.com");
   EXPECT_EQ(StsEndpoint("eu-west-1", testing::FakeEnv{{"AWS_ENDPOINT_URL", "http://h:1/"}}),
