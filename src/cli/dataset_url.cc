@@ -7,7 +7,6 @@
 #include <memory>
 #include <system_error>
 
-#include "base/mapped_file.h"
 #include "cache/tar_shard_list.h"
 #include "cli/scratch_folder.h"
 #include "cli/transfer.h"
@@ -21,14 +20,6 @@ namespace {
 
 // Tars read at once when a command lists a folder's (`ferry index --jobs` chooses).
 constexpr uint32_t kDescribeJobs = 8;
-
-// The samples of the tar at `path` (gunzipped first when `gzipped`), by WebDataset's rules;
-// errors name `url`.
-Result<internal_format::TarShardCount> CountSamples(const std::filesystem::path& path,
-                                                    const std::string& url, bool gzipped) {
-  FERRY_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
-  return internal_format::CountTarSamples(file.data(), gzipped, url);
-}
 
 }  // namespace
 
@@ -110,10 +101,10 @@ Result<DatasetDescription> DatasetUrl::DescribeTars(uint32_t jobs) const {
     const std::string name = shards[k].key.substr(where_.key.size());
     const std::string url = UrlOf(name);
     const bool gzipped = internal_format::TarOfGzip(name).has_value();
-    if (local_) return CountSamples(*local_ / name, url, gzipped);
+    if (local_) return internal_format::CountTarFile(*local_ / name, gzipped, url);
     const auto path = scratch->path() / fmt::format("{}.tar", k);
     auto got = where_.store->GetToFile(shards[k].key, path, stop);
-    auto counted = got ? CountSamples(path, url, gzipped)
+    auto counted = got ? internal_format::CountTarFile(path, gzipped, url)
                        : Result<internal_format::TarShardCount>(got.error());
     std::error_code ec;
     std::filesystem::remove(path, ec);

@@ -74,6 +74,12 @@ Result<TarShardCount> CountTarSamples(std::string_view bytes, bool gzipped, std:
   return TarShardCount{.samples = samples.size(), .tar_bytes = bytes.size()};
 }
 
+Result<TarShardCount> CountTarFile(const std::filesystem::path& path, bool gzipped,
+                                   std::string_view url) {
+  FERRY_ASSIGN_OR_RETURN(const MappedFile file, MappedFile::Open(path));
+  return CountTarSamples(file.data(), gzipped, url);
+}
+
 Result<std::optional<DatasetDescription>> CountLocalTarShards(const std::filesystem::path& folder) {
   std::vector<std::string> names;
   std::error_code ec;
@@ -90,14 +96,17 @@ Result<std::optional<DatasetDescription>> CountLocalTarShards(const std::filesys
   DatasetDescription description;
   for (const std::string& name : names) {
     const std::filesystem::path path = folder / name;
-    FERRY_ASSIGN_OR_RETURN(const MappedFile file, MappedFile::Open(path));
     const bool gzipped = TarOfGzip(name).has_value();
-    FERRY_ASSIGN_OR_RETURN(const TarShardCount count,
-                           CountTarSamples(file.data(), gzipped, path.string()));
+    FERRY_ASSIGN_OR_RETURN(const TarShardCount count, CountTarFile(path, gzipped, path.string()));
+    std::error_code size_error;
+    const uint64_t filesize = std::filesystem::file_size(path, size_error);
+    if (size_error) {
+      return UnavailableError(fmt::format("{}: {}", path.string(), size_error.message()));
+    }
     std::optional<uint64_t> raw_filesize;
     if (gzipped) raw_filesize = count.tar_bytes;
     description.shards.push_back(
-        DescribeWebDatasetShard(name, file.data().size(), raw_filesize, count.samples));
+        DescribeWebDatasetShard(name, filesize, raw_filesize, count.samples));
   }
   return std::optional<DatasetDescription>(std::move(description));
 }

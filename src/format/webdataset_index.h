@@ -55,6 +55,10 @@ Result<TarShardCount> CountTarSamples(std::string_view bytes, bool gzipped, std:
 /// without index.json is read as, each time it is opened: `ferry index` writes the list once.
 Result<std::optional<DatasetDescription>> CountLocalTarShards(const std::filesystem::path& folder);
 
+/// CountTarSamples of the file at `path` (memory-mapped; gunzipped first when `gzipped`).
+Result<TarShardCount> CountTarFile(const std::filesystem::path& path, bool gzipped,
+                                   std::string_view url);
+
 /// True when `text` is a JSON object whose "__kind__" says it is a WebDataset shard list.
 bool IsWebDatasetIndex(std::string_view text);
 
