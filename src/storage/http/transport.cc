@@ -64,4 +64,11 @@ void SetDefaultTransportForTesting(std::shared_ptr<Transport> transport) {
   s.override_for_testing = std::move(transport);
 }
 
+std::shared_ptr<Transport> DefaultIfNull(Transport*& transport) {
+  if (transport != nullptr) return nullptr;
+  auto owned = DefaultTransport();
+  transport = owned.get();
+  return owned;
+}
+
 }  // namespace ferry::http

@@ -42,6 +42,10 @@ std::optional<Response> FetchErrorDocument(Transport& transport, Request get, in
 /// The process-wide libcurl transport, created on first use (and again in a forked child).
 std::shared_ptr<Transport> DefaultTransport();
 
+/// `transport` when given; else points it at DefaultTransport() and returns that, which the
+/// caller keeps alive for as long as it uses `transport`.
+std::shared_ptr<Transport> DefaultIfNull(Transport*& transport);
+
 /// Replaces what DefaultTransport returns (tests); nullptr restores the libcurl one.
 void SetDefaultTransportForTesting(std::shared_ptr<Transport> transport);
 

@@ -40,13 +40,6 @@ Status HttpFailure(const http::Response& r, std::string_view context, std::strin
   return InvalidArgumentError(text);
 }
 
-std::shared_ptr<http::Transport> Use(http::Transport*& transport) {
-  if (transport != nullptr) return nullptr;
-  auto owned = http::DefaultTransport();
-  transport = owned.get();
-  return owned;
-}
-
 }  // namespace
 
 Result<AwsCredentials> ParseAwsCredentialJson(std::string_view body, std::string_view context) {
@@ -113,7 +106,7 @@ Result<AwsCredentials> FetchContainerCredentials(const ContainerCredentialsEndpo
   if (!token.empty()) request.headers.Set("Authorization", token);
   request.timeouts.connect_ms = 2'000;
   request.timeouts.total_ms = 10'000;
-  const auto owned = Use(transport);
+  const auto owned = http::DefaultIfNull(transport);
   auto reply = transport->Execute(std::move(request));
   if (!reply) return reply.status().WithContext(context);
   if (reply->status >= 300) {
@@ -135,7 +128,7 @@ std::string InstanceMetadataEndpoint(const EnvLookup& env) {
 Result<AwsCredentials> FetchInstanceMetadataCredentials(std::string_view endpoint,
                                                         http::Transport* transport) {
   const std::string context = fmt::format("EC2 instance metadata (IMDSv2) at {}", endpoint);
-  const auto owned = Use(transport);
+  const auto owned = http::DefaultIfNull(transport);
   auto request = [&](std::string method, std::string path) {
     http::Request r;
     r.method = std::move(method);

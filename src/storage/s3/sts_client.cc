@@ -107,11 +107,7 @@ Result<AwsCredentials> CallSts(const std::string& endpoint, const std::string& b
   if (signer != nullptr) {
     FERRY_RETURN_IF_ERROR(signer->Sign(request, Sha256Hex(body), std::chrono::system_clock::now()));
   }
-  std::shared_ptr<http::Transport> owned;
-  if (transport == nullptr) {
-    owned = http::DefaultTransport();
-    transport = owned.get();
-  }
+  const auto owned = http::DefaultIfNull(transport);
   auto reply = transport->Execute(std::move(request));
   if (!reply) return reply.status().WithContext(context);
   if (reply->status >= 300) return StsError(*reply, context);
