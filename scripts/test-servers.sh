@@ -8,22 +8,26 @@
 #   s3rver     s3rver (npm): fast, keeps objects on disk; access key id must be S3RVER (anything
 #              else -> 403 InvalidAccessKeyId) but SigV4 signatures are not checked.
 #   azurite    Azurite's blob service (npm): SharedKey and SAS are checked (wrong key -> 403).
-#   identity   tests/servers/identity_server.py: the EC2 instance metadata (IMDSv2) and container
-#              credential endpoints, issuing credentials of 6 s life (no store behind them).
+#   azurite-oauth  a second Azurite over HTTPS (a throwaway self-signed certificate made at start)
+#              with OAuth on (--oauth basic): it also accepts Entra ID bearer tokens (issuer,
+#              audience and expiry checked, not the signature). Blobs in memory.
+#   identity   tests/servers/identity_server.py: the EC2 instance metadata (IMDSv2), container
+#              credential, Entra ID token and Azure managed identity endpoints, issuing
+#              credentials and tokens of 6 s life (no store behind them).
 #
 # Usage: scripts/test-servers.sh COMMAND [NAME] [--state DIR] [options]
-#   start              install the npm servers if needed (npm ci), start all four, wait until
+#   start              install the npm servers if needed (npm ci), start them all, wait until
 #                      each answers, create the bucket/container, write STATE/env, print the
 #                      variables (export lines) on stdout; progress goes to stderr, so
 #                      `eval "$(scripts/test-servers.sh start)"` works. Already running: prints.
 #     --quiet          no per-request access logs from s3rver and Azurite (for benchmarks)
 #     --azurite-in-memory   Azurite keeps blobs in memory (for benchmarks; lost on restart)
-#   stop               stop all four (TERM, then KILL), delete their data and STATE/env. Idempotent.
+#   stop               stop them all (TERM, then KILL), delete their data and STATE/env. Idempotent.
 #   stop NAME          stop one server but keep its port and data, so `start NAME` brings it back.
 #   start NAME         start a stopped server again on its recorded port with its data folder.
 #   restart NAME [--down SECONDS]   stop NAME, stay down SECONDS (default 0), start it again on
 #                      the same port and data folder (for tests that lose a server mid-transfer).
-#   status             one line per server; exit status 0 only when all four are running.
+#   status             one line per server; exit status 0 only when all are running.
 #   env [--plain]      print the variables: `export NAME='value'` lines for
 #                      `source <(scripts/test-servers.sh env)`, or with --plain the STATE/env file
 #                      itself (NAME=value, value unquoted: split at the first '=').
@@ -54,6 +58,15 @@
 #   FERRY_TEST_IDENTITY_CONTAINER_TOKEN  the Authorization value its container endpoint demands
 #   FERRY_TEST_AZURITE_CONNECTION_STRING  DefaultEndpointsProtocol=http;AccountName=...;
 #                                     AccountKey=...;BlobEndpoint=<endpoint>;
+#   FERRY_TEST_AZURITE_OAUTH_ENDPOINT https://127.0.0.1:PORT/devstoreaccount1 (same account, key
+#                                     and container as azurite)
+#   FERRY_TEST_AZURITE_OAUTH_CA       its certificate (PEM), for FERRY_CA_BUNDLE / verify=
+#   FERRY_TEST_AZURE_TENANT, FERRY_TEST_AZURE_CLIENT_ID   the identity server's one tenant and
+#                                     application (also the managed identity's client id)
+#   FERRY_TEST_AZURE_CLIENT_SECRET    the application's secret (random per start)
+#   FERRY_TEST_AZURE_CLIENT_CERTIFICATE  PEM key + certificate registered for the application
+#   FERRY_TEST_AZURE_FEDERATED_TOKEN  the token the application trusts as a federated assertion
+#   FERRY_TEST_AZURE_IDENTITY_HEADER  App Service's IDENTITY_HEADER value (at /msi/token)
 #
 # Notes: moto keeps objects in memory, so after a restart its bucket is back but empty (moto-auth's
 # key pair stays the same: provision.py seeds moto's generator). s3rver and Azurite on disk keep
@@ -72,7 +85,7 @@
 # (Debian's, with boto3 and azure-storage-blob; default /usr/bin/python3).
 set -euo pipefail
 
-readonly SERVERS=(moto moto-auth s3rver azurite identity)
+readonly SERVERS=(moto moto-auth s3rver azurite azurite-oauth identity)
 readonly HOST=127.0.0.1
 readonly READY_TIMEOUT_S=30      # all servers together; moto is the slowest (~2 s on 2 cores)
 readonly STOP_TERM_WAIT_S=5      # then SIGKILL
@@ -80,6 +93,7 @@ readonly NPM_CI_TIMEOUT_S=600
 readonly BUCKET=ferry-test
 readonly AZURITE_ACCOUNT=devstoreaccount1
 readonly IDENTITY_CONTAINER_TOKEN=ferry-container-token  # what the container endpoint demands
+readonly AZURE_TENANT=ferry-tenant AZURE_CLIENT_ID=ferry-client
 # Azurite's published development key (see Microsoft's Azurite docs, "well-known storage
 # account and key").
 readonly AZURITE_KEY='Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=='
@@ -161,8 +175,9 @@ answers() {  # NAME: any HTTP answer on its port counts (Azurite answers GET / w
   # moto: its own API page, because moto-auth answers an unsigned GET / with a 500 and a
   # traceback in its log.
   local path=/
-  case "$1" in moto|moto-auth) path=/moto-api/ ;; identity) path=/_stats ;; esac
-  curl -s -o /dev/null --max-time 1 "http://$HOST:$(port_of "$1")$path"
+  local scheme=http
+  case "$1" in moto|moto-auth) path=/moto-api/ ;; identity) path=/_stats ;; azurite-oauth) scheme=https ;; esac
+  curl -s -k -o /dev/null --max-time 1 "$scheme://$HOST:$(port_of "$1")$path"
 }
 
 log_tail() {
@@ -228,6 +243,28 @@ for s in socks: s.bind(("127.0.0.1", 0))
 print(" ".join(str(s.getsockname()[1]) for s in socks))' "$1"
 }
 
+# The HTTPS Azurite's certificate, for 127.0.0.1, made once per state folder (a restart keeps it).
+tls_certificate() {
+  [ -f "$state/azurite-oauth.crt" ] && [ -f "$state/azurite-oauth.key" ] && return 0
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
+    -addext subjectAltName=IP:127.0.0.1 -keyout "$state/azurite-oauth.key.tmp" \
+    -out "$state/azurite-oauth.crt.tmp" >/dev/null 2>&1 || die "openssl could not make a certificate"
+  mv "$state/azurite-oauth.key.tmp" "$state/azurite-oauth.key"
+  mv "$state/azurite-oauth.crt.tmp" "$state/azurite-oauth.crt"
+}
+
+# The identity server's Azure secrets: random per full start, kept across a restart.
+AZURE_CLIENT_SECRET="" AZURE_FEDERATED_TOKEN="" AZURE_IDENTITY_HEADER=""
+identity_secrets() {
+  if [ ! -f "$state/identity.secrets" ]; then
+    local s=() i
+    for i in 1 2 3; do s+=("$(head -c 24 /dev/urandom | base64 | tr '+/' '-_')"); done
+    echo "${s[*]}" > "$state/identity.secrets.tmp"
+    mv "$state/identity.secrets.tmp" "$state/identity.secrets"
+  fi
+  read -r AZURE_CLIENT_SECRET AZURE_FEDERATED_TOKEN AZURE_IDENTITY_HEADER < "$state/identity.secrets"
+}
+
 # ---- one server ------------------------------------------------------------------------------
 launch() {  # NAME: start it in the background on its recorded port; record "PID STARTTIME"
   local n=$1 port data log pid cmdline=()
@@ -258,9 +295,20 @@ launch() {  # NAME: start it in the background on its recorded port; record "PID
         cmdline+=(--location "$data")
       fi
       [ "$opts_quiet" = 1 ] && cmdline+=(--silent) ;;
+    azurite-oauth)
+      tls_certificate
+      cmdline=(node node_modules/azurite/dist/src/blob/main.js --blobHost "$HOST" --blobPort "$port"
+               --skipApiVersionCheck --loose --disableTelemetry --inMemoryPersistence
+               --oauth basic --cert "$state/azurite-oauth.crt" --key "$state/azurite-oauth.key")
+      [ "$opts_quiet" = 1 ] && cmdline+=(--silent) ;;
     identity)
+      identity_secrets
       cmdline=("$test_python" tests/servers/identity_server.py --port "$port" --life 6
-               --container-token "$IDENTITY_CONTAINER_TOKEN") ;;
+               --container-token "$IDENTITY_CONTAINER_TOKEN" --azure-tenant "$AZURE_TENANT"
+               --azure-client-id "$AZURE_CLIENT_ID" --azure-client-secret "$AZURE_CLIENT_SECRET"
+               --azure-federated-token "$AZURE_FEDERATED_TOKEN"
+               --azure-identity-header "$AZURE_IDENTITY_HEADER"
+               --azure-certificate "$state/azure-client.pem") ;;
   esac
   echo "=== $(date '+%F %T') $prog: ${cmdline[*]}" >> "$log"
   # stdin/stdout/stderr away from the caller: a test capturing our output must not wait for
@@ -317,7 +365,11 @@ provision() {  # NAME...: bucket/container; moto-auth's IAM key goes to STATE/mo
   local out stores=() n
   for n in "$@"; do [ "$n" = identity ] || stores+=("$n"); done  # identity needs nothing
   [ ${#stores[@]} -gt 0 ] || return 0
-  out=$(timeout 60 "$test_python" tests/interop/provision.py --env-file "$state/env" "${stores[@]}") \
+  # The env file only: variables of another server set exported in the caller's shell would win.
+  local clean=() v
+  for v in $(compgen -e | grep '^FERRY_TEST_' || true); do clean+=(-u "$v"); done
+  out=$(timeout 60 env ${clean[@]+"${clean[@]}"} "$test_python" tests/interop/provision.py \
+          --env-file "$state/env" "${stores[@]}") \
     || { say "could not set up $* (does $test_python have boto3 and azure-storage-blob?" \
              "scripts/install-deps.sh installs them)"; return 1; }
   if [ -n "$out" ]; then
@@ -337,6 +389,7 @@ write_env() {
     done < "$state/moto-auth.keys"
   fi
   local azurite_ep cs
+  identity_secrets
   azurite_ep="http://$HOST:$(port_of azurite)/$AZURITE_ACCOUNT"
   cs="DefaultEndpointsProtocol=http;AccountName=$AZURITE_ACCOUNT;AccountKey=$AZURITE_KEY;"
   cs+="BlobEndpoint=$azurite_ep;"
@@ -362,6 +415,14 @@ FERRY_TEST_AZURITE_ACCOUNT=$AZURITE_ACCOUNT
 FERRY_TEST_AZURITE_KEY=$AZURITE_KEY
 FERRY_TEST_AZURITE_CONTAINER=$BUCKET
 FERRY_TEST_AZURITE_CONNECTION_STRING=$cs
+FERRY_TEST_AZURITE_OAUTH_ENDPOINT=https://$HOST:$(port_of azurite-oauth)/$AZURITE_ACCOUNT
+FERRY_TEST_AZURITE_OAUTH_CA=$state/azurite-oauth.crt
+FERRY_TEST_AZURE_TENANT=$AZURE_TENANT
+FERRY_TEST_AZURE_CLIENT_ID=$AZURE_CLIENT_ID
+FERRY_TEST_AZURE_CLIENT_SECRET=$AZURE_CLIENT_SECRET
+FERRY_TEST_AZURE_CLIENT_CERTIFICATE=$state/azure-client.pem
+FERRY_TEST_AZURE_FEDERATED_TOKEN=$AZURE_FEDERATED_TOKEN
+FERRY_TEST_AZURE_IDENTITY_HEADER=$AZURE_IDENTITY_HEADER
 EOF
   mv "$state/env.tmp" "$state/env"
 }
@@ -380,7 +441,8 @@ print_env() {
 started_now=() full_start=0
 forget_all() {
   rm -rf "$state/data"
-  rm -f "$state"/*.pid "$state"/*.port "$state/env" "$state/moto-auth.keys" "$state/options"
+  rm -f "$state"/*.pid "$state"/*.port "$state/env" "$state/moto-auth.keys" "$state/options" \
+    "$state/identity.secrets" "$state/azure-client.pem" "$state"/azurite-oauth.{crt,key}
 }
 on_exit() {
   local rc=$?
@@ -399,7 +461,7 @@ start_one() {  # NAME: a stopped server comes back on its recorded port with its
   local n=$1 t0 attempt
   [ -n "$(port_of "$n")" ] || die "$n has no recorded port in $state: run '$0 start' first"
   is_running "$n" && { say "$n is already running (pid $(pid_of "$n"))"; return 0; }
-  case "$n" in s3rver|azurite) ensure_node_modules keep ;; esac
+  case "$n" in s3rver|azurite*) ensure_node_modules keep ;; esac
   t0=$(now_us)
   # The old socket may linger a moment; the servers set SO_REUSEADDR, but retry a bind failure.
   for attempt in 1 2 3; do
@@ -450,7 +512,8 @@ cmd_start_all() {
   write_env
   started_now=() full_start=0
   say "ready after $(elapsed "$t0"): moto :$(port_of moto), moto-auth :$(port_of moto-auth)," \
-      "s3rver :$(port_of s3rver), azurite :$(port_of azurite), identity :$(port_of identity);" \
+      "s3rver :$(port_of s3rver), azurite :$(port_of azurite)," \
+      "azurite-oauth :$(port_of azurite-oauth), identity :$(port_of identity);" \
       "variables in $state/env"
   print_env
 }

@@ -117,11 +117,13 @@ def azure_config(env):
     }
 
 
-def make_blob_service(connection_string):
+def make_blob_service(connection_string, ca_file=None):
+    """A client for the connection string; `ca_file` verifies an HTTPS emulator's certificate."""
     from azure.storage.blob import BlobServiceClient
 
+    extra = {"connection_verify": ca_file} if ca_file else {}
     return BlobServiceClient.from_connection_string(
-        connection_string, retry_total=1, connection_timeout=5, read_timeout=60
+        connection_string, retry_total=1, connection_timeout=5, read_timeout=60, **extra
     )
 
 

@@ -2,10 +2,11 @@
 """Creates what the tests expect on freshly started loopback servers. Called by
 scripts/test-servers.sh after each server answers; safe to run again on a running server.
 
-  provision.py [--env-file FILE] SERVER...      SERVER: s3rver, moto, moto-auth, azurite
+  provision.py [--env-file FILE] SERVER...      SERVER: s3rver, moto, moto-auth, azurite, azurite-oauth
 
   s3rver, moto   create the bucket FERRY_TEST_<SERVER>_BUCKET.
   azurite        create the container FERRY_TEST_AZURITE_CONTAINER.
+  azurite-oauth  the same container in the HTTPS Azurite (FERRY_TEST_AZURITE_OAUTH_ENDPOINT).
   moto-auth      moto keeps everything in memory and, in auth mode, only accepts an access key its
                  own IAM issued. So, with authentication still off, this creates an IAM user with
                  an s3:* policy, an access key for it and the bucket, then switches authentication
@@ -105,30 +106,36 @@ def provision_moto_auth(env):
         f"auth on at {endpoint}")
 
 
-def provision_azurite(env):
+def provision_azurite(env, oauth=False):
     from azure.core.exceptions import ResourceExistsError
 
     container = env.get("FERRY_TEST_AZURITE_CONTAINER", "ferry-test")
-    svc = fte.make_blob_service(env.require("FERRY_TEST_AZURITE_CONNECTION_STRING"))
+    endpoint = env.require("FERRY_TEST_AZURITE_OAUTH_ENDPOINT" if oauth
+                           else "FERRY_TEST_AZURITE_ENDPOINT")
+    connection_string = (f"AccountName={env.require('FERRY_TEST_AZURITE_ACCOUNT')};"
+                         f"AccountKey={env.require('FERRY_TEST_AZURITE_KEY')};"
+                         f"BlobEndpoint={endpoint};")
+    svc = fte.make_blob_service(connection_string,
+                                env.require("FERRY_TEST_AZURITE_OAUTH_CA") if oauth else None)
     try:
         svc.create_container(container)
     except ResourceExistsError:
         pass
-    log(f"azurite: container {container} ready at {env.require('FERRY_TEST_AZURITE_ENDPOINT')}")
+    log(f"{'azurite-oauth' if oauth else 'azurite'}: container {container} ready at {endpoint}")
 
 
 def main(argv):
     p = argparse.ArgumentParser(prog=PROG)
     p.add_argument("--env-file")
-    p.add_argument("servers", nargs="+", choices=["s3rver", "moto", "moto-auth", "azurite"])
+    p.add_argument("servers", nargs="+", choices=["s3rver", "moto", "moto-auth", "azurite", "azurite-oauth"])
     a = p.parse_args(argv)
     env = fte.Env(a.env_file)
     for server in a.servers:
         try:
             if server == "moto-auth":
                 provision_moto_auth(env)
-            elif server == "azurite":
-                provision_azurite(env)
+            elif server in ("azurite", "azurite-oauth"):
+                provision_azurite(env, oauth=server == "azurite-oauth")
             else:
                 provision_s3(env, server)
         except Exception as e:  # one message naming the server beats a traceback in a test log

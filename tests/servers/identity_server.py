@@ -14,29 +14,153 @@ and checks what the real endpoints check:
     GET  /container/credentials                    needs Authorization: the token given with
                                                    --container-token (401 otherwise)
 
-Credentials live --life seconds (default 3600); each answer issues new ones (ASIA...). GET
-/_stats returns how many of each were issued and refused, so a test can tell a refresh from a
-cached answer. Binds 127.0.0.1 only.
+  Microsoft Entra ID token endpoint (client credentials grant)
+    POST /TENANT/oauth2/v2.0/token                 form: grant_type=client_credentials,
+                                                   client_id (--azure-client-id), scope
+                                                   https://storage.azure.com/.default, and one of
+                                                   client_secret (--azure-client-secret), or
+                                                   client_assertion_type jwt-bearer with
+                                                   client_assertion: either the federated token
+                                                   (--azure-federated-token), or an RS256 JWT
+                                                   signed with the key of the certificate this
+                                                   server writes to --azure-certificate (checked:
+                                                   signature, x5t, aud = this URL, iss = sub =
+                                                   client id, exp, nbf, a jti never seen before)
+  Azure managed identity
+    GET  /metadata/identity/oauth2/token           IMDS: needs Metadata: true, api-version and
+                                                   resource=https://storage.azure.com/; no
+                                                   X-Forwarded-For; client_id, when given, must be
+                                                   --azure-client-id
+    GET  /msi/token                                App Service: needs X-IDENTITY-HEADER
+                                                   (--azure-identity-header), api-version
+                                                   2019-08-01 and the resource
+
+Credentials and tokens live --life seconds (default 3600); each answer issues new ones (AWS:
+ASIA...; Azure: a JWT with the issuer and audience Azure Storage, and Azurite in OAuth mode,
+accept). GET /_stats returns how many of each were issued and refused, so a test can tell a
+refresh from a cached answer. Binds 127.0.0.1 only.
 """
 
 import argparse
+import base64
 import datetime
+import hashlib
+import hmac
 import json
+import os
 import secrets
 import threading
+import time
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
+from cryptography.x509.oid import NameOID
 
 ROLE = "ferry-instance-role"
 
 
+AZURE_SCOPE = "https://storage.azure.com/.default"
+AZURE_RESOURCES = ("https://storage.azure.com/", "https://storage.azure.com")
+ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+
+
+def b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def b64url_decode(text):
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def write_client_certificate(path):
+    """A throwaway RSA key and self-signed certificate, as an app registration would hold;
+    returns the certificate."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "ferry-test-client")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=2))
+            .sign(key, hashes.SHA256()))
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption())
+    pem += cert.public_bytes(serialization.Encoding.PEM)
+    tmp = path + ".tmp"
+    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
+        f.write(pem)
+    os.replace(tmp, path)
+    return cert
+
+
 class State:
-    def __init__(self, life, container_token):
-        self.life = life
-        self.container_token = container_token
+    def __init__(self, args):
+        self.life = args.life
+        self.container_token = args.container_token
+        self.azure = args
         self.imds_tokens = set()
+        self.assertion_ids = set()
+        self.signing_key = secrets.token_bytes(32)
+        self.certificate = (write_client_certificate(args.azure_certificate)
+                            if args.azure_certificate else None)
         self.lock = threading.Lock()
         self.stats = {"imds_tokens": 0, "imds_credentials": 0, "container_credentials": 0,
-                      "refused": 0}
+                      "azure_secret": 0, "azure_certificate": 0, "azure_federated": 0,
+                      "azure_imds": 0, "azure_app_service": 0, "refused": 0}
+
+    def azure_token(self):
+        """An access token shaped as Entra ID's (HS256 here: Azurite reads, never verifies)."""
+        now = int(time.time())
+        header = {"typ": "JWT", "alg": "HS256"}
+        claims = {"aud": "https://storage.azure.com", "iss":
+                  f"https://sts.windows.net/{self.azure.azure_tenant}/",
+                  "iat": now, "nbf": now, "exp": now + self.life,
+                  "appid": self.azure.azure_client_id, "oid": "ferry-test-object",
+                  "tid": self.azure.azure_tenant}
+        signing_input = (b64url(json.dumps(header).encode()) + "."
+                         + b64url(json.dumps(claims).encode()))
+        signature = hmac.new(self.signing_key, signing_input.encode(), hashlib.sha256).digest()
+        return signing_input + "." + b64url(signature)
+
+    def check_certificate_assertion(self, assertion, audience):
+        """None when `assertion` is a valid client assertion, else why not."""
+        if self.certificate is None:
+            return "no --azure-certificate"
+        try:
+            head, body, signature = assertion.split(".")
+            header = json.loads(b64url_decode(head))
+            claims = json.loads(b64url_decode(body))
+        except ValueError:
+            return "client_assertion is not a JWT"
+        if header.get("alg") != "RS256":
+            return "alg must be RS256"
+        thumbprint = b64url(self.certificate.fingerprint(hashes.SHA1()))
+        if header.get("x5t") != thumbprint:
+            return "x5t is not the thumbprint of the registered certificate"
+        try:
+            self.certificate.public_key().verify(b64url_decode(signature),
+                                                 f"{head}.{body}".encode(),
+                                                 padding.PKCS1v15(), hashes.SHA256())
+        except Exception:  # cryptography raises InvalidSignature
+            return "the assertion's signature does not verify"
+        now = time.time()
+        if claims.get("aud") != audience:
+            return f"aud must be {audience}"
+        if claims.get("iss") != self.azure.azure_client_id or claims.get("sub") != claims["iss"]:
+            return "iss and sub must be the client id"
+        if not now - 300 <= claims.get("nbf", now + 999) <= now + 300:
+            return "nbf is not now"
+        if not now < claims.get("exp", 0) <= now + 3600:
+            return "exp is not within the hour"
+        jti = claims.get("jti")
+        with self.lock:
+            if not jti or jti in self.assertion_ids:
+                return "jti missing or used before"
+            self.assertion_ids.add(jti)
+        return None
 
     def count(self, what):
         with self.lock:
@@ -76,6 +200,82 @@ def make_handler(state):
             state.count("refused")
             self.reply(status, why)
 
+        def azure_refuse(self, status, error, description):
+            state.count("refused")
+            self.reply(status, json.dumps({"error": error, "error_description": description}),
+                       "application/json")
+
+        def do_POST(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length).decode() if length else ""
+            parts = self.path.split("/")
+            if len(parts) != 5 or parts[2:] != ["oauth2", "v2.0", "token"]:
+                return self.refuse(404, "not found")
+            if parts[1] != state.azure.azure_tenant:
+                return self.azure_refuse(400, "invalid_request",
+                                         f"AADSTS90002: Tenant '{parts[1]}' not found.")
+            form = dict(urllib.parse.parse_qsl(body, keep_blank_values=True))
+            if form.get("grant_type") != "client_credentials":
+                return self.azure_refuse(400, "unsupported_grant_type", "grant_type")
+            if form.get("scope") != AZURE_SCOPE:
+                return self.azure_refuse(400, "invalid_scope", "AADSTS70011: scope")
+            if form.get("client_id") != state.azure.azure_client_id:
+                return self.azure_refuse(400, "unauthorized_client",
+                                         "AADSTS700016: Application not found in the directory.")
+            if "client_secret" in form:
+                if form["client_secret"] != state.azure.azure_client_secret:
+                    return self.azure_refuse(401, "invalid_client",
+                                             "AADSTS7000215: Invalid client secret provided.")
+                kind = "azure_secret"
+            elif form.get("client_assertion_type") == ASSERTION_TYPE:
+                assertion = form.get("client_assertion", "")
+                if state.azure.azure_federated_token and assertion == state.azure.azure_federated_token:
+                    kind = "azure_federated"
+                else:
+                    audience = f"http://{self.headers.get('Host')}{self.path}"
+                    why = state.check_certificate_assertion(assertion, audience)
+                    if why:
+                        return self.azure_refuse(401, "invalid_client",
+                                                 f"AADSTS700027: Client assertion failed: {why}.")
+                    kind = "azure_certificate"
+            else:
+                return self.azure_refuse(401, "invalid_client", "AADSTS7000216: no credential")
+            state.count(kind)
+            self.reply(200, json.dumps({"token_type": "Bearer", "expires_in": state.life,
+                                        "ext_expires_in": state.life,
+                                        "access_token": state.azure_token()}),
+                       "application/json")
+
+        def managed_identity(self, query, app_service):
+            kind = "azure_app_service" if app_service else "azure_imds"
+            if app_service:
+                if self.headers.get("X-IDENTITY-HEADER") != state.azure.azure_identity_header:
+                    return self.refuse(401, "wrong or missing X-IDENTITY-HEADER")
+                if query.get("api-version") != "2019-08-01":
+                    return self.refuse(400, "api-version must be 2019-08-01")
+            else:
+                if self.headers.get("Metadata") != "true":
+                    return self.azure_refuse(400, "invalid_request",
+                                             "Required metadata header not specified")
+                if self.headers.get("X-Forwarded-For"):
+                    return self.refuse(400, "IMDS refuses forwarded requests")
+                if not query.get("api-version"):
+                    return self.azure_refuse(400, "invalid_request", "api-version")
+            if query.get("resource") not in AZURE_RESOURCES:
+                return self.azure_refuse(400, "invalid_resource", "resource")
+            if query.get("client_id", state.azure.azure_client_id) != state.azure.azure_client_id:
+                return self.azure_refuse(400, "invalid_request",
+                                         "Identity not found")
+            state.count(kind)
+            now = int(time.time())
+            self.reply(200, json.dumps({"access_token": state.azure_token(),
+                                        "expires_in": str(state.life),
+                                        "expires_on": str(now + state.life),
+                                        "resource": query["resource"],
+                                        "token_type": "Bearer",
+                                        "client_id": state.azure.azure_client_id}),
+                       "application/json")
+
         def do_PUT(self):
             length = int(self.headers.get("Content-Length") or 0)
             if length:
@@ -93,6 +293,10 @@ def make_handler(state):
 
         def do_GET(self):
             prefix = "/latest/meta-data/iam/security-credentials/"
+            path, _, query_text = self.path.partition("?")
+            if path in ("/metadata/identity/oauth2/token", "/msi/token"):
+                query = dict(urllib.parse.parse_qsl(query_text))
+                return self.managed_identity(query, app_service=path == "/msi/token")
             if self.path == "/_stats":
                 with state.lock:
                     return self.reply(200, json.dumps(state.stats), "application/json")
@@ -128,9 +332,15 @@ def main():
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--life", type=int, default=3600)
     parser.add_argument("--container-token", default="ferry-container-token")
+    parser.add_argument("--azure-tenant", default="ferry-tenant")
+    parser.add_argument("--azure-client-id", default="ferry-client")
+    parser.add_argument("--azure-client-secret", default="")
+    parser.add_argument("--azure-federated-token", default="")
+    parser.add_argument("--azure-identity-header", default="")
+    parser.add_argument("--azure-certificate", default="",
+                        help="where to write the client certificate and its key (PEM)")
     args = parser.parse_args()
-    server = ThreadingHTTPServer(("127.0.0.1", args.port),
-                                 make_handler(State(args.life, args.container_token)))
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(State(args)))
     server.daemon_threads = True
     server.serve_forever()
 

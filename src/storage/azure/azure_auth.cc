@@ -1,10 +1,8 @@
 #include "storage/azure/azure_auth.h"
 
 #include <fmt/format.h>
-#include <openssl/evp.h>
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <vector>
 
@@ -91,40 +89,6 @@ std::string CanonicalizedResource(std::string_view url, std::string_view account
 
 }  // namespace
 
-std::string Base64Encode(std::string_view bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(bytes.data()),
-                                static_cast<int>(bytes.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
-
-std::optional<std::string> Base64Decode(std::string_view text) {
-  if (text.size() % 4 != 0) return std::nullopt;
-  size_t padding = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '=') {
-      // Padding only in the last two places, and nothing but padding after it.
-      if (i + 2 < text.size()) return std::nullopt;
-      ++padding;
-    } else if (padding > 0 ||
-               !(std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '/')) {
-      return std::nullopt;
-    }
-  }
-  std::string out(text.size() / 4 * 3, '\0');
-  if (text.empty()) return out;
-  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(text.data()),
-                                static_cast<int>(text.size()));
-  if (n < 0) return std::nullopt;
-  // EVP_DecodeBlock counts the padding as zero bytes.
-  out.resize(static_cast<size_t>(n) - padding);
-  return out;
-}
-
 std::string SharedKeyStringToSign(const http::Request& request, std::string_view account) {
   std::string out = request.method;
   out += '\n';
@@ -177,6 +141,13 @@ void Authorize(http::Request& request, const AzureCredentials& credentials,
       request.headers.Set("x-ms-date", http::FormatHttpDate(now));
     if (credentials.has_sas()) request.url = AppendSasToken(request.url, credentials.sas_token);
   }
+}
+
+void AuthorizeBearer(http::Request& request, std::string_view access_token,
+                     std::chrono::system_clock::time_point now) {
+  if (!request.headers.Get("x-ms-date"))
+    request.headers.Set("x-ms-date", http::FormatHttpDate(now));
+  request.headers.Set("Authorization", fmt::format("Bearer {}", access_token));
 }
 
 }  // namespace ferry::internal_azure

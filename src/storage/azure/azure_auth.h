@@ -20,7 +20,8 @@
 // the emulator's http://127.0.0.1:10000/devstoreaccount1 the account appears twice
 // ("/devstoreaccount1/devstoreaccount1/container/blob"), as the service expects.
 //
-// A SAS token is not a signature we compute: it is appended to every request URL as given.
+// A SAS token is not a signature we compute: it is appended to every request URL as given. An
+// Entra ID token (storage/azure/entra_credentials.h) goes in "Authorization: Bearer TOKEN".
 //
 // Thread-safety: free functions over values; reentrant.
 #pragma once
@@ -31,17 +32,13 @@
 #include <string_view>
 
 #include "ferry/result.h"
+#include "storage/base64.h"
 #include "storage/http/http_types.h"
 
 namespace ferry::internal_azure {
 
 /// The Blob service REST version every request asks for (x-ms-version).
 inline constexpr std::string_view kAzureApiVersion = "2021-08-06";
-
-/// Standard base64 (with padding), as Azure uses for keys, signatures and block ids.
-std::string Base64Encode(std::string_view bytes);
-/// nullopt unless `text` is well-formed padded base64 (no whitespace).
-std::optional<std::string> Base64Decode(std::string_view text);
 
 /// Who a request is from. Shared Key when `account_key` is set (it wins over `sas_token`), else
 /// the SAS token when set, else anonymous (public containers).
@@ -73,5 +70,9 @@ std::string AppendSasToken(std::string_view url, std::string_view sas_token);
 /// Call it last, once the URL and every header are final.
 void Authorize(http::Request& request, const AzureCredentials& credentials,
                std::chrono::system_clock::time_point now);
+
+/// Sets x-ms-date to `now` (unless the request has one) and "Authorization: Bearer TOKEN".
+void AuthorizeBearer(http::Request& request, std::string_view access_token,
+                     std::chrono::system_clock::time_point now);
 
 }  // namespace ferry::internal_azure

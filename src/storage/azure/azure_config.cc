@@ -106,9 +106,13 @@ Result<EnvSettings> SettingsFromEnv(const EnvLookup& env) {
       }
     }
   } else {
-    s.account = env("AZURE_STORAGE_ACCOUNT").value_or("");
+    s.account = env("AZURE_STORAGE_ACCOUNT").value_or(env("AZURE_ACCOUNT_NAME").value_or(""));
     s.account_key = env("AZURE_STORAGE_KEY").value_or("");
     s.key_source = "AZURE_STORAGE_KEY";
+    if (s.account_key.empty()) {
+      s.account_key = env("AZURE_ACCOUNT_ACCESS_KEY").value_or("");
+      s.key_source = "AZURE_ACCOUNT_ACCESS_KEY";
+    }
     s.sas_token = env("AZURE_STORAGE_SAS_TOKEN").value_or("");
   }
   if (auto endpoint = env("AZURE_STORAGE_BLOB_ENDPOINT")) {
@@ -147,9 +151,10 @@ std::string AzureConfig::BlobUrl(std::string_view key) const {
 std::string AzureConfig::ToUrl(std::string_view key) const { return url_prefix + std::string(key); }
 
 std::string AzureConfig::DebugString() const {
-  const char* auth = credentials.has_shared_key() ? "SharedKey(key REDACTED)"
-                     : credentials.has_sas()      ? "SAS(token REDACTED)"
-                                                  : "anonymous";
+  const std::string auth = credentials.has_shared_key() ? "SharedKey(key REDACTED)"
+                           : credentials.has_sas()      ? "SAS(token REDACTED)"
+                           : token_provider ? fmt::format("Bearer({})", token_provider->source())
+                                            : "anonymous";
   return fmt::format("account={} container={} endpoint={} auth={}", account, container, endpoint,
                      auth);
 }
@@ -317,6 +322,16 @@ Result<AzureLocation> ParseAzureUrl(std::string_view url, const EnvLookup& env) 
       config.credentials.account_key = std::move(*key);
     }
     config.credentials.sas_token = env_settings.sas_token;
+  }
+  if (!config.credentials.has_shared_key() && !config.credentials.has_sas()) {
+    auto provider = LoadAzureTokenProvider(env);
+    if (!provider) return provider.status().WithContext(shown);
+    config.token_provider = std::move(*provider);
+    if (config.token_provider && !config.endpoint.starts_with("https://")) {
+      return InvalidArgumentError(
+          fmt::format("{}: Entra ID tokens ({}) are sent only over HTTPS, and the endpoint is {}",
+                      shown, config.token_provider->source(), config.endpoint));
+    }
   }
   return location;
 }

@@ -20,13 +20,18 @@
 //       EndpointSuffix (any case; others ignored), or "UseDevelopmentStorage=true" (the emulator
 //       at http://127.0.0.1:10000/devstoreaccount1 with its well-known key). A BlobEndpoint with a
 //       path ("http://127.0.0.1:10000/devstoreaccount1") is path-style: the account is in the path.
-//   AZURE_STORAGE_ACCOUNT, AZURE_STORAGE_KEY, AZURE_STORAGE_SAS_TOKEN  otherwise.
+//   AZURE_STORAGE_ACCOUNT, AZURE_STORAGE_KEY, AZURE_STORAGE_SAS_TOKEN  otherwise (Mosaic
+//       Streaming's AZURE_ACCOUNT_NAME and AZURE_ACCOUNT_ACCESS_KEY are read where those two are
+//       not set).
 //   AZURE_STORAGE_BLOB_ENDPOINT  replaces the Blob endpoint from either source (an emulator, a
 //       private endpoint); the account is still AZURE_STORAGE_ACCOUNT or the connection string's.
 // Credentials and an explicit endpoint from the environment apply to a URL that names an account
 // only when it is the environment's account (a SAS token with no account applies to any);
-// otherwise requests to that account go unauthenticated. With no credentials at all requests are
-// anonymous (public containers). An account key wins over a SAS token when both are given.
+// otherwise requests to that account go unauthenticated. An account key wins over a SAS token
+// when both are given. Without either, a Microsoft Entra ID identity the environment configures
+// (a service principal, workload identity, a managed identity: storage/azure/
+// entra_credentials.h) authorizes requests to any account with bearer tokens, which go over HTTPS
+// only. With no credentials at all requests are anonymous (public containers).
 //
 // Secrets (the account key, SAS tokens) never appear in a Status message from this file, nor in
 // DebugString(); Redact() scrubs them from any text.
@@ -34,12 +39,14 @@
 // Thread-safety: values and reentrant functions.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "ferry/result.h"
 #include "storage/azure/azure_auth.h"
+#include "storage/azure/entra_credentials.h"
 #include "storage/env_lookup.h"
 
 namespace ferry::internal_azure {
@@ -52,6 +59,8 @@ struct AzureConfig {
   /// path-style one such as "http://127.0.0.1:10000/devstoreaccount1".
   std::string endpoint;
   AzureCredentials credentials;
+  /// Entra ID bearer tokens; set only when `credentials` hold neither a key nor a SAS token.
+  std::shared_ptr<AzureTokenProvider> token_provider;
   /// How ToUrl spells this container, ending in '/': "az://data/" or
   /// "abfss://data@acct.dfs.core.windows.net/".
   std::string url_prefix;
@@ -62,7 +71,8 @@ struct AzureConfig {
   std::string BlobUrl(std::string_view key) const;
   /// The ferry URL of `key` (url_prefix + key); ParseAzureUrl gives back this container and key.
   std::string ToUrl(std::string_view key) const;
-  /// "account=acct container=data endpoint=https://... auth=SharedKey(key REDACTED)": no secret.
+  /// "account=acct container=data endpoint=https://... auth=SharedKey(key REDACTED)" (or
+  /// "auth=Bearer(SOURCE)"): no secret.
   std::string DebugString() const;
   /// `text` with the account key (as base64), the SAS token and its signature replaced by
   /// "REDACTED", and the value of any other "sig=" query parameter masked.

@@ -22,10 +22,12 @@
 //           NextMarker until it is empty; results are sorted by key.
 //   Remove  DELETE <blob> (with its snapshots); BlobNotFound counts as success.
 //
-// Every request carries x-ms-version and is authorized (Shared Key or SAS) just before it is
-// sent, so a retry is signed afresh. Every request is idempotent and retried under the store's
-// RetryPolicy. Error messages name the blob by its ferry URL (az://container/key, as the user
-// wrote it; not the endpoint URL) and pass through AzureConfig::Redact on the way out.
+// Every request carries x-ms-version and is authorized (Shared Key, SAS, or an Entra ID bearer
+// token from the config's provider) just before it is sent, so a retry is signed afresh. A reply
+// saying the token expired (a clock behind the service's; a revoked token) drops it and counts as
+// transient: the retry goes with a new one. Every request is idempotent and retried under the
+// store's RetryPolicy. Error messages name the blob by its ferry URL (az://container/key, as the
+// user wrote it; not the endpoint URL) and pass through AzureConfig::Redact on the way out.
 //
 // Thread-safety: all methods may run concurrently; the store holds only immutable state.
 #include "storage/azure/azure_store.h"
@@ -40,6 +42,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/ascii.h"
 #include "base/mutex.h"
 #include "storage/azure/azure_auth.h"
 #include "storage/azure/azure_errors.h"
@@ -107,12 +110,10 @@ class AzureBlobStore final : public ObjectStore {
     get.build = [&](const http::GetAttempt&, http::Headers headers) -> Result<http::Request> {
       http::Request request = NewRequest("GET", url);
       request.headers = std::move(headers);
-      Prepare(request);
+      FERRY_RETURN_IF_ERROR(Prepare(request));
       return request;
     };
-    get.map_error = [&](const http::Response& response) {
-      return AzureErrorToStatus(response, get.url);
-    };
+    get.map_error = [&](const http::Response& response) { return ErrorOf(response, get.url); };
     auto info = http::ResumableGet(*transport, get, range, sink);
     if (!info) return Scrub(info.status(), get.url);
     info->key = std::string(key);
@@ -140,7 +141,7 @@ class AzureBlobStore final : public ObjectStore {
       }
       auto page = Retry(options_.retry, [&]() -> Result<ListBlobsPage> {
         FERRY_ASSIGN_OR_RETURN(http::Response response, Send(*transport, NewRequest("GET", url)));
-        if (response.status >= 300) return AzureErrorToStatus(response, name);
+        if (response.status >= 300) return ErrorOf(response, name);
         return ParseListBlobs(response.body, name);
       });
       if (!page) return Scrub(page.status(), name);
@@ -173,7 +174,7 @@ class AzureBlobStore final : public ObjectStore {
       if (response.status == 404 && AzureErrorCodeOf(response) != "ContainerNotFound") {
         return Status::Ok();
       }
-      if (response.status >= 300) return AzureErrorToStatus(response, name);
+      if (response.status >= 300) return ErrorOf(response, name);
       return Status::Ok();
     });
     return Scrub(status, name);
@@ -192,10 +193,31 @@ class AzureBlobStore final : public ObjectStore {
   }
 
   // Adds x-ms-version and authorizes: the last step before a request is sent, done per attempt
-  // so that every retry carries a fresh date and signature.
-  void Prepare(http::Request& request) const {
+  // so that every retry carries a fresh date and signature (or the provider's current token).
+  Status Prepare(http::Request& request) const {
     request.headers.Set("x-ms-version", std::string(kAzureApiVersion));
+    if (config_.token_provider) {
+      FERRY_ASSIGN_OR_RETURN(const AzureToken token, config_.token_provider->Current());
+      AuthorizeBearer(request, token.access_token, options_.now());
+      return Status::Ok();
+    }
     Authorize(request, config_.credentials, options_.now());
+    return Status::Ok();
+  }
+
+  // The store's error for a refused request. A token the service calls expired is dropped, and
+  // the error is transient, so that the retry fetches a new one.
+  Status ErrorOf(const http::Response& response, std::string_view name) const {
+    if (config_.token_provider && (response.status == 401 || response.status == 403) &&
+        AsciiLower(response.body).find("token is expired") != std::string::npos) {
+      if (auto used = config_.token_provider->Current(); used.ok()) {
+        config_.token_provider->Expire(*used);
+      }
+      return UnavailableError(fmt::format(
+          "{}: the service says the Entra ID token from {} expired (a new one is fetched)", name,
+          config_.token_provider->source()));
+    }
+    return AzureErrorToStatus(response, name);
   }
 
   static http::Request NewRequest(std::string method, std::string url) {
@@ -207,7 +229,7 @@ class AzureBlobStore final : public ObjectStore {
 
   // Prepares (exactly once: a SAS token must not be appended twice) and sends.
   Result<http::Response> Send(http::Transport& transport, http::Request request) const {
-    Prepare(request);
+    FERRY_RETURN_IF_ERROR(Prepare(request));
     return transport.Execute(std::move(request));
   }
 
@@ -231,15 +253,16 @@ class AzureBlobStore final : public ObjectStore {
   // the error document.
   Status HeadError(http::Transport& transport, const http::Response& head, const std::string& url,
                    std::string_view name) const {
-    if ((head.status == 400 || head.status == 403) && head.body.empty()) {
+    if ((head.status == 400 || head.status == 401 || head.status == 403) && head.body.empty()) {
       http::Request get = NewRequest("GET", url);
       get.headers.Set("Range", "bytes=0-0");
-      Prepare(get);
-      if (auto reply = http::FetchErrorDocument(transport, std::move(get), head.status)) {
-        return AzureErrorToStatus(*reply, name);
+      if (Prepare(get).ok()) {
+        if (auto reply = http::FetchErrorDocument(transport, std::move(get), head.status)) {
+          return ErrorOf(*reply, name);
+        }
       }
     }
-    return AzureErrorToStatus(head, name);
+    return ErrorOf(head, name);
   }
 
   Status PutBlob(std::string_view key, const ByteSource& source) {
@@ -251,7 +274,7 @@ class AzureBlobStore final : public ObjectStore {
       request.headers.Set("x-ms-blob-type", "BlockBlob");
       request.body = source;
       FERRY_ASSIGN_OR_RETURN(http::Response response, Send(*transport, std::move(request)));
-      if (response.status >= 300) return AzureErrorToStatus(response, name);
+      if (response.status >= 300) return ErrorOf(response, name);
       return Status::Ok();
     });
   }
@@ -292,7 +315,13 @@ class AzureBlobStore final : public ObjectStore {
           "PUT",
           fmt::format("{}?comp=block&blockid={}", url, http::PercentEncode(ids[index], false)));
       request.body = Slice(source, offset, std::min(block_size, source.size - offset));
-      Prepare(request);
+      if (Status prepared = Prepare(request); !prepared.ok()) {
+        MutexLock lock(state->mu);
+        state->done.emplace_back(index, std::move(prepared));
+        --state->in_flight;
+        state->cv.notify_all();
+        return;
+      }
       // Runs on the transport's thread (or inline, for a synchronous transport): only hands over.
       transport->Submit(std::move(request), {}, [state, index](Result<http::Response> result) {
         MutexLock lock(state->mu);
@@ -351,7 +380,7 @@ class AzureBlobStore final : public ObjectStore {
       // 3. Account for them: stored, to retry after a backoff, or the upload's failure.
       for (auto& [index, result] : done) {
         Status status = result.status();
-        if (status.ok() && result->status >= 300) status = AzureErrorToStatus(*result, name);
+        if (status.ok() && result->status >= 300) status = ErrorOf(*result, name);
         if (status.ok()) {
           ++stored;
           continue;
@@ -376,7 +405,7 @@ class AzureBlobStore final : public ObjectStore {
       request.headers.Set("Content-Type", "application/xml");
       request.body = ByteSource::FromView(body);
       FERRY_ASSIGN_OR_RETURN(http::Response response, Send(*transport, std::move(request)));
-      if (response.status >= 300) return AzureErrorToStatus(response, name);
+      if (response.status >= 300) return ErrorOf(response, name);
       return Status::Ok();
     });
   }
@@ -408,9 +437,11 @@ Result<StoreAndKey> OpenCachedAzureUrl(std::string_view url, const EnvLookup& en
   FERRY_ASSIGN_OR_RETURN(AzureLocation location, ParseAzureUrl(url, env));
   const AzureConfig& c = location.config;
   // Every field of the config: two URLs that resolve alike share a store.
-  const std::string cache_key = fmt::format(
-      "az\n{}\n{}\n{}\n{}\n{}\n{}\n{}", c.url_prefix, c.account, c.container, c.endpoint,
-      c.credentials.account, c.credentials.account_key, c.credentials.sas_token);
+  const std::string cache_key =
+      fmt::format("az\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}", c.url_prefix, c.account, c.container,
+                  c.endpoint, c.credentials.account, c.credentials.account_key,
+                  c.credentials.sas_token, c.token_provider ? c.token_provider->source() : "") +
+      EnvFingerprint(EntraEnvironmentVariables(), env);
   FERRY_ASSIGN_OR_RETURN(
       std::shared_ptr<ObjectStore> store, CachedStore(cache_key, [&] {
         return Result<std::shared_ptr<ObjectStore>>(MakeAzureStore(location.config));

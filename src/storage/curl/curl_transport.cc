@@ -174,7 +174,7 @@ Status CurlError(CURLcode code, const Transfer& t) {
 
 class CurlTransport : public Transport {
  public:
-  explicit CurlTransport(CurlTransportOptions options) : options_(options) {
+  explicit CurlTransport(CurlTransportOptions options) : options_(std::move(options)) {
     GlobalInit();
     multi_ = curl_multi_init();
     curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, options_.max_cached_connections);
@@ -236,7 +236,11 @@ class CurlTransport : public Transport {
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, static_cast<long>(r.timeouts.low_speed_seconds));
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(r.timeouts.total_ms));
     curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L << 10);
-    if (const auto ca = CaBundle()) curl_easy_setopt(e, CURLOPT_CAINFO, ca->c_str());
+    if (!options_.ca_bundle.empty()) {
+      curl_easy_setopt(e, CURLOPT_CAINFO, options_.ca_bundle.c_str());
+    } else if (const auto ca = CaBundle()) {
+      curl_easy_setopt(e, CURLOPT_CAINFO, ca->c_str());
+    }
 
     if (r.method == "HEAD") {
       curl_easy_setopt(e, CURLOPT_NOBODY, 1L);

@@ -57,4 +57,15 @@ std::string PercentDecode(std::string_view text) { return Decode(text, false); }
 
 std::string FormDecode(std::string_view text) { return Decode(text, true); }
 
+std::string FormEncode(const std::vector<std::pair<std::string_view, std::string_view>>& fields) {
+  std::string body;
+  for (const auto& [name, value] : fields) {
+    if (!body.empty()) body += '&';
+    body += PercentEncode(name, /*keep_slash=*/false);
+    body += '=';
+    body += PercentEncode(value, /*keep_slash=*/false);
+  }
+  return body;
+}
+
 }  // namespace ferry::http

@@ -10,6 +10,8 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace ferry::http {
 
@@ -23,5 +25,9 @@ std::string PercentDecode(std::string_view text);
 /// As PercentDecode, and '+' decodes to a space: application/x-www-form-urlencoded, which S3
 /// listings use for keys when asked for encoding-type=url.
 std::string FormDecode(std::string_view text);
+
+/// "name=value&name=value", each percent-encoded (nothing kept): an
+/// application/x-www-form-urlencoded body, as STS and OAuth token endpoints take.
+std::string FormEncode(const std::vector<std::pair<std::string_view, std::string_view>>& fields);
 
 }  // namespace ferry::http

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file_util.h"
+#include "storage/http/endpoint_error.h"
 #include "storage/http/http_date.h"
 
 namespace ferry::internal_s3 {
@@ -24,20 +25,6 @@ std::string UrlHost(std::string_view url) {
 bool AllowedPlainHttpHost(std::string_view host) {
   return host == "localhost" || host.starts_with("127.") || host == "::1" ||
          host == "169.254.170.2" || host == "169.254.170.23" || host == "fd00:ec2::23";
-}
-
-// Fails the way a caller can act on: the status and the first words of the body, never more.
-Status HttpFailure(const http::Response& r, std::string_view context, std::string_view hint) {
-  std::string body = r.body.substr(0, 200);
-  for (char& c : body) {
-    if (c == '\n' || c == '\r') c = ' ';
-  }
-  const std::string text =
-      fmt::format("{}: HTTP {}{}{}", context, r.status, body.empty() ? "" : ": " + body, hint);
-  if (r.status == 401 || r.status == 403) return PermissionDeniedError(text);
-  if (r.status == 404) return NotFoundError(text);
-  if (r.status >= 500 || r.status == 429) return UnavailableError(text);
-  return InvalidArgumentError(text);
 }
 
 }  // namespace
@@ -110,8 +97,9 @@ Result<AwsCredentials> FetchContainerCredentials(const ContainerCredentialsEndpo
   auto reply = transport->Execute(std::move(request));
   if (!reply) return reply.status().WithContext(context);
   if (reply->status >= 300) {
-    return HttpFailure(*reply, context,
-                       " (check AWS_CONTAINER_AUTHORIZATION_TOKEN[_FILE] and the task's role)");
+    return http::EndpointReplyError(
+        *reply, context, {},
+        " (check AWS_CONTAINER_AUTHORIZATION_TOKEN[_FILE] and the task's role)");
   }
   FERRY_ASSIGN_OR_RETURN(AwsCredentials c, ParseAwsCredentialJson(reply->body, context));
   c.source = fmt::format("container credentials ({})", endpoint.url);
@@ -148,7 +136,8 @@ Result<AwsCredentials> FetchInstanceMetadataCredentials(std::string_view endpoin
         context));
   }
   if (token->status >= 300) {
-    return HttpFailure(*token, context, " (the session token PUT of IMDSv2 was refused)");
+    return http::EndpointReplyError(*token, context, {},
+                                    " (the session token PUT of IMDSv2 was refused)");
   }
   const std::string session = token->body;
   const std::string roles_path = "/latest/meta-data/iam/security-credentials/";
@@ -156,8 +145,8 @@ Result<AwsCredentials> FetchInstanceMetadataCredentials(std::string_view endpoin
   list.headers.Set("X-aws-ec2-metadata-token", session);
   FERRY_ASSIGN_OR_RETURN(http::Response roles, transport->Execute(std::move(list)));
   if (roles.status >= 300) {
-    return HttpFailure(roles, context,
-                       roles.status == 404 ? " (the instance has no IAM role attached)" : "");
+    return http::EndpointReplyError(
+        roles, context, {}, roles.status == 404 ? " (the instance has no IAM role attached)" : "");
   }
   std::string role = roles.body.substr(0, roles.body.find_first_of("\r\n"));
   if (role.empty()) {
@@ -167,7 +156,7 @@ Result<AwsCredentials> FetchInstanceMetadataCredentials(std::string_view endpoin
   http::Request get = request("GET", roles_path + role);
   get.headers.Set("X-aws-ec2-metadata-token", session);
   FERRY_ASSIGN_OR_RETURN(http::Response reply, transport->Execute(std::move(get)));
-  if (reply.status >= 300) return HttpFailure(reply, context, "");
+  if (reply.status >= 300) return http::EndpointReplyError(reply, context);
   FERRY_ASSIGN_OR_RETURN(
       AwsCredentials c,
       ParseAwsCredentialJson(reply.body, fmt::format("{} role {}", context, role)));

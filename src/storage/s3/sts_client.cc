@@ -17,17 +17,6 @@ namespace {
 // A web identity token is a JWT of a few KiB; anything far larger is not one.
 constexpr uint64_t kMaxTokenBytes = 64 * 1024;
 
-std::string FormBody(const std::vector<std::pair<std::string_view, std::string_view>>& fields) {
-  std::string body;
-  for (const auto& [name, value] : fields) {
-    if (!body.empty()) body += '&';
-    body += http::PercentEncode(name, /*keep_slash=*/false);
-    body += '=';
-    body += http::PercentEncode(value, /*keep_slash=*/false);
-  }
-  return body;
-}
-
 // STS's error document: <ErrorResponse><Error><Code/><Message/></Error></ErrorResponse>.
 Status StsError(const http::Response& r, std::string_view context) {
   std::string code, message;
@@ -129,8 +118,8 @@ Result<AwsCredentials> AssumeRole(const AssumedRole& role, const AwsCredentials&
   fields.emplace_back("DurationSeconds", duration);
   if (!role.external_id.empty()) fields.emplace_back("ExternalId", role.external_id);
   const SigV4Signer signer(source, role.region, "sts");
-  FERRY_ASSIGN_OR_RETURN(AwsCredentials c, CallSts(role.endpoint, FormBody(fields), "AssumeRole",
-                                                   context, &signer, transport));
+  FERRY_ASSIGN_OR_RETURN(AwsCredentials c, CallSts(role.endpoint, http::FormEncode(fields),
+                                                   "AssumeRole", context, &signer, transport));
   c.source = fmt::format("role {} (STS AssumeRole with {})", role.role_arn, source.source);
   return c;
 }
@@ -157,12 +146,13 @@ Result<AwsCredentials> AssumeRoleWithWebIdentity(const WebIdentityRole& role,
     return InvalidArgumentError(
         fmt::format("{}: the web identity token file {} is empty", context, role.token_file));
   }
-  const std::string body = FormBody({{"Action", "AssumeRoleWithWebIdentity"},
-                                     {"Version", "2011-06-15"},
-                                     {"RoleArn", role.role_arn},
-                                     {"RoleSessionName", role.session_name},
-                                     {"WebIdentityToken", token},
-                                     {"DurationSeconds", std::to_string(role.duration_seconds)}});
+  const std::string body =
+      http::FormEncode({{"Action", "AssumeRoleWithWebIdentity"},
+                        {"Version", "2011-06-15"},
+                        {"RoleArn", role.role_arn},
+                        {"RoleSessionName", role.session_name},
+                        {"WebIdentityToken", token},
+                        {"DurationSeconds", std::to_string(role.duration_seconds)}});
   FERRY_ASSIGN_OR_RETURN(AwsCredentials c,
                          CallSts(role.endpoint, body, "AssumeRoleWithWebIdentity", context,
                                  /*signer=*/nullptr, transport));
