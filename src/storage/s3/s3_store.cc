@@ -28,6 +28,7 @@
 #include <optional>
 #include <utility>
 
+#include "base/ascii.h"
 #include "storage/http/resumable_get.h"
 #include "storage/http/url_encoding.h"
 #include "storage/s3/s3_errors.h"
@@ -229,6 +230,7 @@ class S3Store final : public ObjectStore {
     request.headers = std::move(headers);
     request.body = std::move(body);
     request.timeouts = config_.timeouts;
+    if (config_.requester_pays) request.headers.Set("x-amz-request-payer", "requester");
     FERRY_ASSIGN_OR_RETURN(AwsCredentials credentials, credentials_->Current());
     const SigV4Signer signer(std::move(credentials), config_.region, config_.service);
     FERRY_RETURN_IF_ERROR(signer.Sign(request, payload_hash, Now()));
@@ -244,6 +246,12 @@ class S3Store final : public ObjectStore {
   // The store's error for a reply; a refusal of an unsigned request says why it was unsigned.
   Status MapError(const http::Response& response, std::string_view name) const {
     Status s = S3ErrorToStatus(response, name);
+    if (s.code() == StatusCode::kPermissionDenied && !config_.requester_pays &&
+        s.message().find("AccessDenied") != std::string::npos) {
+      s = Status(s.code(), fmt::format("{} (if {} is a Requester Pays bucket, name it in "
+                                       "FERRY_S3_REQUESTER_PAYS)",
+                                       s.message(), config_.bucket));
+    }
     auto current = credentials_->Current();
     if (current.ok() && current->anonymous() &&
         (s.code() == StatusCode::kPermissionDenied || s.code() == StatusCode::kUnauthenticated)) {
@@ -435,7 +443,23 @@ constexpr const char* kS3EnvironmentVariables[] = {
     "AWS_ENDPOINT_URL",
     "S3_ENDPOINT_URL",
     "FERRY_S3_ADDRESSING",
+    "FERRY_S3_REQUESTER_PAYS",
+    "MOSAICML_STREAMING_AWS_REQUESTER_PAYS",
 };
+
+// Whether `bucket` is in the comma-separated list of `variable` ("*" matches any bucket).
+bool ListedBucket(std::string_view bucket, const EnvLookup& env, std::string_view variable) {
+  const std::string list = env(variable).value_or("");
+  std::string_view rest = list;
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    const std::string_view name = TrimAsciiWhitespace(rest.substr(0, comma));
+    if (name == bucket || name == "*") return true;
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -470,6 +494,8 @@ Result<S3StoreConfig> S3StoreConfigFromEnvironment(std::string_view bucket,
   FERRY_ASSIGN_OR_RETURN(config.endpoint, ResolveS3Endpoint(bucket, config.region, env));
   FERRY_RETURN_IF_ERROR(ValidateBucketName(
       bucket, config.endpoint.custom ? BucketNaming::kPermissive : BucketNaming::kAws));
+  config.requester_pays = ListedBucket(bucket, env, "FERRY_S3_REQUESTER_PAYS") ||
+                          ListedBucket(bucket, env, "MOSAICML_STREAMING_AWS_REQUESTER_PAYS");
   return config;
 }
 

@@ -62,6 +62,9 @@ struct S3StoreConfig {
   int list_page_size = 1000;  // max-keys of each ListObjectsV2 request
   /// Ask listings for encoding-type=url (some S3-compatible servers reject it).
   bool list_url_encoding = true;
+  /// Send x-amz-request-payer: requester with every request (a Requester Pays bucket: the
+  /// reader pays for requests and transfer, and S3 refuses requests without it).
+  bool requester_pays = false;
   /// The time requests are signed with; empty: the system clock.
   std::function<std::chrono::system_clock::time_point()> clock;
 };
@@ -75,7 +78,9 @@ Result<std::shared_ptr<ObjectStore>> MakeS3Store(S3StoreConfig config,
 /// The configuration OpenUrl("s3://BUCKET/...") uses: the credential chain and region
 /// (aws_credential_chain.h, s3_credentials.h),
 /// endpoint and addressing (s3_endpoint.h), AWS bucket naming rules unless the endpoint is
-/// custom.
+/// custom, and requester_pays when the bucket is among the comma-separated names of
+/// FERRY_S3_REQUESTER_PAYS ("*": every bucket) or of Mosaic Streaming's
+/// MOSAICML_STREAMING_AWS_REQUESTER_PAYS.
 Result<S3StoreConfig> S3StoreConfigFromEnvironment(std::string_view bucket,
                                                    const AwsConfigOptions& options = {},
                                                    const EnvLookup& env = ProcessEnv);

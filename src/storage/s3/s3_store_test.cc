@@ -373,7 +373,9 @@ TEST_F(S3StoreTest, MultipartAbortsWhenAPartFails) {
   Status s = store->Put("big", "0123456789A");
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
-  EXPECT_EQ(s.message(), "s3://bucket/big: part 2 of 3: AccessDenied: Access Denied");
+  EXPECT_EQ(s.message(),
+            "s3://bucket/big: part 2 of 3: AccessDenied: Access Denied (if bucket is a Requester "
+            "Pays bucket, name it in FERRY_S3_REQUESTER_PAYS)");
   MutexLock lock(server.mu);
   EXPECT_EQ(server.aborts, 1);
   EXPECT_TRUE(server.complete_body.empty());
@@ -542,7 +544,9 @@ TEST_F(S3StoreTest, RemoveTreatsMissingAsDone) {
   status = 403;
   Status s = store->Remove("a/b");
   EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
-  EXPECT_EQ(s.message(), "s3://bucket/a/b: AccessDenied: Access Denied");
+  EXPECT_EQ(s.message(),
+            "s3://bucket/a/b: AccessDenied: Access Denied (if bucket is a Requester Pays bucket, "
+            "name it in FERRY_S3_REQUESTER_PAYS)");
 }
 
 TEST_F(S3StoreTest, ErrorsNeverCarrySecrets) {
@@ -583,6 +587,41 @@ TEST_F(S3StoreTest, AnonymousRequestsAreUnsignedAndSaySo) {
   ASSERT_EQ(requests.size(), 1u);
   EXPECT_FALSE(requests[0].headers.Get("Authorization"));
   EXPECT_FALSE(requests[0].headers.Get("x-amz-date"));
+}
+
+// A Requester Pays bucket, named by Mosaic's variable or ferry's: every request carries the
+// header, signed; a refusal of another bucket says what to set.
+TEST_F(S3StoreTest, RequesterPaysBucketsSendTheSignedHeader) {
+  for (const auto& [variable, list] : std::vector<std::pair<std::string, std::string>>{
+           {"MOSAICML_STREAMING_AWS_REQUESTER_PAYS", "other, bucket"},
+           {"FERRY_S3_REQUESTER_PAYS", "*"}}) {
+    const testing::FakeEnv env{{"AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE"},
+                               {"AWS_SECRET_ACCESS_KEY", std::string(kSecret)},
+                               {"AWS_ENDPOINT_URL", "http://127.0.0.1:9000"},
+                               {variable, list}};
+    auto config = S3StoreConfigFromEnvironment("bucket", {}, env);
+    ASSERT_TRUE(config.ok()) << config.status().ToString();
+    EXPECT_TRUE(config->requester_pays) << variable;
+    EXPECT_EQ(S3StoreConfigFromEnvironment("bucke", {}, env)->requester_pays, list == "*")
+        << "a name is matched whole";
+    auto store = Make(*config, [](const RecordedRequest&) -> Result<Response> {
+      return Reply(200, "", {{"Content-Length", "1"}});
+    });
+    ASSERT_TRUE(store->Head("k").ok());
+    const RecordedRequest r = transport_->requests().at(0);
+    EXPECT_EQ(r.headers.Get("x-amz-request-payer").value_or(""), "requester");
+    EXPECT_NE(r.headers.Get("Authorization").value_or("").find("x-amz-request-payer"),
+              std::string_view::npos)
+        << "the header is signed";
+  }
+  auto store = Make(Config(), [](const RecordedRequest&) -> Result<Response> {
+    return Reply(403, "<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>");
+  });
+  const Status refused = store->Get("k").status();
+  EXPECT_EQ(refused.code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(refused.message().find("FERRY_S3_REQUESTER_PAYS"), std::string::npos)
+      << refused.message();
+  EXPECT_FALSE(transport_->requests().at(0).headers.Get("x-amz-request-payer"));
 }
 
 TEST_F(S3StoreTest, UrlsAndKeys) {
