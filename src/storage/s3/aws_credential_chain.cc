@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "storage/s3/aws_metadata_credentials.h"
+#include "storage/s3/credential_process.h"
 #include "storage/s3/sts_client.h"
 
 namespace ferry::internal_s3 {
@@ -109,14 +110,21 @@ Result<std::shared_ptr<AwsCredentialProvider>> LoadAwsCredentialProvider(
   const std::string token_file = env("AWS_WEB_IDENTITY_TOKEN_FILE").value_or("");
   const std::string role_arn = env("AWS_ROLE_ARN").value_or("");
   if (anonymous || keys_in_env || (token_file.empty() && role_arn.empty())) {
+    AwsProfileSettings profile;
     if (!anonymous && !keys_in_env) {
-      FERRY_ASSIGN_OR_RETURN(const AwsProfileSettings profile,
-                             LoadAwsProfileSettings(options, env));
+      FERRY_ASSIGN_OR_RETURN(profile, LoadAwsProfileSettings(options, env));
       if (!profile.Get("role_arn").empty())
         return RoleProfileProvider(profile, options, env, clock);
     }
     FERRY_ASSIGN_OR_RETURN(AwsCredentials fixed, LoadAwsCredentials(options, env));
     if (anonymous || !fixed.anonymous()) return FixedAwsCredentials(std::move(fixed));
+    // The profile's own program, where it has no keys (the SDKs' order).
+    if (const std::string command = profile.Get("credential_process"); !command.empty()) {
+      return std::make_shared<AwsCredentialProvider>(
+          fmt::format("credential_process ({})", profile.where),
+          [command, where = profile.where] { return RunCredentialProcess(command, where); },
+          std::move(clock));
+    }
     // Nothing configured: the platform's endpoints.
     FERRY_ASSIGN_OR_RETURN(std::optional<ContainerCredentialsEndpoint> container,
                            ContainerEndpointFromEnv(env));

@@ -7,7 +7,10 @@
 //      token exchanged at STS for the role's credentials (EKS IRSA; federation from another
 //      cloud's identity token), renewed before they expire. Their life is STS's default hour, or
 //      FERRY_AWS_ROLE_DURATION_SECONDS (15 minutes to 12 hours on AWS; any on a test server);
-//   4. the shared credentials and config files (storage/s3/s3_credentials.h);
+//   4. the shared credentials and config files (storage/s3/s3_credentials.h): static keys, a
+//      role_arn (assumed with its source_profile's keys, the environment's, or its
+//      web_identity_token_file), else the profile's credential_process
+//      (storage/s3/credential_process.h), run again before what it printed expires;
 //   5. container credentials: AWS_CONTAINER_CREDENTIALS_RELATIVE_URI or _FULL_URI (ECS, EKS Pod
 //      Identity; storage/s3/aws_metadata_credentials.h), renewed before they expire;
 //   6. EC2 instance metadata (IMDSv2), renewed likewise - for now only where
