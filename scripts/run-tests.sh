@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Runs the whole test suite of one build (default: the dev preset): the unit, compatibility and
-# CLI tests in parallel, then - with the loopback object-store servers of scripts/test-servers.sh
-# running - the integration tests one at a time (some stop and restart a server, which would
-# disturb a neighbour), with FERRY_LOG=debug; finally that whole log is searched for the
-# servers' secrets, which must never appear; with the servers still up, the Python package's
-# pytest suite. The servers are always stopped at the end.
+# CLI tests in parallel; then, each with its own set of the loopback servers of
+# scripts/test-servers.sh, the integration tests one at a time (some stop and restart a server,
+# which would disturb a neighbour) with FERRY_LOG=debug, and beside them the Python package's
+# pytest suite, also with FERRY_LOG=debug. Finally both logs are searched for the secrets of their
+# servers, which must never appear. The servers are always stopped at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset=${1:-dev}
@@ -13,36 +13,87 @@ ctest --preset "$preset" -LE integration -j2 --timeout 600
 
 # Variables from servers started earlier in this shell would point the tests at dead ports.
 unset $(env | grep -o '^FERRY_TEST_[A-Z0-9_]*' || true)
-stop_servers() { scripts/test-servers.sh stop >/dev/null 2>&1 || true; }
+python_state=build/test-servers-python
+stop_servers() {
+  scripts/test-servers.sh stop >/dev/null 2>&1 || true
+  scripts/test-servers.sh stop --state "$python_state" >/dev/null 2>&1 || true
+}
 trap stop_servers EXIT
-eval "$(scripts/test-servers.sh start --quiet)"
-log=build/test-servers/integration-debug.log
-FERRY_LOG=debug ctest --preset "$preset" -L integration -j1 --timeout 600 --verbose > "$log" 2>&1 ||
-  { tail -n 80 "$log"; echo "integration tests failed; full log: $log"; exit 1; }
-grep -E "tests passed|Total Test time" "$log"
 
 # The Python package (tests/python) against the release build's module: the dev build is
-# sanitized and cannot be loaded into an uninstrumented interpreter. The servers are still up
-# for its remote tests.
+# sanitized and cannot be loaded into an uninstrumented interpreter.
 python_build=${FERRY_PYTHON_BUILD:-build/release}
 if [ ! -d "$python_build/python/ferry" ]; then
   echo "no Python module in $python_build/python (run make build first)"
   exit 1
 fi
-PYTHONPATH="$PWD/$python_build/python" FERRY_LOG=debug /usr/bin/python3 -m pytest -q -s -p no:cacheprovider \
-  tests/python 2>>"$log"
+# The integration suite's servers first: their start installs the npm servers when needed, which
+# two starts at once must not both do.
+eval "$(scripts/test-servers.sh start --quiet)"
+log=build/test-servers/integration-debug.log
+mkdir -p "$python_state"
+python_log=$python_state/pytest-debug.log
+python_out=$python_state/pytest.out
+(
+  unset $(env | grep -o '^FERRY_TEST_[A-Z0-9_]*' || true)
+  servers=$(scripts/test-servers.sh start --quiet --state "$python_state" 2>"$python_out") ||
+    exit 1
+  eval "$servers"
+  PYTHONPATH="$PWD/$python_build/python" FERRY_LOG=debug /usr/bin/python3 -m pytest -q -s \
+    -p no:cacheprovider tests/python > "$python_out" 2> "$python_log"
+) &
+python_pid=$!
 
-# No secret in the debug log of the whole integration suite.
+status=0
+FERRY_LOG=debug ctest --preset "$preset" -L integration -j1 --timeout 600 --verbose > "$log" 2>&1 ||
+  status=$?
+python_status=0
+wait "$python_pid" || python_status=$?
+if [ "$status" -ne 0 ]; then
+  tail -n 80 "$log"
+  echo "integration tests failed; full log: $log"
+fi
+grep -E "tests passed|Total Test time" "$log" || true
+if [ "$python_status" -ne 0 ]; then
+  tail -n 60 "$python_out"
+  echo "Python tests failed; output: $python_out, log: $python_log"
+else
+  tail -n 1 "$python_out"
+fi
+[ "$status" -eq 0 ] && [ "$python_status" -eq 0 ] || exit 1
+
+# No secret of a server set in the debug log of the tests that used it.
 leaks=0
-for secret in "$FERRY_TEST_MOTO_AUTH_SECRET_KEY" "$FERRY_TEST_AZURITE_KEY"; do
-  if grep -qF -- "$secret" "$log"; then
-    echo "a test server's secret appears in $log"
+check_log() {  # LOG STATE: the log, and the state folder of the servers its tests used
+  local log=$1 line name value key_line secrets=()
+  while IFS= read -r line; do
+    name=${line%%=*} value=${line#*=}
+    case "$name" in
+      FERRY_TEST_MOTO_AUTH_SECRET_KEY|FERRY_TEST_AZURITE_KEY|FERRY_TEST_AZURE_CLIENT_SECRET|\
+      FERRY_TEST_AZURE_FEDERATED_TOKEN|FERRY_TEST_AZURE_IDENTITY_HEADER) secrets+=("$value") ;;
+      # The identity server's client certificate: its key's first line of base64 stands for it.
+      FERRY_TEST_AZURE_CLIENT_CERTIFICATE) key_line=$(sed -n 2p "$value"); secrets+=("$key_line") ;;
+    esac
+  done < "$2/env"
+  [ ${#secrets[@]} -ge 6 ] || { echo "$2/env lacks the servers' secrets"; leaks=1; }
+  for value in "${secrets[@]}"; do
+    if grep -qF -- "$value" "$log"; then
+      echo "a test server's secret appears in $log"
+      leaks=1
+    fi
+  done
+  if grep -qE "Signature=[0-9a-f]{16}|[?&]sig=[^R&]" "$log"; then
+    echo "a request signature appears in $log"
     leaks=1
   fi
-done
-if grep -qE "Signature=[0-9a-f]{16}|[?&]sig=[^R&]" "$log"; then
-  echo "a request signature appears in $log"
-  leaks=1
-fi
+  # A JSON Web Token (an Entra ID access token, a client assertion): header.claims...
+  if grep -qE "eyJ[A-Za-z0-9_-]{8,}\.eyJ" "$log"; then
+    echo "a token appears in $log"
+    leaks=1
+  fi
+}
+check_log "$log" build/test-servers
+check_log "$python_log" "$python_state"
 [ "$leaks" -eq 0 ] || exit 1
-echo "no secret in the integration suite's debug log ($(wc -l < "$log") lines)"
+echo "no secret in the debug logs of the integration and Python suites" \
+  "($(cat "$log" "$python_log" | wc -l) lines)"
