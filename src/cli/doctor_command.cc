@@ -1,5 +1,7 @@
-// ferry doctor URL [--dataset] [--json]: measure the link to a store from where this runs, then
-// say which streaming settings fill it and why (link_advice.h holds the arithmetic).
+// ferry doctor URL [--dataset] [--json] [--auth]: say which credentials the URL's store uses
+// and who they are (doctor_auth.h), measure the link to the store from where this runs, then say
+// which streaming settings fill it and why (link_advice.h holds the arithmetic). With --auth only
+// the credentials, and whether listing, reading and writing there work.
 //
 // Measurements, each bounded in requests and bytes:
 //   round trip   - the median of --requests sequential 1-byte ranged GETs of the smallest object;
@@ -25,6 +27,7 @@
 #include "base/mutex.h"
 #include "base/python_json.h"
 #include "cli/command.h"
+#include "cli/doctor_auth.h"
 #include "cli/link_advice.h"
 #include "ferry/format/index.h"
 #include "ferry/storage/registry.h"
@@ -47,6 +50,7 @@ struct DoctorOptions {
   std::string url;
   bool dataset = false;
   bool json = false;
+  bool auth = false;
   uint32_t requests = 10;
   uint32_t connections = 16;
   std::string bytes = "256mb";
@@ -148,9 +152,28 @@ std::optional<double> LocalReadRate(const std::string& folder) {
   return rate;
 }
 
+// --auth: the credentials report alone; exit status 1 when something in it failed.
+Result<int> RunAuthDoctor(const DoctorOptions& o) {
+  FERRY_ASSIGN_OR_RETURN(const AuthReport report, CheckAuth(o.url, {}));
+  if (o.json) {
+    std::printf("%s\n", DumpPythonJson(AuthReportJson(report), JsonKeyOrder::kInsertion).c_str());
+  } else {
+    for (const std::string& line : FormatAuthReport(report)) std::printf("%s\n", line.c_str());
+  }
+  return report.ok() ? 0 : 1;
+}
+
 Result<int> RunDoctor(const DoctorOptions& o) {
+  if (o.auth) return RunAuthDoctor(o);
   FERRY_ASSIGN_OR_RETURN(const uint64_t budget, ParseHumanSize(o.bytes));
   if (budget == 0) return InvalidArgumentError("--bytes must be above zero");
+  // Who the requests below go as; a failure here is what the measurements would fail on.
+  FERRY_ASSIGN_OR_RETURN(const AuthReport auth, CheckAuth(o.url, {.checks = false}));
+  if (!auth.credentials.ok()) {
+    for (const std::string& line : FormatAuthReport(auth))
+      std::fprintf(stderr, "%s\n", line.c_str());
+    return auth.credentials;
+  }
   FERRY_ASSIGN_OR_RETURN(StoreAndKey target, OpenUrl(o.url));
   ObjectStore& store = *target.store;
   std::string prefix = target.key;
@@ -234,6 +257,7 @@ Result<int> RunDoctor(const DoctorOptions& o) {
   if (o.json) {
     nlohmann::ordered_json j;
     j["url"] = o.url;
+    j["credentials"] = AuthReportJson(auth);
     j["rtt_s"] = m.rtt_s;
     j["connection_bytes_per_s"] = m.connection_bytes_per_s;
     j["aggregate_bytes_per_s"] = m.aggregate_bytes_per_s;
@@ -254,6 +278,7 @@ Result<int> RunDoctor(const DoctorOptions& o) {
     std::printf("%s\n", DumpPythonJson(j, JsonKeyOrder::kInsertion).c_str());
     return 0;
   }
+  for (const std::string& line : FormatAuthReport(auth)) std::printf("%s\n", line.c_str());
   std::printf("%s\n", o.url.c_str());
   std::printf("  round trip       %.1f ms (median of %u)\n", m.rtt_s * 1000, o.requests);
   std::printf("  one connection   %s/s\n",
@@ -277,6 +302,10 @@ Command AddDoctorCommand(CLI::App& parent) {
   app->add_flag("--dataset", o->dataset,
                 "URL is an MDS dataset: also predict epoch 1 and epoch 2 times");
   app->add_flag("--json", o->json, "One JSON object with the measurements and the advice");
+  app->add_flag("--auth", o->auth,
+                "Only the credentials: the chain of sources, which one answered, the identity "
+                "and expiry, and whether list, read and write work at URL (write puts a small "
+                ".ferry-doctor-* object there and removes it); exit status 1 if any failed");
   app->add_option("--requests", o->requests, "Sequential tiny requests for the round trip")
       ->check(CLI::Range(1, kMaxRequests))
       ->capture_default_str();

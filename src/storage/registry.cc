@@ -66,6 +66,17 @@ std::vector<std::string> RegisteredSchemes() {
 }
 
 Result<StoreAndKey> OpenUrl(std::string_view url) {
+  FERRY_RETURN_IF_ERROR(CheckUrlSyntax(url));
+  StoreFactory factory = nullptr;
+  {
+    Registry& r = TheRegistry();
+    MutexLock lock(r.mu);
+    factory = r.factories.at(UrlScheme(url));  // CheckUrlSyntax found it
+  }
+  return factory(url);
+}
+
+Status CheckUrlSyntax(std::string_view url) {
   if (url.empty()) return InvalidArgumentError("empty URL");
   const std::string scheme = UrlScheme(url);
   StoreFactory factory = nullptr;
@@ -92,7 +103,7 @@ Result<StoreAndKey> OpenUrl(std::string_view url) {
     return InvalidArgumentError(
         fmt::format("unsupported URL scheme '{}' in {} (known: {})", scheme, shown, known()));
   }
-  return factory(url);
+  return Status::Ok();
 }
 
 }  // namespace ferry

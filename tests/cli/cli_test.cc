@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -481,6 +482,41 @@ TEST_F(CliTest, DoctorSizesTheCacheFromTheShufflesWorkingSet) {
   CliRun two = Ferry(doctor + " --shuffle-algo py1s --workers 2", tmp_);
   ASSERT_EQ(two.code, 0) << two.err;
   EXPECT_EQ(nlohmann::json::parse(two.out)["working_set_bytes"], j["working_set_bytes"]);
+}
+
+// doctor --auth on a local folder: no credentials needed, and list, read and write are tried for
+// real (the probe is removed); a folder that cannot be written says so and exits 1. Plain
+// doctor --json carries the same report under "credentials".
+TEST_F(CliTest, DoctorAuthTriesListReadAndWrite) {
+  ASSERT_EQ(Ferry("convert " + Src() + " " + Out() + " -q", tmp_).code, 0);
+  CliRun auth = Ferry("doctor " + Out() + " --auth --json", tmp_);
+  ASSERT_EQ(auth.code, 0) << auth.out << auth.err;
+  auto j = nlohmann::json::parse(auth.out);
+  EXPECT_EQ(j["answered_by"], "none needed");
+  EXPECT_EQ(j["chain"][0]["found"], "local files need no credentials");
+  ASSERT_EQ(j["checks"].size(), 3u);
+  for (const auto& check : j["checks"]) EXPECT_TRUE(check["ok"].get<bool>()) << check.dump();
+  EXPECT_THAT(j["checks"][2]["detail"].get<std::string>(), HasSubstr("wrote and removed"));
+  for (const auto& entry : std::filesystem::directory_iterator(Out())) {
+    EXPECT_EQ(entry.path().filename().string().find(".ferry-doctor"), std::string::npos);
+  }
+
+  std::filesystem::permissions(
+      Out(), std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
+  CliRun refused = Ferry("doctor " + Out() + " --auth", tmp_);
+  std::filesystem::permissions(Out(), std::filesystem::perms::owner_all);
+  if (::geteuid() != 0) {  // root writes anyway
+    EXPECT_EQ(refused.code, 1) << refused.out;
+    EXPECT_THAT(refused.out, HasSubstr("write        failed"));
+  }
+  EXPECT_THAT(refused.out, HasSubstr("read         ok: "));
+
+  CliRun plain =
+      Ferry("doctor " + Out() + " --json --requests 1 --connections 1 --bytes 1kb", tmp_);
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  auto credentials = nlohmann::json::parse(plain.out)["credentials"];
+  EXPECT_EQ(credentials["answered_by"], "none needed");
+  EXPECT_TRUE(credentials["checks"].empty()) << "plain doctor writes nothing";
 }
 
 // ferry stream under a cache_limit too small for the shuffle says so, with the limit that would

@@ -284,6 +284,57 @@ TEST(AwsCredentials, AnUnreachableInstanceMetadataEndpointFailsWithinThreeSecond
   EXPECT_THAT(got.status().message(), HasSubstr("not on EC2"));
 }
 
+// `ferry doctor --auth` names the chain and the source that answered - moto's STS
+// AssumeRoleWithWebIdentity - with the role's identity (GetCallerIdentity), and list, read and
+// write work; pointed at an instance metadata endpoint that does not answer, it says so within
+// 3 s and exits 1.
+TEST(AwsCredentials, DoctorAuthNamesTheChainTheSourceAndTheIdentity) {
+  TempDir tmp;
+  ASSERT_TRUE(
+      WriteFileAtomically(tmp / "token", "eyJhbGciOiJub25lIn0.eyJzdWIiOiJ0cmFpbmVyIn0.\n").ok());
+  const std::string moto = ServerEnv("MOTO_ENDPOINT");
+  const std::string prefix = fmt::format("s3://{}/doctor/{}/", ServerEnv("MOTO_BUCKET"), RunId());
+  const std::string keys = fmt::format(
+      "AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_ENDPOINT_URL={}", moto);
+  ASSERT_TRUE(WriteFileAtomically(tmp / "object", "read by the doctor").ok());
+  ASSERT_EQ(Sh(fmt::format("env {} {} cp -q {} {}object", keys, FERRY_CLI_PATH,
+                           Quote(tmp / "object"), prefix)),
+            0);
+  const std::string base = fmt::format(
+      "env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN -u AWS_PROFILE "
+      "HOME={} AWS_ENDPOINT_URL={} AWS_REGION=us-east-1",
+      Quote(tmp.path()), moto);
+  ASSERT_EQ(Sh(fmt::format("{} AWS_WEB_IDENTITY_TOKEN_FILE={} "
+                           "AWS_ROLE_ARN=arn:aws:iam::123456789012:role/ferry-trainer "
+                           "AWS_ROLE_SESSION_NAME=doctor {} doctor {} --auth --json > {}",
+                           base, Quote(tmp / "token"), FERRY_CLI_PATH, prefix,
+                           Quote(tmp / "doctor.json"))),
+            0)
+      << ReadFileToString(tmp / "doctor.json").value_or("");
+  const auto j = nlohmann::json::parse(ReadFileToString(tmp / "doctor.json").value_or("{}"));
+  std::vector<std::string> sources;
+  for (const auto& step : j["chain"]) sources.push_back(step["source"]);
+  EXPECT_EQ(sources, (std::vector<std::string>{"anonymous", "environment", "web identity"}));
+  EXPECT_THAT(j["answered_by"].get<std::string>(), HasSubstr("AssumeRoleWithWebIdentity"));
+  EXPECT_EQ(j["identity"], "arn:aws:sts::123456789012:assumed-role/ferry-trainer/doctor");
+  EXPECT_TRUE(j.contains("expires"));
+  ASSERT_EQ(j["checks"].size(), 3u);
+  for (const auto& check : j["checks"]) EXPECT_TRUE(check["ok"].get<bool>()) << check.dump();
+  EXPECT_TRUE(j["ok"].get<bool>());
+
+  const auto start = std::chrono::steady_clock::now();
+  const int code =
+      Sh(fmt::format("{} AWS_EC2_METADATA_SERVICE_ENDPOINT=http://192.0.2.1 {} "
+                     "doctor {} --auth > {}",
+                     base, FERRY_CLI_PATH, prefix, Quote(tmp / "doctor.txt")));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+  EXPECT_EQ(code, 1);
+  const std::string text = ReadFileToString(tmp / "doctor.txt").value_or("");
+  EXPECT_THAT(text, HasSubstr("6. EC2 instance metadata    http://192.0.2.1"));
+  EXPECT_THAT(text, HasSubstr("answered by  none: credentials from EC2 instance metadata"));
+  EXPECT_THAT(text, HasSubstr("not on EC2"));
+}
+
 // `ferry stream`, 2 epochs, over web identity credentials of 20 s life: the first epoch is slowed
 // by ferry-wan (1 MB/s in front of moto, one shard at a time) to last past two renewals, and the
 // run completes with no store call failing; the debug log says each renewal's source and never a

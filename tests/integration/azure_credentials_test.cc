@@ -265,5 +265,40 @@ TEST(AzureCredentials, TheCliReadsWithAServicePrincipalAndLogsNoSecret) {
   EXPECT_THAT(log, Not(HasSubstr(".eyJ")));  // no JWT's claims part
 }
 
+// `ferry doctor --auth` on azurite-oauth through a service principal: the chain up to it, the
+// token's application and tenant, list, read and write; a wrong secret is Entra's refusal, with
+// exit status 1 and no secret in the output.
+TEST(AzureCredentials, DoctorAuthNamesTheServicePrincipalAndItsTenant) {
+  TempDir tmp;
+  const std::string prefix = fmt::format("entra/{}/doctor/", RunId());
+  PutWithAccountKey(prefix + "one", "first");
+  const std::string env = fmt::format(
+      "env -u AZURE_STORAGE_CONNECTION_STRING -u AZURE_STORAGE_KEY FERRY_CA_BUNDLE={} "
+      "AZURE_STORAGE_BLOB_ENDPOINT={} AZURE_AUTHORITY_HOST={} AZURE_TENANT_ID={} "
+      "AZURE_CLIENT_ID={}",
+      ServerEnv("AZURITE_OAUTH_CA"), ServerEnv("AZURITE_OAUTH_ENDPOINT"),
+      ServerEnv("IDENTITY_ENDPOINT"), ServerEnv("AZURE_TENANT"), ServerEnv("AZURE_CLIENT_ID"));
+  const std::string url = fmt::format("az://{}/{}", ServerEnv("AZURITE_CONTAINER"), prefix);
+  ASSERT_EQ(Sh(fmt::format("{} AZURE_CLIENT_SECRET={} {} doctor {} --auth --json > {}", env,
+                           ServerEnv("AZURE_CLIENT_SECRET"), FERRY_CLI_PATH, url,
+                           Quote(tmp / "doctor.json"))),
+            0)
+      << ReadFileToString(tmp / "doctor.json").value_or("");
+  const auto j = nlohmann::json::parse(ReadFileToString(tmp / "doctor.json").value_or("{}"));
+  EXPECT_EQ(j["chain"].size(), 3u) << j["chain"].dump();  // Shared Key, SAS, service principal
+  EXPECT_EQ(j["answered_by"], "service principal ferry-client (client secret)");
+  EXPECT_THAT(j["identity"].get<std::string>(), HasSubstr("application ferry-client"));
+  EXPECT_THAT(j["identity"].get<std::string>(), HasSubstr("tenant ferry-tenant"));
+  for (const auto& check : j["checks"]) EXPECT_TRUE(check["ok"].get<bool>()) << check.dump();
+
+  EXPECT_EQ(Sh(fmt::format("{} AZURE_CLIENT_SECRET=wrong-secret-0123456789 {} doctor {} --auth > "
+                           "{} 2>&1",
+                           env, FERRY_CLI_PATH, url, Quote(tmp / "refused.txt"))),
+            1);
+  const std::string text = ReadFileToString(tmp / "refused.txt").value_or("");
+  EXPECT_THAT(text, HasSubstr("AADSTS7000215"));
+  EXPECT_THAT(text, Not(HasSubstr("wrong-secret-0123456789")));
+}
+
 }  // namespace
 }  // namespace ferry::testing

@@ -32,6 +32,10 @@ struct StoreAndKey {
 /// and the known schemes, for an unregistered scheme and for a "scheme:" without "//".
 Result<StoreAndKey> OpenUrl(std::string_view url);
 
+/// The checks OpenUrl makes before it asks a store: an empty URL, a "scheme:" without "//", a
+/// scheme no store registered. kInvalidArgument naming the URL and the known schemes.
+Status CheckUrlSyntax(std::string_view url);
+
 /// The registered schemes, sorted.
 std::vector<std::string> RegisteredSchemes();
 

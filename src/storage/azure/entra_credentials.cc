@@ -278,7 +278,9 @@ Result<std::string> CertificateThumbprint(std::string_view pem, std::string_view
 std::span<const char* const> EntraEnvironmentVariables() { return kVariables; }
 
 Result<std::shared_ptr<AzureTokenProvider>> LoadAzureTokenProvider(
-    const EnvLookup& env, internal_storage::WallClock clock) {
+    const EnvLookup& env, internal_storage::WallClock clock,
+    internal_storage::CredentialTrace* trace) {
+  using internal_storage::TraceStep;
   if (!clock) clock = [] { return system_clock::now(); };
   auto get = [&](std::string_view name) { return env(name).value_or(""); };
   ServicePrincipal p;
@@ -324,9 +326,13 @@ Result<std::shared_ptr<AzureTokenProvider>> LoadAzureTokenProvider(
       if (!pem) return pem.status().WithContext("AZURE_CLIENT_CERTIFICATE_PATH");
     }
     std::string source = p.Describe();
+    TraceStep(trace, "service principal", fmt::format("{} (tenant {})", source, p.tenant_id));
     return std::make_shared<AzureTokenProvider>(
         std::move(source), [p, clock] { return FetchServicePrincipalToken(p, clock()); }, clock);
   }
+  TraceStep(trace, "service principal",
+            "AZURE_CLIENT_SECRET, AZURE_CLIENT_CERTIFICATE_PATH and AZURE_FEDERATED_TOKEN_FILE not "
+            "set");
   ManagedIdentity identity;
   identity.client_id = p.client_id;
   if (const std::string endpoint = get("IDENTITY_ENDPOINT"); !endpoint.empty()) {
@@ -342,9 +348,13 @@ Result<std::shared_ptr<AzureTokenProvider>> LoadAzureTokenProvider(
              (!p.client_id.empty() && p.tenant_id.empty())) {
     identity.url = std::string(kImdsHost) + std::string(kImdsPath);
   } else {
+    TraceStep(trace, "managed identity",
+              "not asked: no IDENTITY_ENDPOINT, AZURE_POD_IDENTITY_AUTHORITY_HOST, "
+              "FERRY_AZURE_MANAGED_IDENTITY or lone AZURE_CLIENT_ID");
     return std::shared_ptr<AzureTokenProvider>();
   }
   std::string source = identity.Describe();
+  TraceStep(trace, "managed identity", identity.url);
   return std::make_shared<AzureTokenProvider>(
       std::move(source), [identity, clock] { return FetchManagedIdentityToken(identity, clock()); },
       clock);

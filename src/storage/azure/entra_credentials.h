@@ -40,6 +40,7 @@
 #include <string_view>
 
 #include "ferry/result.h"
+#include "storage/credential_trace.h"
 #include "storage/env_lookup.h"
 #include "storage/http/transport.h"
 #include "storage/refreshing_credentials.h"
@@ -103,9 +104,11 @@ Result<std::string> CertificateThumbprint(std::string_view pem, std::string_view
 
 /// The first source of the chain that is configured, as a provider; nullptr when none is.
 /// Configuration errors (a half-set service principal, a missing file) come now; a refusal by
-/// the endpoint comes from the provider's Current(), naming the source.
+/// the endpoint comes from the provider's Current(), naming the source. `trace`, when given, gets
+/// a step for each source considered.
 Result<std::shared_ptr<AzureTokenProvider>> LoadAzureTokenProvider(
-    const EnvLookup& env = ProcessEnv, internal_storage::WallClock clock = {});
+    const EnvLookup& env = ProcessEnv, internal_storage::WallClock clock = {},
+    internal_storage::CredentialTrace* trace = nullptr);
 
 /// The variables the chain reads (a store-cache key changes with them).
 std::span<const char* const> EntraEnvironmentVariables();

@@ -103,44 +103,76 @@ std::shared_ptr<AwsCredentialProvider> FixedAwsCredentials(AwsCredentials creden
 }
 
 Result<std::shared_ptr<AwsCredentialProvider>> LoadAwsCredentialProvider(
-    const AwsConfigOptions& options, const EnvLookup& env, internal_storage::WallClock clock) {
+    const AwsConfigOptions& options, const EnvLookup& env, internal_storage::WallClock clock,
+    internal_storage::CredentialTrace* trace) {
+  using internal_storage::TraceStep;
   const bool anonymous = options.anonymous || IsAwsFlagSet(env("AWS_NO_SIGN_REQUEST").value_or(""));
+  TraceStep(trace, "anonymous",
+            options.anonymous ? "asked for"
+            : anonymous       ? "AWS_NO_SIGN_REQUEST is set"
+                              : "AWS_NO_SIGN_REQUEST not set");
+  if (anonymous) return FixedAwsCredentials(LoadAwsCredentials(options, env).value());
   const bool keys_in_env = !env("AWS_ACCESS_KEY_ID").value_or("").empty() ||
                            !env("AWS_SECRET_ACCESS_KEY").value_or("").empty();
+  TraceStep(trace, "environment",
+            keys_in_env ? "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+                        : "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY not set");
   const std::string token_file = env("AWS_WEB_IDENTITY_TOKEN_FILE").value_or("");
   const std::string role_arn = env("AWS_ROLE_ARN").value_or("");
-  if (anonymous || keys_in_env || (token_file.empty() && role_arn.empty())) {
+  if (keys_in_env || (token_file.empty() && role_arn.empty())) {
+    if (!keys_in_env) {
+      TraceStep(trace, "web identity", "AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN not set");
+    }
     AwsProfileSettings profile;
-    if (!anonymous && !keys_in_env) {
+    if (!keys_in_env) {
       FERRY_ASSIGN_OR_RETURN(profile, LoadAwsProfileSettings(options, env));
-      if (!profile.Get("role_arn").empty())
+      if (!profile.Get("role_arn").empty()) {
+        TraceStep(trace, "shared files",
+                  fmt::format("{}: role_arn {}", profile.where, profile.Get("role_arn")));
         return RoleProfileProvider(profile, options, env, clock);
+      }
     }
     FERRY_ASSIGN_OR_RETURN(AwsCredentials fixed, LoadAwsCredentials(options, env));
-    if (anonymous || !fixed.anonymous()) return FixedAwsCredentials(std::move(fixed));
+    if (!fixed.anonymous()) {
+      if (!keys_in_env) TraceStep(trace, "shared files", fmt::format("{}: keys", fixed.source));
+      return FixedAwsCredentials(std::move(fixed));
+    }
     // The profile's own program, where it has no keys (the SDKs' order).
     if (const std::string command = profile.Get("credential_process"); !command.empty()) {
+      TraceStep(trace, "shared files", fmt::format("{}: credential_process", profile.where));
       return std::make_shared<AwsCredentialProvider>(
           fmt::format("credential_process ({})", profile.where),
           [command, where = profile.where] { return RunCredentialProcess(command, where); },
           std::move(clock));
     }
+    TraceStep(trace, "shared files",
+              fmt::format("no keys, role_arn or credential_process for profile '{}'",
+                          SelectedAwsProfile(options, env)));
     // Nothing configured: the platform's endpoints.
     FERRY_ASSIGN_OR_RETURN(std::optional<ContainerCredentialsEndpoint> container,
                            ContainerEndpointFromEnv(env));
     if (container) {
+      TraceStep(trace, "container credentials", container->url);
       return std::make_shared<AwsCredentialProvider>(
           fmt::format("container credentials ({})", container->url),
           [endpoint = *container] { return FetchContainerCredentials(endpoint); },
           std::move(clock));
     }
-    if (env("AWS_EC2_METADATA_SERVICE_ENDPOINT") &&
-        !IsAwsFlagSet(env("AWS_EC2_METADATA_DISABLED").value_or(""))) {
+    TraceStep(trace, "container credentials",
+              "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI and _FULL_URI not set");
+    const bool disabled = IsAwsFlagSet(env("AWS_EC2_METADATA_DISABLED").value_or(""));
+    if (env("AWS_EC2_METADATA_SERVICE_ENDPOINT") && !disabled) {
       std::string endpoint = InstanceMetadataEndpoint(env);
+      TraceStep(trace, "EC2 instance metadata", endpoint);
       return std::make_shared<AwsCredentialProvider>(
           fmt::format("EC2 instance metadata ({})", endpoint),
           [endpoint] { return FetchInstanceMetadataCredentials(endpoint); }, std::move(clock));
     }
+    TraceStep(trace, "EC2 instance metadata",
+              disabled ? "AWS_EC2_METADATA_DISABLED is set"
+                       : "not asked: AWS_EC2_METADATA_SERVICE_ENDPOINT not set (the default "
+                         "address is not tried)");
+    TraceStep(trace, "none", "requests go unsigned (public buckets only)");
     return FixedAwsCredentials(std::move(fixed));
   }
   if (token_file.empty() || role_arn.empty()) {
@@ -148,6 +180,7 @@ Result<std::shared_ptr<AwsCredentialProvider>> LoadAwsCredentialProvider(
                                     ? "AWS_ROLE_ARN is set but AWS_WEB_IDENTITY_TOKEN_FILE is not"
                                     : "AWS_WEB_IDENTITY_TOKEN_FILE is set but AWS_ROLE_ARN is not");
   }
+  TraceStep(trace, "web identity", fmt::format("role {}, token file {}", role_arn, token_file));
   WebIdentityRole role;
   role.token_file = token_file;
   role.role_arn = role_arn;

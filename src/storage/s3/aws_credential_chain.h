@@ -25,6 +25,7 @@
 #include <memory>
 
 #include "ferry/result.h"
+#include "storage/credential_trace.h"
 #include "storage/env_lookup.h"
 #include "storage/refreshing_credentials.h"
 #include "storage/s3/s3_credentials.h"
@@ -38,9 +39,10 @@ std::shared_ptr<AwsCredentialProvider> FixedAwsCredentials(AwsCredentials creden
 
 /// The chain above. Errors of configuration (half-set variables, a profile found nowhere, a
 /// malformed file) come now; a source's failure to answer (STS refusing the token) comes from
-/// the provider's Current(), naming the source.
+/// the provider's Current(), naming the source. `trace`, when given, gets a step for each source
+/// considered, up to the one chosen.
 Result<std::shared_ptr<AwsCredentialProvider>> LoadAwsCredentialProvider(
     const AwsConfigOptions& options = {}, const EnvLookup& env = ProcessEnv,
-    internal_storage::WallClock clock = {});
+    internal_storage::WallClock clock = {}, internal_storage::CredentialTrace* trace = nullptr);
 
 }  // namespace ferry::internal_s3

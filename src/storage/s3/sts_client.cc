@@ -81,10 +81,10 @@ Result<AwsCredentials> ParseStsCredentials(std::string_view body, std::string_vi
 
 namespace {
 
-// POSTs `body` to STS, signed with `signer` when given; the reply's credentials of `action`.
-Result<AwsCredentials> CallSts(const std::string& endpoint, const std::string& body,
-                               std::string_view action, const std::string& context,
-                               const SigV4Signer* signer, http::Transport* transport) {
+// POSTs `body` to STS, signed with `signer` when given; the body of a successful reply.
+Result<std::string> PostSts(const std::string& endpoint, const std::string& body,
+                            const std::string& context, const SigV4Signer* signer,
+                            http::Transport* transport) {
   http::Request request;
   request.method = "POST";
   request.url = endpoint + "/";
@@ -100,7 +100,16 @@ Result<AwsCredentials> CallSts(const std::string& endpoint, const std::string& b
   auto reply = transport->Execute(std::move(request));
   if (!reply) return reply.status().WithContext(context);
   if (reply->status >= 300) return StsError(*reply, context);
-  return ParseStsCredentials(reply->body, action, context);
+  return std::move(reply->body);
+}
+
+// The credentials STS gives back for `action`.
+Result<AwsCredentials> CallSts(const std::string& endpoint, const std::string& body,
+                               std::string_view action, const std::string& context,
+                               const SigV4Signer* signer, http::Transport* transport) {
+  FERRY_ASSIGN_OR_RETURN(const std::string reply,
+                         PostSts(endpoint, body, context, signer, transport));
+  return ParseStsCredentials(reply, action, context);
 }
 
 }  // namespace
@@ -158,6 +167,24 @@ Result<AwsCredentials> AssumeRoleWithWebIdentity(const WebIdentityRole& role,
                                  /*signer=*/nullptr, transport));
   c.source = fmt::format("web identity (STS AssumeRoleWithWebIdentity of {})", role.role_arn);
   return c;
+}
+
+Result<std::string> GetCallerIdentity(const std::string& endpoint, std::string_view region,
+                                      const AwsCredentials& credentials,
+                                      http::Transport* transport) {
+  const std::string context =
+      fmt::format("STS GetCallerIdentity at {} with {}", endpoint, credentials.ToString());
+  const SigV4Signer signer(credentials, std::string(region), "sts");
+  FERRY_ASSIGN_OR_RETURN(
+      const std::string reply,
+      PostSts(endpoint,
+              http::FormEncode({{"Action", "GetCallerIdentity"}, {"Version", "2011-06-15"}}),
+              context, &signer, transport));
+  auto xml = ParseXml(reply);
+  const XmlElement* result = xml ? xml->Child("GetCallerIdentityResult") : nullptr;
+  const std::string arn = result ? result->ChildText("Arn") : "";
+  if (arn.empty()) return DataLossError(fmt::format("{}: the reply holds no Arn", context));
+  return arn;
 }
 
 }  // namespace ferry::internal_s3

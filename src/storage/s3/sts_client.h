@@ -56,6 +56,11 @@ struct AssumedRole {
 Result<AwsCredentials> AssumeRole(const AssumedRole& role, const AwsCredentials& source,
                                   http::Transport* transport = nullptr);
 
+/// STS GetCallerIdentity, signed with `credentials`: the ARN they act as (`ferry doctor --auth`).
+Result<std::string> GetCallerIdentity(const std::string& endpoint, std::string_view region,
+                                      const AwsCredentials& credentials,
+                                      http::Transport* transport = nullptr);
+
 /// The credentials in an STS reply `body` to `action` (AssumeRole, AssumeRoleWithWebIdentity);
 /// `context` prefixes errors.
 Result<AwsCredentials> ParseStsCredentials(std::string_view body, std::string_view action,
