@@ -1,5 +1,7 @@
 #include "storage/gcs/gcs_store.h"
 
+#include <fmt/format.h>
+
 #include <string>
 
 #include "storage/s3/s3_endpoint.h"
@@ -9,9 +11,7 @@ namespace {
 
 // Every environment variable GcsStoreConfigFromEnvironment reads (the store cache's key).
 constexpr const char* kGcsEnvironmentVariables[] = {
-    "GCS_ENDPOINT_URL",
-    "GCS_HMAC_ACCESS_KEY_ID",
-    "GCS_HMAC_SECRET",
+    "GCS_ENDPOINT_URL", "GCS_HMAC_ACCESS_KEY_ID", "GCS_HMAC_SECRET", "GCS_KEY", "GCS_SECRET",
 };
 
 }  // namespace
@@ -34,16 +34,20 @@ Result<internal_s3::S3StoreConfig> GcsStoreConfigFromEnvironment(std::string_vie
   config.endpoint.style = internal_s3::AddressingStyle::kPath;
   config.endpoint.custom = !endpoint.empty();
 
-  const std::string key_id = env("GCS_HMAC_ACCESS_KEY_ID").value_or("");
-  const std::string secret = env("GCS_HMAC_SECRET").value_or("");
+  // Mosaic Streaming's names where ferry's are not set.
+  const bool mosaic = !env("GCS_HMAC_ACCESS_KEY_ID") && !env("GCS_HMAC_SECRET");
+  const char* key_var = mosaic ? "GCS_KEY" : "GCS_HMAC_ACCESS_KEY_ID";
+  const char* secret_var = mosaic ? "GCS_SECRET" : "GCS_HMAC_SECRET";
+  const std::string key_id = env(key_var).value_or("");
+  const std::string secret = env(secret_var).value_or("");
   if (key_id.empty() != secret.empty()) {
     return InvalidArgumentError(key_id.empty()
-                                    ? "GCS_HMAC_SECRET is set but GCS_HMAC_ACCESS_KEY_ID is not"
-                                    : "GCS_HMAC_ACCESS_KEY_ID is set but GCS_HMAC_SECRET is not");
+                                    ? fmt::format("{} is set but {} is not", secret_var, key_var)
+                                    : fmt::format("{} is set but {} is not", key_var, secret_var));
   }
   config.credentials.source = key_id.empty()
                                   ? "none found: set GCS_HMAC_ACCESS_KEY_ID and GCS_HMAC_SECRET"
-                                  : "environment (GCS_HMAC_*)";
+                                  : fmt::format("environment ({}, {})", key_var, secret_var);
   config.credentials.access_key_id = key_id;
   config.credentials.secret_access_key = secret;
 

@@ -3,7 +3,9 @@
 //
 // URLs: gs://BUCKET/KEY (gcs://BUCKET/KEY is accepted too; ToUrl always says gs://).
 // Environment:
-//   GCS_HMAC_ACCESS_KEY_ID, GCS_HMAC_SECRET  an HMAC key of a service account (Cloud Console >
+//   GCS_HMAC_ACCESS_KEY_ID, GCS_HMAC_SECRET  (or Mosaic Streaming's GCS_KEY, GCS_SECRET, read
+//                                            when neither is set)
+//                                            an HMAC key of a service account (Cloud Console >
 //                                            Cloud Storage > Settings > Interoperability). Both
 //                                            or neither; with neither, requests go unsigned,
 //                                            which reads public buckets.

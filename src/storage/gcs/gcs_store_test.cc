@@ -62,6 +62,25 @@ TEST_F(GcsStoreTest, ConfigFromEnvironment) {
   EXPECT_EQ(config->credentials.secret_access_key, kHmacSecret);
 }
 
+// Mosaic Streaming's variable names, read only where ferry's are not set.
+TEST_F(GcsStoreTest, MosaicsHmacVariablesAreReadToo) {
+  env_.Set("GCS_KEY", "GOOGMOSAIC");
+  env_.Set("GCS_SECRET", std::string(kHmacSecret));
+  auto config = GcsStoreConfigFromEnvironment("bkt", env_);
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->credentials.access_key_id, "GOOGMOSAIC");
+  EXPECT_NE(config->credentials.source.find("GCS_KEY"), std::string::npos);
+  SetKeys();
+  EXPECT_EQ(GcsStoreConfigFromEnvironment("bkt", env_)->credentials.access_key_id,
+            "GOOGTS7C7FUP3AIRVJTE2BCD");
+  env_.Unset("GCS_HMAC_ACCESS_KEY_ID");
+  env_.Unset("GCS_HMAC_SECRET");
+  env_.Unset("GCS_SECRET");
+  const Status half = GcsStoreConfigFromEnvironment("bkt", env_).status();
+  EXPECT_NE(half.message().find("GCS_KEY is set but GCS_SECRET is not"), std::string::npos)
+      << half.message();
+}
+
 TEST_F(GcsStoreTest, ConfigErrors) {
   // GCS naming: underscores yes, uppercase no.
   EXPECT_EQ(GcsStoreConfigFromEnvironment("Bad", env_).status().code(),
