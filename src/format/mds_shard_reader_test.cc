@@ -23,7 +23,7 @@ using testing::FileText;
 using ::testing::HasSubstr;
 
 using testing::kFixtures;
-constexpr char kOrigin[] = "data/shard.00000.mds";
+constexpr char kShardOrigin[] = "data/shard.00000.mds";
 
 // The spec §4 worked example: columns {id: int, text: str}, hashes ["sha1"], samples
 // {id 5, text "hi"} and {id -1, text ""}; 233 bytes.
@@ -61,10 +61,10 @@ void PutU32(std::string& s, size_t pos, uint32_t v) { StoreU32LE(s.data() + pos,
 // every word.
 void ExpectDataLoss(std::string bytes, const ShardDescription& entry,
                     const std::vector<std::string>& words) {
-  auto reader = MdsShardReader::FromBuffer(std::move(bytes), entry, kOrigin);
+  auto reader = MdsShardReader::FromBuffer(std::move(bytes), entry, kShardOrigin);
   ASSERT_FALSE(reader.has_value()) << "accepted; expected " << words.front();
   EXPECT_EQ(reader.error().code(), StatusCode::kDataLoss) << reader.error().ToString();
-  EXPECT_THAT(reader.error().message(), HasSubstr(kOrigin));
+  EXPECT_THAT(reader.error().message(), HasSubstr(kShardOrigin));
   for (const auto& w : words) EXPECT_THAT(reader.error().message(), HasSubstr(w));
 }
 
@@ -81,11 +81,11 @@ ShardDescription EntryWithBytes(uint64_t bytes) {
 TEST(MdsShardReader, ReadsTheSpecWorkedExample) {
   const std::string bytes = SpecShard();
   ASSERT_EQ(bytes.size(), 233u);
-  auto reader = MdsShardReader::FromBuffer(bytes, SpecEntry(), kOrigin);
+  auto reader = MdsShardReader::FromBuffer(bytes, SpecEntry(), kShardOrigin);
   ASSERT_TRUE(reader.has_value()) << reader.status().ToString();
   EXPECT_EQ(reader->num_samples(), 2u);
   EXPECT_EQ(reader->num_columns(), 2u);
-  EXPECT_EQ(reader->origin(), kOrigin);
+  EXPECT_EQ(reader->origin(), kShardOrigin);
   EXPECT_EQ(reader->data(), bytes);
   EXPECT_EQ(reader->config(), *SpecEntry().config);
   EXPECT_EQ(reader->record(0), bytes.substr(207, 14));
@@ -140,7 +140,7 @@ TEST(MdsShardReader, ViewsOutliveTheReaderWhileTheOwnerIsHeld) {
   std::shared_ptr<const void> owner;
   std::string_view text;
   {
-    auto reader = MdsShardReader::FromBuffer(SpecShard(), SpecEntry(), kOrigin);
+    auto reader = MdsShardReader::FromBuffer(SpecShard(), SpecEntry(), kShardOrigin);
     ASSERT_TRUE(reader.has_value());
     owner = reader->owner();
     text = reader->Fields(0).value()[1];
@@ -188,7 +188,7 @@ TEST(MdsShardReader, SeveralVariableColumns) {
   shard += block + record;
   ShardDescription entry{
       .config = config, .raw_data = {"s.mds", shard.size(), {}}, .zip_data = {}, .samples = 1};
-  auto reader = MdsShardReader::FromBuffer(shard, entry, kOrigin);
+  auto reader = MdsShardReader::FromBuffer(shard, entry, kShardOrigin);
   ASSERT_TRUE(reader.has_value()) << reader.status().ToString();
   auto fields = reader->Fields(0);
   ASSERT_TRUE(fields.has_value()) << fields.status().ToString();
@@ -199,12 +199,12 @@ TEST(MdsShardReader, SeveralVariableColumns) {
   // The second size claims one byte more: the int column comes up short.
   std::string bad = shard;
   PutU32(bad, 12 + block.size() + 4, 3);
-  auto r = MdsShardReader::FromBuffer(bad, entry, kOrigin);
+  auto r = MdsShardReader::FromBuffer(bad, entry, kShardOrigin);
   ASSERT_TRUE(r.has_value());
   const auto f = r->Fields(0);
   ASSERT_FALSE(f.has_value());
   EXPECT_EQ(f.error().code(), StatusCode::kDataLoss);
-  EXPECT_THAT(f.error().message(), HasSubstr(kOrigin));
+  EXPECT_THAT(f.error().message(), HasSubstr(kShardOrigin));
   EXPECT_THAT(f.error().message(), HasSubstr("sample 0"));
   EXPECT_THAT(f.error().message(), HasSubstr("column 'c'"));
 }
@@ -337,12 +337,12 @@ TEST(MdsShardReaderCorrupt, VariableSizeTableClaimsMoreThanTheRecordHolds) {
   for (uint32_t claim : {3u, 100u, 0xffffffffu}) {
     std::string s = SpecShard();
     PutU32(s, 207, claim);  // record 0's text size (really 2)
-    auto reader = MdsShardReader::FromBuffer(s, SpecEntry(), kOrigin);
+    auto reader = MdsShardReader::FromBuffer(s, SpecEntry(), kShardOrigin);
     ASSERT_TRUE(reader.has_value()) << reader.status().ToString();
     auto fields = reader->Fields(0);
     ASSERT_FALSE(fields.has_value()) << claim;
     EXPECT_EQ(fields.error().code(), StatusCode::kDataLoss);
-    EXPECT_THAT(fields.error().message(), HasSubstr(kOrigin));
+    EXPECT_THAT(fields.error().message(), HasSubstr(kShardOrigin));
     EXPECT_THAT(fields.error().message(),
                 HasSubstr("sample 0: column 'text' claims " + std::to_string(claim) +
                           " bytes but only 2 remain in its 14-byte record"));
@@ -354,18 +354,18 @@ TEST(MdsShardReaderCorrupt, VariableSizeTableClaimsMoreThanTheRecordHolds) {
 TEST(MdsShardReaderCorrupt, TrailingBytesInARecord) {
   std::string s = SpecShard();
   PutU32(s, 207, 1);  // text size 1: one byte left over
-  auto reader = MdsShardReader::FromBuffer(s, SpecEntry(), kOrigin);
+  auto reader = MdsShardReader::FromBuffer(s, SpecEntry(), kShardOrigin);
   ASSERT_TRUE(reader.has_value());
   std::array<std::string_view, 2> fields;
   const Status status = reader->ReadFields(0, fields);
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(status.code(), StatusCode::kDataLoss);
-  EXPECT_THAT(status.message(), HasSubstr(kOrigin));
+  EXPECT_THAT(status.message(), HasSubstr(kShardOrigin));
   EXPECT_THAT(status.message(), HasSubstr("sample 0: record has 1 bytes after its last column"));
   // Sample 1 with a text size of 0 but 4 extra bytes at the end of the shard is caught too.
   std::string longer = SpecShard() + "abcd";
   PutU32(longer, 12, 237);
-  auto r2 = MdsShardReader::FromBuffer(longer, EntryWithBytes(237), kOrigin);
+  auto r2 = MdsShardReader::FromBuffer(longer, EntryWithBytes(237), kShardOrigin);
   ASSERT_TRUE(r2.has_value()) << r2.status().ToString();
   EXPECT_THAT(r2->Fields(1).status().message(), HasSubstr("4 bytes after its last column"));
 }
@@ -380,7 +380,7 @@ TEST(MdsShardReaderCorrupt, EveryByteFlipIsSafe) {
     for (uint8_t mask : {0x01, 0x80, 0xff}) {
       std::string s = good;
       s[pos] = static_cast<char>(s[pos] ^ mask);
-      auto reader = MdsShardReader::FromBuffer(s, SpecEntry(), kOrigin);
+      auto reader = MdsShardReader::FromBuffer(s, SpecEntry(), kShardOrigin);
       if (!reader.has_value()) {
         EXPECT_EQ(reader.error().code(), StatusCode::kDataLoss);
         ++errors;
