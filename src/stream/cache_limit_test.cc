@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
 
+#include <barrier>
 #include <cstring>
 #include <memory>
 #include <set>
@@ -78,13 +79,24 @@ class CacheLimitTest : public ::testing::Test {
     return o;
   }
 
-  // Reads worker `worker` of `world` to the end; its sample ids.
-  static std::vector<int64_t> Read(StreamingDataset& ds, WorldShape world, WorkerId worker) {
+  // Reads worker `worker` of `world` to the end; its sample ids. With `pace`, it waits there for
+  // the other reader every 50 samples: readers of one node progress together, as training's
+  // do, and a loaded machine that starves one of them does not make the other run a whole
+  // cache limit ahead.
+  static std::vector<int64_t> Read(StreamingDataset& ds, WorldShape world, WorkerId worker,
+                                   std::barrier<>* pace = nullptr) {
     std::vector<int64_t> ids;
+    struct Leave {
+      std::barrier<>* pace;
+      ~Leave() {
+        if (pace != nullptr) pace->arrive_and_drop();
+      }
+    } leave{pace};
     auto it = ds.Iterate({.world = world, .worker = worker, .epoch = 0});
     EXPECT_TRUE(it.has_value()) << it.status().ToString();
     if (!it) return ids;
     for (;;) {
+      if (pace != nullptr && !ids.empty() && ids.size() % 50 == 0) pace->arrive_and_wait();
       auto sample = (*it)->Next();
       EXPECT_TRUE(sample.has_value()) << sample.status().ToString();
       if (!sample || !*sample) break;
@@ -101,8 +113,9 @@ class CacheLimitTest : public ::testing::Test {
     const int64_t before = DownloadedBytes();
     std::vector<int64_t> read_a, read_b;
     {
-      std::jthread other([&] { read_b = Read(b, world, b_id); });
-      read_a = Read(a, world, a_id);
+      std::barrier pace(2);
+      std::jthread other([&] { read_b = Read(b, world, b_id, &pace); });
+      read_a = Read(a, world, a_id, &pace);
     }
     const int64_t fetched = DownloadedBytes() - before;
     const double bound = 1.1 * static_cast<double>(dataset_bytes_) +
