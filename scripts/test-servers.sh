@@ -12,7 +12,8 @@
 #              with OAuth on (--oauth basic): it also accepts Entra ID bearer tokens (issuer,
 #              audience and expiry checked, not the signature). Blobs in memory.
 #   identity   tests/servers/identity_server.py: the EC2 instance metadata (IMDSv2), container
-#              credential, Entra ID token and Azure managed identity endpoints, issuing
+#              credential, Entra ID token, Azure managed identity, Google token and metadata
+#              server endpoints, issuing
 #              credentials and tokens of 6 s life (no store behind them).
 #
 # Usage: scripts/test-servers.sh COMMAND [NAME] [--state DIR] [options]
@@ -67,6 +68,10 @@
 #   FERRY_TEST_AZURE_CLIENT_CERTIFICATE  PEM key + certificate registered for the application
 #   FERRY_TEST_AZURE_FEDERATED_TOKEN  the token the application trusts as a federated assertion
 #   FERRY_TEST_AZURE_IDENTITY_HEADER  App Service's IDENTITY_HEADER value (at /msi/token)
+#   FERRY_TEST_GOOGLE_KEY             a service account key file whose token_uri is the identity
+#                                     server's /google/token (the key is made at start)
+#   FERRY_TEST_GOOGLE_USER            a user credentials file (authorized_user) for the same
+#   FERRY_TEST_GOOGLE_SUBJECT_TOKEN   the token its workload identity federation accepts
 #
 # Notes: moto keeps objects in memory, so after a restart its bucket is back but empty (moto-auth's
 # key pair stays the same: provision.py seeds moto's generator). s3rver and Azurite on disk keep
@@ -254,15 +259,16 @@ tls_certificate() {
 }
 
 # The identity server's Azure secrets: random per full start, kept across a restart.
-AZURE_CLIENT_SECRET="" AZURE_FEDERATED_TOKEN="" AZURE_IDENTITY_HEADER=""
+AZURE_CLIENT_SECRET="" AZURE_FEDERATED_TOKEN="" AZURE_IDENTITY_HEADER="" GOOGLE_SUBJECT_TOKEN=""
 identity_secrets() {
   if [ ! -f "$state/identity.secrets" ]; then
     local s=() i
-    for i in 1 2 3; do s+=("$(head -c 24 /dev/urandom | base64 | tr '+/' '-_')"); done
+    for i in 1 2 3 4; do s+=("$(head -c 24 /dev/urandom | base64 | tr '+/' '-_')"); done
     echo "${s[*]}" > "$state/identity.secrets.tmp"
     mv "$state/identity.secrets.tmp" "$state/identity.secrets"
   fi
-  read -r AZURE_CLIENT_SECRET AZURE_FEDERATED_TOKEN AZURE_IDENTITY_HEADER < "$state/identity.secrets"
+  read -r AZURE_CLIENT_SECRET AZURE_FEDERATED_TOKEN AZURE_IDENTITY_HEADER GOOGLE_SUBJECT_TOKEN \
+    < "$state/identity.secrets"
 }
 
 # ---- one server ------------------------------------------------------------------------------
@@ -308,7 +314,9 @@ launch() {  # NAME: start it in the background on its recorded port; record "PID
                --azure-client-id "$AZURE_CLIENT_ID" --azure-client-secret "$AZURE_CLIENT_SECRET"
                --azure-federated-token "$AZURE_FEDERATED_TOKEN"
                --azure-identity-header "$AZURE_IDENTITY_HEADER"
-               --azure-certificate "$state/azure-client.pem") ;;
+               --azure-certificate "$state/azure-client.pem"
+               --google-key "$state/google-key.json" --google-user "$state/google-user.json"
+               --google-subject-token "$GOOGLE_SUBJECT_TOKEN") ;;
   esac
   echo "=== $(date '+%F %T') $prog: ${cmdline[*]}" >> "$log"
   # stdin/stdout/stderr away from the caller: a test capturing our output must not wait for
@@ -423,6 +431,9 @@ FERRY_TEST_AZURE_CLIENT_SECRET=$AZURE_CLIENT_SECRET
 FERRY_TEST_AZURE_CLIENT_CERTIFICATE=$state/azure-client.pem
 FERRY_TEST_AZURE_FEDERATED_TOKEN=$AZURE_FEDERATED_TOKEN
 FERRY_TEST_AZURE_IDENTITY_HEADER=$AZURE_IDENTITY_HEADER
+FERRY_TEST_GOOGLE_KEY=$state/google-key.json
+FERRY_TEST_GOOGLE_USER=$state/google-user.json
+FERRY_TEST_GOOGLE_SUBJECT_TOKEN=$GOOGLE_SUBJECT_TOKEN
 EOF
   mv "$state/env.tmp" "$state/env"
 }
@@ -442,7 +453,8 @@ started_now=() full_start=0
 forget_all() {
   rm -rf "$state/data"
   rm -f "$state"/*.pid "$state"/*.port "$state/env" "$state/moto-auth.keys" "$state/options" \
-    "$state/identity.secrets" "$state/azure-client.pem" "$state"/azurite-oauth.{crt,key}
+    "$state/identity.secrets" "$state/azure-client.pem" "$state"/google-{key,user}.json \
+    "$state"/azurite-oauth.{crt,key}
 }
 on_exit() {
   local rc=$?

@@ -7,6 +7,7 @@
 #include "ferry/storage/registry.h"
 #include "storage/azure/azure_config.h"
 #include "storage/gcs/gcs_store.h"
+#include "storage/gcs/google_credentials.h"
 #include "storage/http/http_date.h"
 #include "storage/http/url_encoding.h"
 #include "storage/jwt.h"
@@ -184,9 +185,30 @@ void DescribeGcs(const std::string& url, AuthReport& r) {
   const auto& c = config->credentials;
   r.chain.push_back(
       {"HMAC keys", c.anonymous() ? "GCS_HMAC_ACCESS_KEY_ID (or GCS_KEY) not set" : c.source});
-  r.answered_by = c.anonymous() ? "anonymous" : c.source;
-  r.identity = c.anonymous() ? "none: requests go unsigned"
-                             : fmt::format("the service account of HMAC key {}", c.access_key_id);
+  if (!c.anonymous()) {
+    r.answered_by = c.source;
+    r.identity = fmt::format("the service account of HMAC key {}", c.access_key_id);
+    return;
+  }
+  CredentialTrace trace;
+  (void)internal_gcs::LoadGoogleTokenProvider(ProcessEnv, {}, &trace);
+  for (auto& step : trace.steps) r.chain.push_back(std::move(step));
+  const auto& provider = config->bearer_token_provider;
+  if (!provider) {
+    r.chain.push_back({"none", "requests go unsigned (public buckets only)"});
+    r.answered_by = "anonymous";
+    r.identity = "none: requests go unsigned";
+    return;
+  }
+  auto token = provider->Current();
+  if (!token) {
+    r.credentials = token.status();
+    r.fix = "the source that was chosen could not give a token: see the message for why";
+    return;
+  }
+  r.answered_by = provider->source();
+  r.expiration = token->expiration;
+  r.identity = "as the source says (Google's tokens do not name their holder)";
 }
 
 AuthCheck Check(std::string name, std::string_view scheme, const Status& status,

@@ -35,6 +35,25 @@ and checks what the real endpoints check:
                                                    (--azure-identity-header), api-version
                                                    2019-08-01 and the resource
 
+  Google OAuth 2.0 token endpoint
+    POST /google/token                             form, one of:
+                                                   grant_type jwt-bearer with an assertion: an
+                                                   RS256 JWT signed with the service account key
+                                                   this server writes to --google-key (checked:
+                                                   signature, kid, iss = its client_email, aud =
+                                                   this URL, the scope, exp within the hour);
+                                                   grant_type refresh_token with the client id,
+                                                   secret and refresh token of the user file it
+                                                   writes to --google-user;
+                                                   grant_type token-exchange (workload identity
+                                                   federation) with subject_token
+                                                   --google-subject-token
+    POST /google/generateAccessToken               impersonation: needs a Bearer token the
+                                                   exchange issued; JSON {"scope": [...]}
+  Google metadata server
+    GET  /computeMetadata/v1/instance/service-accounts/default/token
+                                                   needs Metadata-Flavor: Google
+
 Credentials and tokens live --life seconds (default 3600); each answer issues new ones (AWS:
 ASIA...; Azure: a JWT with the issuer and audience Azure Storage, and Azurite in OAuth mode,
 accept). GET /_stats returns how many of each were issued and refused, so a test can tell a
@@ -96,6 +115,37 @@ def write_client_certificate(path):
     return cert
 
 
+GOOGLE_EMAIL = "ferry-trainer@ferry-project.iam.gserviceaccount.com"
+GOOGLE_SCOPE = "https://www.googleapis.com/auth/devstorage.read_write"
+GOOGLE_USER = {"client_id": "ferry-client.apps.googleusercontent.com",
+               "client_secret": secrets.token_urlsafe(18),
+               "refresh_token": "1//" + secrets.token_urlsafe(30)}
+
+
+def write_private(path, data):
+    tmp = path + ".tmp"
+    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def write_google_files(key_path, user_path, port):
+    """A service account key file (the key is the server's to check assertions with) and a
+    user credentials file, both naming this server's token endpoint; returns the public key."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption()).decode()
+    token_uri = f"http://127.0.0.1:{port}/google/token"
+    write_private(key_path, json.dumps({
+        "type": "service_account", "project_id": "ferry-project", "private_key_id": "ferry-kid",
+        "private_key": pem, "client_email": GOOGLE_EMAIL, "client_id": "1234567890",
+        "token_uri": token_uri}).encode())
+    if user_path:
+        write_private(user_path, json.dumps(dict(GOOGLE_USER, type="authorized_user",
+                                                 token_uri=token_uri)).encode())
+    return key.public_key()
+
+
 class State:
     def __init__(self, args):
         self.life = args.life
@@ -109,7 +159,12 @@ class State:
         self.lock = threading.Lock()
         self.stats = {"imds_tokens": 0, "imds_credentials": 0, "container_credentials": 0,
                       "azure_secret": 0, "azure_certificate": 0, "azure_federated": 0,
-                      "azure_imds": 0, "azure_app_service": 0, "refused": 0}
+                      "azure_imds": 0, "azure_app_service": 0, "google_service_account": 0,
+                      "google_user": 0, "google_federated": 0, "google_impersonated": 0,
+                      "google_metadata": 0, "refused": 0}
+        self.google_key = (write_google_files(args.google_key, args.google_user, args.port)
+                           if args.google_key else None)
+        self.google_federated_tokens = set()
 
     def azure_token(self):
         """An access token shaped as Entra ID's (HS256 here: Azurite reads, never verifies)."""
@@ -124,6 +179,28 @@ class State:
                          + b64url(json.dumps(claims).encode()))
         signature = hmac.new(self.signing_key, signing_input.encode(), hashlib.sha256).digest()
         return signing_input + "." + b64url(signature)
+
+    def check_google_assertion(self, assertion, audience):
+        """None when `assertion` is the service account's valid JWT, else why not."""
+        try:
+            head, body, signature = assertion.split(".")
+            header = json.loads(b64url_decode(head))
+            claims = json.loads(b64url_decode(body))
+            self.google_key.verify(b64url_decode(signature), f"{head}.{body}".encode(),
+                                   padding.PKCS1v15(), hashes.SHA256())
+        except Exception:  # malformed, or InvalidSignature
+            return "Invalid JWT Signature."
+        now = time.time()
+        if header.get("alg") != "RS256" or header.get("kid") != "ferry-kid":
+            return "Invalid JWT: alg or kid"
+        if claims.get("iss") != GOOGLE_EMAIL or claims.get("aud") != audience:
+            return "Invalid JWT: iss or aud"
+        if GOOGLE_SCOPE not in claims.get("scope", "").split():
+            return "Invalid JWT: scope"
+        if not now - 300 <= claims.get("iat", 0) <= now + 300 or \
+                not now < claims.get("exp", 0) <= claims["iat"] + 3600:
+            return "Invalid JWT: Token must be a short-lived token (60 minutes)"
+        return None
 
     def check_certificate_assertion(self, assertion, audience):
         """None when `assertion` is a valid client assertion, else why not."""
@@ -200,31 +277,87 @@ def make_handler(state):
             state.count("refused")
             self.reply(status, why)
 
-        def azure_refuse(self, status, error, description):
+        def oauth_refuse(self, status, error, description):
             state.count("refused")
             self.reply(status, json.dumps({"error": error, "error_description": description}),
+                       "application/json")
+
+        def google_reply(self, kind):
+            state.count(kind)
+            token = "ya29." + secrets.token_urlsafe(40)
+            with state.lock:
+                if kind == "google_federated":
+                    state.google_federated_tokens.add(token)
+            self.reply(200, json.dumps({"access_token": token, "expires_in": state.life,
+                                        "token_type": "Bearer"}), "application/json")
+
+        def google_token(self, body):
+            form = dict(urllib.parse.parse_qsl(body, keep_blank_values=True))
+            grant = form.get("grant_type")
+            if grant == "urn:ietf:params:oauth:grant-type:jwt-bearer" and state.google_key:
+                audience = f"http://{self.headers.get('Host')}{self.path}"
+                why = state.check_google_assertion(form.get("assertion", ""), audience)
+                if why:
+                    return self.oauth_refuse(400, "invalid_grant", why)
+                return self.google_reply("google_service_account")
+            if grant == "refresh_token":
+                if any(form.get(k) != v for k, v in GOOGLE_USER.items()):
+                    return self.oauth_refuse(400, "invalid_grant",
+                                             "Token has been expired or revoked.")
+                return self.google_reply("google_user")
+            if grant == "urn:ietf:params:oauth:grant-type:token-exchange":
+                if not state.azure.google_subject_token or \
+                        form.get("subject_token") != state.azure.google_subject_token:
+                    return self.oauth_refuse(400, "invalid_grant",
+                                             "The subject token is not valid.")
+                if not form.get("audience") or not form.get("subject_token_type"):
+                    return self.oauth_refuse(400, "invalid_request", "audience")
+                return self.google_reply("google_federated")
+            return self.oauth_refuse(400, "unsupported_grant_type", f"{grant}")
+
+        def google_impersonate(self, body):
+            bearer = self.headers.get("Authorization", "").removeprefix("Bearer ")
+            with state.lock:
+                known = bearer in state.google_federated_tokens
+            if not known:
+                return self.oauth_refuse(401, "UNAUTHENTICATED", "Request had invalid credentials.")
+            try:
+                scope = json.loads(body).get("scope", [])
+            except ValueError:
+                scope = []
+            if GOOGLE_SCOPE not in scope:
+                return self.oauth_refuse(400, "INVALID_ARGUMENT", "scope")
+            state.count("google_impersonated")
+            expire = (datetime.datetime.now(datetime.timezone.utc)
+                      + datetime.timedelta(seconds=state.life))
+            self.reply(200, json.dumps({"accessToken": "ya29." + secrets.token_urlsafe(40),
+                                        "expireTime": expire.strftime("%Y-%m-%dT%H:%M:%SZ")}),
                        "application/json")
 
         def do_POST(self):
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length).decode() if length else ""
+            if self.path == "/google/token":
+                return self.google_token(body)
+            if self.path == "/google/generateAccessToken":
+                return self.google_impersonate(body)
             parts = self.path.split("/")
             if len(parts) != 5 or parts[2:] != ["oauth2", "v2.0", "token"]:
                 return self.refuse(404, "not found")
             if parts[1] != state.azure.azure_tenant:
-                return self.azure_refuse(400, "invalid_request",
+                return self.oauth_refuse(400, "invalid_request",
                                          f"AADSTS90002: Tenant '{parts[1]}' not found.")
             form = dict(urllib.parse.parse_qsl(body, keep_blank_values=True))
             if form.get("grant_type") != "client_credentials":
-                return self.azure_refuse(400, "unsupported_grant_type", "grant_type")
+                return self.oauth_refuse(400, "unsupported_grant_type", "grant_type")
             if form.get("scope") != AZURE_SCOPE:
-                return self.azure_refuse(400, "invalid_scope", "AADSTS70011: scope")
+                return self.oauth_refuse(400, "invalid_scope", "AADSTS70011: scope")
             if form.get("client_id") != state.azure.azure_client_id:
-                return self.azure_refuse(400, "unauthorized_client",
+                return self.oauth_refuse(400, "unauthorized_client",
                                          "AADSTS700016: Application not found in the directory.")
             if "client_secret" in form:
                 if form["client_secret"] != state.azure.azure_client_secret:
-                    return self.azure_refuse(401, "invalid_client",
+                    return self.oauth_refuse(401, "invalid_client",
                                              "AADSTS7000215: Invalid client secret provided.")
                 kind = "azure_secret"
             elif form.get("client_assertion_type") == ASSERTION_TYPE:
@@ -235,11 +368,11 @@ def make_handler(state):
                     audience = f"http://{self.headers.get('Host')}{self.path}"
                     why = state.check_certificate_assertion(assertion, audience)
                     if why:
-                        return self.azure_refuse(401, "invalid_client",
+                        return self.oauth_refuse(401, "invalid_client",
                                                  f"AADSTS700027: Client assertion failed: {why}.")
                     kind = "azure_certificate"
             else:
-                return self.azure_refuse(401, "invalid_client", "AADSTS7000216: no credential")
+                return self.oauth_refuse(401, "invalid_client", "AADSTS7000216: no credential")
             state.count(kind)
             self.reply(200, json.dumps({"token_type": "Bearer", "expires_in": state.life,
                                         "ext_expires_in": state.life,
@@ -255,16 +388,16 @@ def make_handler(state):
                     return self.refuse(400, "api-version must be 2019-08-01")
             else:
                 if self.headers.get("Metadata") != "true":
-                    return self.azure_refuse(400, "invalid_request",
+                    return self.oauth_refuse(400, "invalid_request",
                                              "Required metadata header not specified")
                 if self.headers.get("X-Forwarded-For"):
                     return self.refuse(400, "IMDS refuses forwarded requests")
                 if not query.get("api-version"):
-                    return self.azure_refuse(400, "invalid_request", "api-version")
+                    return self.oauth_refuse(400, "invalid_request", "api-version")
             if query.get("resource") not in AZURE_RESOURCES:
-                return self.azure_refuse(400, "invalid_resource", "resource")
+                return self.oauth_refuse(400, "invalid_resource", "resource")
             if query.get("client_id", state.azure.azure_client_id) != state.azure.azure_client_id:
-                return self.azure_refuse(400, "invalid_request",
+                return self.oauth_refuse(400, "invalid_request",
                                          "Identity not found")
             state.count(kind)
             now = int(time.time())
@@ -294,6 +427,13 @@ def make_handler(state):
         def do_GET(self):
             prefix = "/latest/meta-data/iam/security-credentials/"
             path, _, query_text = self.path.partition("?")
+            if path == "/computeMetadata/v1/instance/service-accounts/default/token":
+                if self.headers.get("Metadata-Flavor") != "Google":
+                    return self.refuse(403, "Missing required header: Metadata-Flavor")
+                state.count("google_metadata")
+                return self.reply(200, json.dumps({
+                    "access_token": "ya29." + secrets.token_urlsafe(40), "expires_in": state.life,
+                    "token_type": "Bearer"}), "application/json")
             if path in ("/metadata/identity/oauth2/token", "/msi/token"):
                 query = dict(urllib.parse.parse_qsl(query_text))
                 return self.managed_identity(query, app_service=path == "/msi/token")
@@ -339,6 +479,11 @@ def main():
     parser.add_argument("--azure-identity-header", default="")
     parser.add_argument("--azure-certificate", default="",
                         help="where to write the client certificate and its key (PEM)")
+    parser.add_argument("--google-key", default="",
+                        help="where to write a service account key file (JSON)")
+    parser.add_argument("--google-user", default="",
+                        help="where to write a user credentials file (JSON)")
+    parser.add_argument("--google-subject-token", default="")
     args = parser.parse_args()
     server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(State(args)))
     server.daemon_threads = True

@@ -52,59 +52,6 @@ bool IsTrue(std::string_view text) {
   return lower == "1" || lower == "true" || lower == "yes";
 }
 
-// A number of seconds given as a JSON number or a string of digits (the metadata services send
-// strings); nullopt otherwise.
-std::optional<int64_t> Seconds(const nlohmann::json& json, const char* key) {
-  const auto it = json.find(key);
-  if (it == json.end()) return std::nullopt;
-  if (it->is_number_integer()) return it->get<int64_t>();
-  if (!it->is_string()) return std::nullopt;
-  const std::string& text = it->get_ref<const std::string&>();
-  int64_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
-
-Result<AzureToken> ParseTokenReply(std::string_view body, system_clock::time_point now,
-                                   std::string_view context) {
-  const auto json = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (!json.is_object()) return DataLossError(fmt::format("{}: the reply is not JSON", context));
-  AzureToken token;
-  if (const auto it = json.find("access_token"); it != json.end() && it->is_string()) {
-    token.access_token = it->get<std::string>();
-  }
-  if (const auto in = Seconds(json, "expires_in"); in && *in > 0) {
-    token.expiration = now + seconds(*in);
-  } else if (const auto on = Seconds(json, "expires_on"); on && *on > 0) {
-    token.expiration = system_clock::time_point(seconds(*on));
-  }
-  if (token.access_token.empty() || !token.expiration) {
-    return DataLossError(fmt::format(
-        "{}: the reply lacks access_token or a readable expires_in / expires_on", context));
-  }
-  return token;
-}
-
-// Entra's refusal: its error code and the first line of its description ("AADSTS7000215:
-// Invalid client secret provided. ..."), which never echo a secret.
-Status TokenFailure(const http::Response& reply, std::string_view context, std::string_view hint) {
-  const auto json = nlohmann::json::parse(reply.body, nullptr, /*allow_exceptions=*/false);
-  std::string detail;
-  if (json.is_object()) {
-    auto text = [&](const char* key) {
-      const auto it = json.find(key);
-      return it != json.end() && it->is_string() ? it->get<std::string>() : std::string();
-    };
-    detail = text("error");
-    std::string description = text("error_description");
-    if (description.empty()) description = text("message");
-    description = description.substr(0, std::min(description.find_first_of("\r\n"), size_t{240}));
-    if (!description.empty()) detail += (detail.empty() ? "" : ": ") + description;
-  }
-  return http::EndpointReplyError(reply, context, detail, hint);
-}
-
 std::string NewJwtId() {
   std::array<unsigned char, 16> bytes{};
   if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) std::abort();
@@ -205,8 +152,8 @@ Result<AzureToken> FetchServicePrincipalToken(const ServicePrincipal& p,
   const auto owned = http::DefaultIfNull(transport);
   auto reply = transport->Execute(std::move(request));
   if (!reply) return reply.status().WithContext(context);
-  if (reply->status >= 300) return TokenFailure(*reply, context, hint);
-  return ParseTokenReply(reply->body, now, context);
+  if (reply->status >= 300) return internal_storage::TokenEndpointError(*reply, context, hint);
+  return internal_storage::ParseAccessTokenReply(reply->body, now, context);
 }
 
 std::string ManagedIdentity::Describe() const {
@@ -246,13 +193,14 @@ Result<AzureToken> FetchManagedIdentityToken(const ManagedIdentity& identity,
         context));
   }
   if (reply->status >= 300) {
-    return TokenFailure(*reply, context,
-                        reply->status == 400 && identity.client_id.empty()
-                            ? " (no system-assigned identity? set AZURE_CLIENT_ID to the "
-                              "user-assigned identity's client id)"
-                            : "");
+    return internal_storage::TokenEndpointError(
+        *reply, context,
+        reply->status == 400 && identity.client_id.empty()
+            ? " (no system-assigned identity? set AZURE_CLIENT_ID to the "
+              "user-assigned identity's client id)"
+            : "");
   }
-  return ParseTokenReply(reply->body, now, context);
+  return internal_storage::ParseAccessTokenReply(reply->body, now, context);
 }
 
 Result<std::string> CertificateThumbprint(std::string_view pem, std::string_view source) {

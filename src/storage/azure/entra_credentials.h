@@ -40,6 +40,7 @@
 #include <string_view>
 
 #include "ferry/result.h"
+#include "storage/access_token.h"
 #include "storage/credential_trace.h"
 #include "storage/env_lookup.h"
 #include "storage/http/transport.h"
@@ -48,14 +49,8 @@
 namespace ferry::internal_azure {
 
 /// An OAuth access token for Azure Storage.
-struct AzureToken {
-  std::string access_token;
-  std::optional<std::chrono::system_clock::time_point> expiration;
-
-  bool operator==(const AzureToken&) const = default;
-};
-
-using AzureTokenProvider = internal_storage::RefreshingCredentials<AzureToken>;
+using AzureToken = internal_storage::AccessToken;
+using AzureTokenProvider = internal_storage::AccessTokenProvider;
 
 /// The scope a service principal asks for, and the resource a managed identity names.
 inline constexpr std::string_view kStorageScope = "https://storage.azure.com/.default";

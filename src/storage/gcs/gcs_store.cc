@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "storage/gcs/google_credentials.h"
 #include "storage/s3/s3_endpoint.h"
 
 namespace ferry::internal_gcs {
@@ -13,6 +14,12 @@ namespace {
 constexpr const char* kGcsEnvironmentVariables[] = {
     "GCS_ENDPOINT_URL", "GCS_HMAC_ACCESS_KEY_ID", "GCS_HMAC_SECRET", "GCS_KEY", "GCS_SECRET",
 };
+
+// The key of a store: its bucket and every variable its configuration reads.
+std::string StoreKey(std::string_view bucket, const EnvLookup& env) {
+  return "gs\n" + std::string(bucket) + EnvFingerprint(kGcsEnvironmentVariables, env) +
+         EnvFingerprint(GoogleEnvironmentVariables(), env);
+}
 
 }  // namespace
 
@@ -50,6 +57,13 @@ Result<internal_s3::S3StoreConfig> GcsStoreConfigFromEnvironment(std::string_vie
                                   : fmt::format("environment ({}, {})", key_var, secret_var);
   config.credentials.access_key_id = key_id;
   config.credentials.secret_access_key = secret;
+  if (key_id.empty()) {
+    // No HMAC keys: Google's own credentials, where the environment has any.
+    FERRY_ASSIGN_OR_RETURN(config.bearer_token_provider, LoadGoogleTokenProvider(env));
+    if (config.bearer_token_provider) {
+      config.credentials.source = config.bearer_token_provider->source();
+    }
+  }
 
   FERRY_RETURN_IF_ERROR(internal_s3::ValidateBucketName(
       bucket, config.endpoint.custom ? internal_s3::BucketNaming::kPermissive
@@ -60,11 +74,10 @@ Result<internal_s3::S3StoreConfig> GcsStoreConfigFromEnvironment(std::string_vie
 Result<StoreAndKey> OpenGcsUrl(std::string_view url, const EnvLookup& env) {
   FERRY_ASSIGN_OR_RETURN(internal_s3::BucketAndKey location,
                          internal_s3::ParseBucketUrl(url, UrlScheme(url)));
-  FERRY_ASSIGN_OR_RETURN(
-      std::shared_ptr<ObjectStore> store,
-      internal_s3::CachedS3Store(
-          "gs\n" + location.bucket + EnvFingerprint(kGcsEnvironmentVariables, env),
-          [&] { return GcsStoreConfigFromEnvironment(location.bucket, env); }));
+  FERRY_ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store,
+                         internal_s3::CachedS3Store(StoreKey(location.bucket, env), [&] {
+                           return GcsStoreConfigFromEnvironment(location.bucket, env);
+                         }));
   return StoreAndKey{std::move(store), std::move(location.key)};
 }
 

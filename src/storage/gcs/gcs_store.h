@@ -1,5 +1,8 @@
 // The GCS store: Google Cloud Storage through its S3-compatible XML API, authenticated with
-// HMAC keys (SigV4 with region "auto"), built on the S3 store (s3_store.h) rather than beside it.
+// HMAC keys (SigV4 with region "auto") or, without them, with Google OAuth tokens
+// (storage/gcs/google_credentials.h: service account keys, user and workload identity
+// federation files, the metadata server) sent as "Authorization: Bearer"; built on the S3 store
+// (s3_store.h) rather than beside it.
 //
 // URLs: gs://BUCKET/KEY (gcs://BUCKET/KEY is accepted too; ToUrl always says gs://).
 // Environment:
@@ -7,8 +10,9 @@
 //                                            when neither is set)
 //                                            an HMAC key of a service account (Cloud Console >
 //                                            Cloud Storage > Settings > Interoperability). Both
-//                                            or neither; with neither, requests go unsigned,
-//                                            which reads public buckets.
+//                                            or neither; with neither, Google's credentials
+//                                            where the environment has any, else requests go
+//                                            unsigned, which reads public buckets.
 //   GCS_ENDPOINT_URL                         instead of https://storage.googleapis.com (a proxy,
 //                                            or any S3-compatible server in tests). Path style.
 // STORAGE_EMULATOR_HOST is not read: the emulators it points to (fake-gcs-server) serve the

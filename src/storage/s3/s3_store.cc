@@ -231,6 +231,12 @@ class S3Store final : public ObjectStore {
     request.body = std::move(body);
     request.timeouts = config_.timeouts;
     if (config_.requester_pays) request.headers.Set("x-amz-request-payer", "requester");
+    if (config_.bearer_token_provider) {
+      FERRY_ASSIGN_OR_RETURN(const internal_storage::AccessToken token,
+                             config_.bearer_token_provider->Current());
+      request.headers.Set("Authorization", "Bearer " + token.access_token);
+      return request;
+    }
     FERRY_ASSIGN_OR_RETURN(AwsCredentials credentials, credentials_->Current());
     const SigV4Signer signer(std::move(credentials), config_.region, config_.service);
     FERRY_RETURN_IF_ERROR(signer.Sign(request, payload_hash, Now()));
@@ -239,6 +245,7 @@ class S3Store final : public ObjectStore {
 
   // True when the requests go unsigned (a chain that found nothing, or anonymous by request).
   bool Anonymous() const {
+    if (config_.bearer_token_provider) return false;
     auto current = credentials_->Current();
     return current.ok() && current->anonymous();
   }
@@ -253,7 +260,7 @@ class S3Store final : public ObjectStore {
                                        s.message(), config_.bucket));
     }
     auto current = credentials_->Current();
-    if (current.ok() && current->anonymous() &&
+    if (!config_.bearer_token_provider && current.ok() && current->anonymous() &&
         (s.code() == StatusCode::kPermissionDenied || s.code() == StatusCode::kUnauthenticated)) {
       return Status(s.code(), fmt::format("{} (the request was not signed: {})", s.message(),
                                           current->ToString()));
@@ -285,7 +292,15 @@ class S3Store final : public ObjectStore {
                            MakeRequest(method, url, headers, body, payload_hash));
     auto transport = GetTransport();
     FERRY_ASSIGN_OR_RETURN(http::Response r, transport->Execute(std::move(request)));
-    if (!IsExpiredToken(r)) return r;
+    if (config_.bearer_token_provider && r.status == 401) {
+      // A bearer token the service no longer takes (expired early, revoked): once more with a
+      // new one.
+      if (auto used = config_.bearer_token_provider->Current(); used.ok()) {
+        config_.bearer_token_provider->Expire(*used);
+      }
+    } else if (!IsExpiredToken(r)) {
+      return r;
+    }
     // Temporary credentials that S3 says expired (a clock ahead of ours, a revoked session):
     // the provider drops them, and the request goes once more with new ones.
     if (auto used = credentials_->Current(); used.ok()) credentials_->Expire(*used);

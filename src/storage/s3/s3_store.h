@@ -22,6 +22,7 @@
 #include "ferry/result.h"
 #include "ferry/storage/object_store.h"
 #include "ferry/storage/registry.h"
+#include "storage/access_token.h"
 #include "storage/env_lookup.h"
 #include "storage/http/http_types.h"
 #include "storage/http/transport.h"
@@ -50,6 +51,9 @@ struct S3StoreConfig {
   /// Asked for the credentials of every request (storage/s3/aws_credential_chain.h); null:
   /// `credentials`, which never change.
   std::shared_ptr<AwsCredentialProvider> credential_provider;
+  /// OAuth bearer tokens instead of SigV4 (GCS with Google's credentials:
+  /// storage/gcs/google_credentials.h); null: SigV4 as above.
+  std::shared_ptr<internal_storage::AccessTokenProvider> bearer_token_provider;
 
   RetryPolicy retry;
   http::Timeouts timeouts = http::DefaultTimeouts();
