@@ -196,6 +196,63 @@ TEST(AwsCredentials, ARefusedOrUnreachableStsIsAnErrorNamingTheSource) {
   EXPECT_THAT(refused.status().message(), HasSubstr("127.0.0.1:9"));
 }
 
+// Role profiles whose source is another role (a chain of two), the container endpoint or the
+// instance metadata endpoint (credential_source EcsContainer, Ec2InstanceMetadata): each role is
+// assumed at moto's STS with credentials from its source, and signs a store's requests.
+TEST(AwsCredentials, RoleProfilesTakeTheirSourceFromARoleTheContainerOrTheInstance) {
+  TempDir tmp;
+  const std::string identity = ServerEnv("IDENTITY_ENDPOINT");
+  std::filesystem::create_directories(tmp / ".aws");
+  ASSERT_TRUE(WriteFileAtomically(tmp / ".aws" / "credentials",
+                                  "[base]\naws_access_key_id = testing\n"
+                                  "aws_secret_access_key = testing\n")
+                  .ok());
+  ASSERT_TRUE(
+      WriteFileAtomically(tmp / ".aws" / "config",
+                          "[profile first]\nrole_arn = arn:aws:iam::123456789012:role/first\n"
+                          "source_profile = base\n"
+                          "[profile second]\nrole_arn = arn:aws:iam::123456789012:role/second\n"
+                          "source_profile = first\n"
+                          "[profile in-task]\nrole_arn = arn:aws:iam::123456789012:role/task\n"
+                          "credential_source = EcsContainer\n"
+                          "[profile on-host]\nrole_arn = arn:aws:iam::123456789012:role/host\n"
+                          "credential_source = Ec2InstanceMetadata\n")
+          .ok());
+  FakeEnv env{{"HOME", tmp.path().string()},
+              {"AWS_ENDPOINT_URL", ServerEnv("MOTO_ENDPOINT")},
+              {"AWS_REGION", "us-east-1"},
+              {"AWS_CONTAINER_CREDENTIALS_FULL_URI", identity + "/container/credentials"},
+              {"AWS_CONTAINER_AUTHORIZATION_TOKEN", ServerEnv("IDENTITY_CONTAINER_TOKEN")},
+              {"AWS_EC2_METADATA_SERVICE_ENDPOINT", identity}};
+  auto stats = [&]() {
+    auto web = OpenUrl(identity + "/_stats");
+    EXPECT_TRUE(web.ok());
+    return nlohmann::json::parse(web->store->Get(web->key).value_or("{}"));
+  };
+  const nlohmann::json before = stats();
+  const std::string key = fmt::format("aws-credentials/{}/roles", RunId());
+  for (const auto& [profile, source] : std::vector<std::pair<std::string, std::string>>{
+           {"second", "STS AssumeRole with role arn:aws:iam::123456789012:role/first"},
+           {"in-task", "STS AssumeRole with container credentials"},
+           {"on-host", "STS AssumeRole with EC2 instance metadata"}}) {
+    SCOPED_TRACE(profile);
+    env.Set("AWS_PROFILE", profile);
+    auto config = internal_s3::S3StoreConfigFromEnvironment(ServerEnv("MOTO_BUCKET"), {}, env);
+    ASSERT_TRUE(config.ok()) << config.status().ToString();
+    EXPECT_THAT(config->credential_provider->source(), HasSubstr(source));
+    const auto provider = config->credential_provider;
+    auto spy = std::make_shared<SigningSpy>();
+    auto store = internal_s3::MakeS3Store(std::move(*config), spy).value();
+    ASSERT_TRUE(store->Put(key, profile).ok());
+    EXPECT_EQ(store->Get(key).value_or(""), profile);
+    for (const std::string& k : spy->keys()) EXPECT_THAT(k, StartsWith("ASIA"));
+  }
+  const nlohmann::json after = stats();
+  EXPECT_EQ(after["container_credentials"].get<int>() - before["container_credentials"].get<int>(),
+            1);
+  EXPECT_EQ(after["imds_credentials"].get<int>() - before["imds_credentials"].get<int>(), 1);
+}
+
 // The platform's endpoints, from the identity server of scripts/test-servers.sh (credentials of
 // 6 s life): a container's and an EC2 instance's credentials sign a store's requests and are
 // renewed while it reads; the server's counts show each renewal was a new call (IMDSv2: a new

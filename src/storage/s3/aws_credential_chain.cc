@@ -30,12 +30,14 @@ std::string DefaultSessionName() {
                                      .count());
 }
 
-// A profile with role_arn: the role assumed with the keys of its source_profile (static keys
-// there), or of the environment (credential_source = Environment), or by its
-// web_identity_token_file.
+// A profile with role_arn: the role assumed with the credentials of its source_profile (its
+// static keys; or, when that profile has a role_arn of its own, that role's credentials: a chain
+// of roles), of the environment (credential_source = Environment), of the container or instance
+// metadata endpoint (EcsContainer, Ec2InstanceMetadata), or by its web_identity_token_file.
+// `depth` counts the roles above this one in a chain.
 Result<std::shared_ptr<AwsCredentialProvider>> RoleProfileProvider(
     const AwsProfileSettings& profile, const AwsConfigOptions& options, const EnvLookup& env,
-    internal_storage::WallClock clock) {
+    internal_storage::WallClock clock, int depth = 0) {
   FERRY_ASSIGN_OR_RETURN(const std::string region, LoadAwsRegion(options, env));
   int duration = 3600;
   if (const std::string text = profile.Get("duration_seconds"); !text.empty()) {
@@ -56,18 +58,35 @@ Result<std::shared_ptr<AwsCredentialProvider>> RoleProfileProvider(
                     profile.where),
         [role] { return AssumeRoleWithWebIdentity(role); }, std::move(clock));
   }
+  // The source: static keys, or a provider of temporary credentials.
   AwsCredentials source;
+  std::shared_ptr<AwsCredentialProvider> source_provider;
   const std::string source_profile = profile.Get("source_profile");
   const std::string credential_source = profile.Get("credential_source");
   if (!source_profile.empty()) {
     AwsConfigOptions of_source = options;
     of_source.profile = source_profile;
-    FERRY_ASSIGN_OR_RETURN(source, LoadAwsCredentials(of_source, env));
-    if (source.anonymous()) {
-      return InvalidArgumentError(fmt::format(
-          "{}: its source_profile '{}' has no aws_access_key_id (a role profile's source must "
-          "hold keys)",
-          profile.where, source_profile));
+    FERRY_ASSIGN_OR_RETURN(const AwsProfileSettings source_settings,
+                           LoadAwsProfileSettings(of_source, env));
+    // A source profile with a role of its own is assumed first, unless it names itself (then
+    // its keys are the source, as in the AWS CLI).
+    if (!source_settings.Get("role_arn").empty() &&
+        source_profile != SelectedAwsProfile(options, env)) {
+      if (depth >= 4) {
+        return InvalidArgumentError(
+            fmt::format("{}: source_profile '{}' starts a chain of more than 4 roles (a loop?)",
+                        profile.where, source_profile));
+      }
+      FERRY_ASSIGN_OR_RETURN(
+          source_provider, RoleProfileProvider(source_settings, of_source, env, clock, depth + 1));
+    } else {
+      FERRY_ASSIGN_OR_RETURN(source, LoadAwsCredentials(of_source, env));
+      if (source.anonymous()) {
+        return InvalidArgumentError(fmt::format(
+            "{}: its source_profile '{}' has no aws_access_key_id (a role profile's source must "
+            "hold keys or a role)",
+            profile.where, source_profile));
+      }
     }
   } else if (credential_source == "Environment") {
     AwsConfigOptions none;
@@ -78,17 +97,46 @@ Result<std::shared_ptr<AwsCredentialProvider>> RoleProfileProvider(
                       "AWS_SECRET_ACCESS_KEY are not set",
                       profile.where));
     }
+  } else if (credential_source == "EcsContainer") {
+    FERRY_ASSIGN_OR_RETURN(std::optional<ContainerCredentialsEndpoint> container,
+                           ContainerEndpointFromEnv(env));
+    if (!container) {
+      return InvalidArgumentError(fmt::format(
+          "{}: credential_source = EcsContainer, but AWS_CONTAINER_CREDENTIALS_RELATIVE_URI and "
+          "_FULL_URI are not set",
+          profile.where));
+    }
+    source_provider = std::make_shared<AwsCredentialProvider>(
+        fmt::format("container credentials ({})", container->url),
+        [endpoint = *container] { return FetchContainerCredentials(endpoint); }, clock);
+  } else if (credential_source == "Ec2InstanceMetadata") {
+    // Asked for by name: the default address too.
+    std::string endpoint = InstanceMetadataEndpoint(env);
+    source_provider = std::make_shared<AwsCredentialProvider>(
+        fmt::format("EC2 instance metadata ({})", endpoint),
+        [endpoint] { return FetchInstanceMetadataCredentials(endpoint); }, clock);
   } else {
     return InvalidArgumentError(fmt::format(
-        "{}: role_arn needs source_profile, credential_source = Environment or "
-        "web_identity_token_file{}",
+        "{}: role_arn needs source_profile, credential_source (Environment, EcsContainer or "
+        "Ec2InstanceMetadata) or web_identity_token_file{}",
         profile.where,
         credential_source.empty()
             ? ""
-            : fmt::format(" (credential_source = {} is not supported yet)", credential_source)));
+            : fmt::format(" (credential_source = {} is not one of them)", credential_source)));
   }
   AssumedRole role{profile.Get("role_arn"),  session_name, profile.Get("external_id"),
                    StsEndpoint(region, env), region,       duration};
+  if (source_provider) {
+    std::string name = fmt::format("role {} (STS AssumeRole with {}, {})", role.role_arn,
+                                   source_provider->source(), profile.where);
+    return std::make_shared<AwsCredentialProvider>(
+        std::move(name),
+        [role, source_provider]() -> Result<AwsCredentials> {
+          FERRY_ASSIGN_OR_RETURN(const AwsCredentials from, source_provider->Current());
+          return AssumeRole(role, from);
+        },
+        std::move(clock));
+  }
   std::string name = fmt::format("role {} (STS AssumeRole, {})", role.role_arn, profile.where);
   return std::make_shared<AwsCredentialProvider>(
       std::move(name), [role, source] { return AssumeRole(role, source); }, std::move(clock));

@@ -8,8 +8,10 @@
 //      cloud's identity token), renewed before they expire. Their life is STS's default hour, or
 //      FERRY_AWS_ROLE_DURATION_SECONDS (15 minutes to 12 hours on AWS; any on a test server);
 //   4. the shared credentials and config files (storage/s3/s3_credentials.h): static keys, a
-//      role_arn (assumed with its source_profile's keys, the environment's, or its
-//      web_identity_token_file), else the profile's credential_process
+//      role_arn (assumed with the credentials of its source_profile - keys, or another role -
+//      of the environment, the container or instance metadata endpoint per its
+//      credential_source, or with its web_identity_token_file), else the profile's
+//      credential_process
 //      (storage/s3/credential_process.h), run again before what it printed expires;
 //   5. container credentials: AWS_CONTAINER_CREDENTIALS_RELATIVE_URI or _FULL_URI (ECS, EKS Pod
 //      Identity; storage/s3/aws_metadata_credentials.h), renewed before they expire;

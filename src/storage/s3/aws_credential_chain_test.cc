@@ -101,5 +101,36 @@ TEST_F(CredentialChainTest, ARoleProfileIsAssumedWithItsSourceProfileKeys) {
               HasSubstr("source_profile 'nothing' has no aws_access_key_id"));
 }
 
+TEST_F(CredentialChainTest, RoleProfilesNameTheirSourceAndRefuseALoop) {
+  std::filesystem::create_directories(home_.path() / ".aws");
+  ASSERT_TRUE(
+      WriteFileAtomically(home_.path() / ".aws" / "config",
+                          "[profile a]\nrole_arn = arn:aws:iam::2:role/a\nsource_profile = b\n"
+                          "[profile b]\nrole_arn = arn:aws:iam::2:role/b\nsource_profile = a\n"
+                          "[profile odd]\nrole_arn = arn:aws:iam::2:role/o\n"
+                          "credential_source = Bogus\n"
+                          "[profile task]\nrole_arn = arn:aws:iam::2:role/t\n"
+                          "credential_source = EcsContainer\n"
+                          "[profile host]\nrole_arn = arn:aws:iam::2:role/h\n"
+                          "credential_source = Ec2InstanceMetadata\n")
+          .ok());
+  env_.Set("AWS_PROFILE", "a");
+  EXPECT_THAT(LoadAwsCredentialProvider({}, env_).status().message(),
+              HasSubstr("a chain of more than 4 roles (a loop?)"));
+  env_.Set("AWS_PROFILE", "odd");
+  EXPECT_THAT(LoadAwsCredentialProvider({}, env_).status().message(),
+              HasSubstr("credential_source = Bogus is not one of them"));
+  env_.Set("AWS_PROFILE", "task");
+  EXPECT_THAT(LoadAwsCredentialProvider({}, env_).status().message(),
+              HasSubstr("credential_source = EcsContainer, but AWS_CONTAINER_CREDENTIALS"));
+  env_.Set("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "/v2/credentials/x");
+  EXPECT_THAT(LoadAwsCredentialProvider({}, env_).value()->source(),
+              HasSubstr("with container credentials (http://169.254.170.2/v2/credentials/x)"));
+  // Named as the source, the instance metadata service is asked at its default address.
+  env_.Set("AWS_PROFILE", "host");
+  EXPECT_THAT(LoadAwsCredentialProvider({}, env_).value()->source(),
+              HasSubstr("with EC2 instance metadata (http://169.254.169.254)"));
+}
+
 }  // namespace
 }  // namespace ferry::internal_s3
