@@ -68,4 +68,23 @@ Status TokenEndpointError(const http::Response& reply, std::string_view context,
   return http::EndpointReplyError(reply, context, OAuthErrorDetail(reply.body), hint);
 }
 
+Result<std::string> PostTokenForm(const std::string& url, const std::string& body,
+                                  std::string_view context, std::string_view hint,
+                                  http::Transport* transport) {
+  http::Request request;
+  request.method = "POST";
+  request.url = url;
+  request.headers.Set("Content-Type", "application/x-www-form-urlencoded");
+  request.headers.Set("Accept", "application/json");
+  request.body = ByteSource::FromView(body);  // Execute returns before `body` goes
+  // A token endpoint answers in seconds or not at all: a training job must not hang on it.
+  request.timeouts.connect_ms = 5'000;
+  request.timeouts.total_ms = 30'000;
+  const auto owned = http::DefaultIfNull(transport);
+  auto reply = transport->Execute(std::move(request));
+  if (!reply) return reply.status().WithContext(context);
+  if (reply->status >= 300) return TokenEndpointError(*reply, context, hint);
+  return std::move(reply->body);
+}
+
 }  // namespace ferry::internal_storage

@@ -12,6 +12,7 @@
 
 #include "ferry/result.h"
 #include "storage/http/http_types.h"
+#include "storage/http/transport.h"
 #include "storage/refreshing_credentials.h"
 
 namespace ferry::internal_storage {
@@ -40,5 +41,12 @@ std::string OAuthErrorDetail(std::string_view body);
 /// (http::EndpointReplyError).
 Status TokenEndpointError(const http::Response& reply, std::string_view context,
                           std::string_view hint);
+
+/// POSTs the form `body` to the token endpoint `url` (5 s to connect, 30 s in all) and returns
+/// the reply's body; a refusal is TokenEndpointError with `hint`, and every error is prefixed by
+/// `context`. `transport` null: http::DefaultTransport().
+Result<std::string> PostTokenForm(const std::string& url, const std::string& body,
+                                  std::string_view context, std::string_view hint,
+                                  http::Transport* transport = nullptr);
 
 }  // namespace ferry::internal_storage

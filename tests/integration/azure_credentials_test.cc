@@ -237,6 +237,17 @@ TEST(AzureCredentials, ARefusedSourceIsNamedWithoutItsSecret) {
   EXPECT_THAT(none.status().message(), HasSubstr("no answer within 1 s"));
 }
 
+// `env ...` that runs a command as the identity server's service principal against
+// azurite-oauth, all but its secret.
+std::string ServicePrincipalCommandEnv() {
+  return fmt::format(
+      "env -u AZURE_STORAGE_CONNECTION_STRING -u AZURE_STORAGE_KEY FERRY_CA_BUNDLE={} "
+      "AZURE_STORAGE_BLOB_ENDPOINT={} AZURE_AUTHORITY_HOST={} AZURE_TENANT_ID={} "
+      "AZURE_CLIENT_ID={}",
+      ServerEnv("AZURITE_OAUTH_CA"), ServerEnv("AZURITE_OAUTH_ENDPOINT"),
+      ServerEnv("IDENTITY_ENDPOINT"), ServerEnv("AZURE_TENANT"), ServerEnv("AZURE_CLIENT_ID"));
+}
+
 // The CLI with the variables a cluster sets: a listing and a copy through a service principal,
 // and the debug log names the source but holds neither the secret nor a token.
 TEST(AzureCredentials, TheCliReadsWithAServicePrincipalAndLogsNoSecret) {
@@ -244,13 +255,9 @@ TEST(AzureCredentials, TheCliReadsWithAServicePrincipalAndLogsNoSecret) {
   const std::string prefix = fmt::format("entra/{}/cli/", RunId());
   const std::string url = PutWithAccountKey(prefix + "one", "first");
   PutWithAccountKey(prefix + "two", "second");
-  const std::string env = fmt::format(
-      "env -u AZURE_STORAGE_CONNECTION_STRING -u AZURE_STORAGE_KEY FERRY_LOG=debug "
-      "FERRY_CA_BUNDLE={} AZURE_STORAGE_BLOB_ENDPOINT={} AZURE_AUTHORITY_HOST={} "
-      "AZURE_TENANT_ID={} AZURE_CLIENT_ID={} AZURE_CLIENT_SECRET={}",
-      ServerEnv("AZURITE_OAUTH_CA"), ServerEnv("AZURITE_OAUTH_ENDPOINT"),
-      ServerEnv("IDENTITY_ENDPOINT"), ServerEnv("AZURE_TENANT"), ServerEnv("AZURE_CLIENT_ID"),
-      ServerEnv("AZURE_CLIENT_SECRET"));
+  const std::string env =
+      fmt::format("{} FERRY_LOG=debug AZURE_CLIENT_SECRET={}", ServicePrincipalCommandEnv(),
+                  ServerEnv("AZURE_CLIENT_SECRET"));
   const std::string dir = fmt::format("az://{}/{}", ServerEnv("AZURITE_CONTAINER"), prefix);
   ASSERT_EQ(Sh(fmt::format("{} {} cp -r -q {} {} > {} 2>&1", env, FERRY_CLI_PATH, dir,
                            Quote(tmp / "copy"), Quote(tmp / "log"))),
@@ -272,12 +279,7 @@ TEST(AzureCredentials, DoctorAuthNamesTheServicePrincipalAndItsTenant) {
   TempDir tmp;
   const std::string prefix = fmt::format("entra/{}/doctor/", RunId());
   PutWithAccountKey(prefix + "one", "first");
-  const std::string env = fmt::format(
-      "env -u AZURE_STORAGE_CONNECTION_STRING -u AZURE_STORAGE_KEY FERRY_CA_BUNDLE={} "
-      "AZURE_STORAGE_BLOB_ENDPOINT={} AZURE_AUTHORITY_HOST={} AZURE_TENANT_ID={} "
-      "AZURE_CLIENT_ID={}",
-      ServerEnv("AZURITE_OAUTH_CA"), ServerEnv("AZURITE_OAUTH_ENDPOINT"),
-      ServerEnv("IDENTITY_ENDPOINT"), ServerEnv("AZURE_TENANT"), ServerEnv("AZURE_CLIENT_ID"));
+  const std::string env = ServicePrincipalCommandEnv();
   const std::string url = fmt::format("az://{}/{}", ServerEnv("AZURITE_CONTAINER"), prefix);
   ASSERT_EQ(Sh(fmt::format("{} AZURE_CLIENT_SECRET={} {} doctor {} --auth --json > {}", env,
                            ServerEnv("AZURE_CLIENT_SECRET"), FERRY_CLI_PATH, url,

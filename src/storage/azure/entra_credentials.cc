@@ -141,19 +141,10 @@ Result<AzureToken> FetchServicePrincipalToken(const ServicePrincipal& p,
         " (check AZURE_TENANT_ID, AZURE_CLIENT_ID and AZURE_CLIENT_SECRET, and the secret's "
         "expiry)";
   }
-  http::Request request;
-  request.method = "POST";
-  request.url = p.TokenUrl();
-  request.headers.Set("Content-Type", "application/x-www-form-urlencoded");
-  request.headers.Set("Accept", "application/json");
-  request.body = ByteSource::FromView(body);  // Execute returns before `body` goes
-  request.timeouts.connect_ms = 5'000;
-  request.timeouts.total_ms = 30'000;
-  const auto owned = http::DefaultIfNull(transport);
-  auto reply = transport->Execute(std::move(request));
-  if (!reply) return reply.status().WithContext(context);
-  if (reply->status >= 300) return internal_storage::TokenEndpointError(*reply, context, hint);
-  return internal_storage::ParseAccessTokenReply(reply->body, now, context);
+  FERRY_ASSIGN_OR_RETURN(
+      const std::string reply,
+      internal_storage::PostTokenForm(p.TokenUrl(), body, context, hint, transport));
+  return internal_storage::ParseAccessTokenReply(reply, now, context);
 }
 
 std::string ManagedIdentity::Describe() const {

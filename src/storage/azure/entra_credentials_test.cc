@@ -16,6 +16,7 @@
 #include "storage/http/url_encoding.h"
 #include "storage/jwt.h"
 #include "storage/testing/fake_env_testutil.h"
+#include "storage/testing/oauth_testutil.h"
 #include "storage/testing/test_keys_testutil.h"
 
 namespace ferry::internal_azure {
@@ -96,26 +97,12 @@ TEST(AzureTokenChain, HalfASettingIsAnErrorNamingWhatIsMissing) {
   }
 }
 
-std::map<std::string, std::string> Form(const std::string& body) {
-  std::map<std::string, std::string> form;
-  size_t start = 0;
-  while (start <= body.size()) {
-    const size_t amp = std::min(body.find('&', start), body.size());
-    const std::string pair = body.substr(start, amp - start);
-    const size_t eq = pair.find('=');
-    form[http::FormDecode(pair.substr(0, eq))] = http::FormDecode(pair.substr(eq + 1));
-    start = amp + 1;
-  }
-  return form;
-}
-
-http::Response Json(int status, std::string body) {
-  return http::Response{status, {}, std::move(body)};
-}
+using testing::FormFields;
 
 TEST(ServicePrincipalToken, TradesTheSecretForATokenOfTheRepliedLife) {
   http::RecordingTransport entra([](const http::RecordedRequest&) -> Result<http::Response> {
-    return Json(200, R"({"token_type":"Bearer","expires_in":3599,"access_token":"eyJ.tok.en"})");
+    return testing::JsonReply(
+        200, R"({"token_type":"Bearer","expires_in":3599,"access_token":"eyJ.tok.en"})");
   });
   ServicePrincipal p;
   p.authority = "http://127.0.0.1:7";
@@ -130,7 +117,7 @@ TEST(ServicePrincipalToken, TradesTheSecretForATokenOfTheRepliedLife) {
   EXPECT_EQ(request.method, "POST");
   EXPECT_EQ(request.url, "http://127.0.0.1:7/tenant-1/oauth2/v2.0/token");
   EXPECT_EQ(request.headers.Get("Content-Type").value_or(""), "application/x-www-form-urlencoded");
-  const auto form = Form(request.body);
+  const auto form = FormFields(request.body);
   EXPECT_EQ(form.at("grant_type"), "client_credentials");
   EXPECT_EQ(form.at("client_id"), "app-1");
   EXPECT_EQ(form.at("scope"), "https://storage.azure.com/.default");
@@ -143,7 +130,8 @@ TEST(ServicePrincipalToken, ACertificateSignsAnAssertionForThisEndpoint) {
   const auto pem = tmp / "app.pem";
   ASSERT_TRUE(WriteFileAtomically(pem, key.PrivatePem() + key.CertificatePem()).ok());
   http::RecordingTransport entra([](const http::RecordedRequest&) -> Result<http::Response> {
-    return Json(200, R"({"token_type":"Bearer","expires_in":"600","access_token":"tok"})");
+    return testing::JsonReply(200,
+                              R"({"token_type":"Bearer","expires_in":"600","access_token":"tok"})");
   });
   ServicePrincipal p;
   p.authority = "http://127.0.0.1:7";
@@ -152,7 +140,7 @@ TEST(ServicePrincipalToken, ACertificateSignsAnAssertionForThisEndpoint) {
   p.certificate_path = pem.string();
   ASSERT_TRUE(FetchServicePrincipalToken(p, kNow, &entra).ok());
   ASSERT_TRUE(FetchServicePrincipalToken(p, kNow, &entra).ok());
-  const auto form = Form(entra.requests().at(0).body);
+  const auto form = FormFields(entra.requests().at(0).body);
   EXPECT_EQ(form.count("client_secret"), 0u);
   EXPECT_EQ(form.at("client_assertion_type"),
             "urn:ietf:params:oauth:client-assertion-type:jwt-bearer");
@@ -172,7 +160,7 @@ TEST(ServicePrincipalToken, ACertificateSignsAnAssertionForThisEndpoint) {
   EXPECT_EQ(claims["nbf"], 1'800'000'000);
   EXPECT_EQ(claims["exp"], 1'800'000'600);
   // Each assertion is for one use.
-  const auto second = Form(entra.requests().at(1).body).at("client_assertion");
+  const auto second = FormFields(entra.requests().at(1).body).at("client_assertion");
   EXPECT_NE(internal_storage::UnverifiedJwtClaims(second).value()["jti"], claims["jti"]);
 }
 
@@ -194,7 +182,7 @@ TEST(ServicePrincipalToken, WorkloadIdentitySendsTheFilesTokenReadAtEachFetch) {
   ferry::testing::TempDir tmp;
   const auto file = tmp / "azure-identity-token";
   http::RecordingTransport entra([](const http::RecordedRequest&) -> Result<http::Response> {
-    return Json(200, R"({"expires_in":60,"access_token":"tok"})");
+    return testing::JsonReply(200, R"({"expires_in":60,"access_token":"tok"})");
   });
   ServicePrincipal p;
   p.tenant_id = "t";
@@ -206,14 +194,15 @@ TEST(ServicePrincipalToken, WorkloadIdentitySendsTheFilesTokenReadAtEachFetch) {
   ASSERT_TRUE(FetchServicePrincipalToken(p, kNow, &entra).ok());
   ASSERT_TRUE(WriteFileAtomically(file, "oidc-token-2").ok());
   ASSERT_TRUE(FetchServicePrincipalToken(p, kNow, &entra).ok());
-  EXPECT_EQ(Form(entra.requests().at(0).body).at("client_assertion"), "oidc-token-1");
-  EXPECT_EQ(Form(entra.requests().at(1).body).at("client_assertion"), "oidc-token-2");
+  EXPECT_EQ(FormFields(entra.requests().at(0).body).at("client_assertion"), "oidc-token-1");
+  EXPECT_EQ(FormFields(entra.requests().at(1).body).at("client_assertion"), "oidc-token-2");
 }
 
 TEST(ServicePrincipalToken, ARefusalGivesEntrasCodeAndWhatToCheckNeverTheSecret) {
   http::RecordingTransport entra([](const http::RecordedRequest&) -> Result<http::Response> {
-    return Json(401, R"({"error":"invalid_client","error_description":"AADSTS7000215: Invalid )"
-                     R"(client secret provided.\r\nTrace ID: 123"})");
+    return testing::JsonReply(
+        401, R"({"error":"invalid_client","error_description":"AADSTS7000215: Invalid )"
+             R"(client secret provided.\r\nTrace ID: 123"})");
   });
   ServicePrincipal p;
   p.tenant_id = "t";
@@ -231,7 +220,7 @@ TEST(ServicePrincipalToken, ARefusalGivesEntrasCodeAndWhatToCheckNeverTheSecret)
   EXPECT_THAT(message, Not(HasSubstr("s3cret-value")));
 
   http::RecordingTransport garbled([](const http::RecordedRequest&) -> Result<http::Response> {
-    return Json(200, R"({"token_type":"Bearer"})");
+    return testing::JsonReply(200, R"({"token_type":"Bearer"})");
   });
   EXPECT_EQ(FetchServicePrincipalToken(p, kNow, &garbled).status().code(), StatusCode::kDataLoss);
 }
@@ -239,7 +228,7 @@ TEST(ServicePrincipalToken, ARefusalGivesEntrasCodeAndWhatToCheckNeverTheSecret)
 TEST(ManagedIdentityToken, AsksTheMetadataServiceAsItExpects) {
   http::RecordingTransport imds([](const http::RecordedRequest&) -> Result<http::Response> {
     // The metadata service sends numbers as strings; expires_in wins over expires_on.
-    return Json(
+    return testing::JsonReply(
         200,
         R"({"access_token":"tok","expires_in":"86399","expires_on":"1","token_type":"Bearer"})");
   });
@@ -257,7 +246,7 @@ TEST(ManagedIdentityToken, AsksTheMetadataServiceAsItExpects) {
 
 TEST(ManagedIdentityToken, AppServiceSendsItsHeaderAndGivesAnAbsoluteExpiry) {
   http::RecordingTransport msi([](const http::RecordedRequest&) -> Result<http::Response> {
-    return Json(200, R"({"access_token":"tok","expires_on":"1800000900"})");
+    return testing::JsonReply(200, R"({"access_token":"tok","expires_on":"1800000900"})");
   });
   ManagedIdentity identity{"http://127.0.0.1:9/msi/token", "header-value", ""};
   auto token = FetchManagedIdentityToken(identity, kNow, &msi);

@@ -86,24 +86,6 @@ std::string Describe(const CredentialsFile& f) {
   return fmt::format("workload identity federation ({})", f.path);
 }
 
-Result<std::string> PostForm(const std::string& url, const std::string& body,
-                             const std::string& context, std::string_view hint,
-                             http::Transport* transport) {
-  http::Request request;
-  request.method = "POST";
-  request.url = url;
-  request.headers.Set("Content-Type", "application/x-www-form-urlencoded");
-  request.headers.Set("Accept", "application/json");
-  request.body = ByteSource::FromView(body);  // Execute returns before `body` goes
-  request.timeouts.connect_ms = 5'000;
-  request.timeouts.total_ms = 30'000;
-  const auto owned = http::DefaultIfNull(transport);
-  auto reply = transport->Execute(std::move(request));
-  if (!reply) return reply.status().WithContext(context);
-  if (reply->status >= 300) return internal_storage::TokenEndpointError(*reply, context, hint);
-  return std::move(reply->body);
-}
-
 Result<AccessToken> ServiceAccountToken(const CredentialsFile& f, system_clock::time_point now,
                                         const std::string& context, http::Transport* transport) {
   FERRY_ASSIGN_OR_RETURN(const std::string email, f.Require("client_email"));
@@ -126,9 +108,10 @@ Result<AccessToken> ServiceAccountToken(const CredentialsFile& f, system_clock::
   const std::string body = http::FormEncode({{"grant_type", kJwtBearer}, {"assertion", assertion}});
   FERRY_ASSIGN_OR_RETURN(
       const std::string reply,
-      PostForm(token_uri, body, fmt::format("{} at {}", context, token_uri),
-               " (check that the key is not deleted or disabled, and the service account exists)",
-               transport));
+      internal_storage::PostTokenForm(
+          token_uri, body, fmt::format("{} at {}", context, token_uri),
+          " (check that the key is not deleted or disabled, and the service account exists)",
+          transport));
   return internal_storage::ParseAccessTokenReply(reply, now, context);
 }
 
@@ -145,10 +128,11 @@ Result<AccessToken> UserToken(const CredentialsFile& f, system_clock::time_point
                                              {"client_secret", client_secret},
                                              {"refresh_token", refresh_token}});
   FERRY_ASSIGN_OR_RETURN(const std::string reply,
-                         PostForm(token_uri, body, fmt::format("{} at {}", context, token_uri),
-                                  " (the login may have expired or been revoked: run gcloud auth "
-                                  "application-default login again)",
-                                  transport));
+                         internal_storage::PostTokenForm(
+                             token_uri, body, fmt::format("{} at {}", context, token_uri),
+                             " (the login may have expired or been revoked: run gcloud auth "
+                             "application-default login again)",
+                             transport));
   return internal_storage::ParseAccessTokenReply(reply, now, context);
 }
 
@@ -196,10 +180,11 @@ Result<AccessToken> ExternalAccountToken(const CredentialsFile& f, system_clock:
        {"subject_token_type", subject_type}});
   FERRY_ASSIGN_OR_RETURN(
       const std::string reply,
-      PostForm(token_url, body, fmt::format("{} at {}", context, token_url),
-               " (check the workload identity pool provider: the token's issuer, audience and "
-               "attribute conditions)",
-               transport));
+      internal_storage::PostTokenForm(
+          token_url, body, fmt::format("{} at {}", context, token_url),
+          " (check the workload identity pool provider: the token's issuer, audience and "
+          "attribute conditions)",
+          transport));
   FERRY_ASSIGN_OR_RETURN(AccessToken federated,
                          internal_storage::ParseAccessTokenReply(reply, now, context));
   if (impersonation.empty()) return federated;

@@ -18,6 +18,7 @@
 #include "storage/http/url_encoding.h"
 #include "storage/jwt.h"
 #include "storage/testing/fake_env_testutil.h"
+#include "storage/testing/oauth_testutil.h"
 #include "storage/testing/test_keys_testutil.h"
 
 namespace ferry::internal_gcs {
@@ -30,22 +31,7 @@ using ::testing::Not;
 
 const system_clock::time_point kNow{seconds(1'800'000'000)};
 
-std::map<std::string, std::string> Form(const std::string& body) {
-  std::map<std::string, std::string> form;
-  size_t start = 0;
-  while (start <= body.size()) {
-    const size_t amp = std::min(body.find('&', start), body.size());
-    const std::string pair = body.substr(start, amp - start);
-    const size_t eq = pair.find('=');
-    form[http::FormDecode(pair.substr(0, eq))] = http::FormDecode(pair.substr(eq + 1));
-    start = amp + 1;
-  }
-  return form;
-}
-
-http::Response Json(int status, std::string body) {
-  return http::Response{status, {}, std::move(body)};
-}
+using testing::FormFields;
 
 class GoogleCredentialsTest : public ::testing::Test {
  protected:
@@ -66,7 +52,8 @@ TEST_F(GoogleCredentialsTest, AServiceAccountSignsAnAssertionForItsTokenUri) {
                         {"private_key", key.PrivatePem()},
                         {"token_uri", "http://127.0.0.1:7/token"}});
   http::RecordingTransport google([](const http::RecordedRequest&) -> Result<http::Response> {
-    return Json(200, R"({"access_token":"ya29.token","expires_in":3599,"token_type":"Bearer"})");
+    return testing::JsonReply(
+        200, R"({"access_token":"ya29.token","expires_in":3599,"token_type":"Bearer"})");
   });
   auto token = FetchGoogleFileToken(path, kNow, &google);
   ASSERT_TRUE(token.ok()) << token.status().ToString();
@@ -74,7 +61,7 @@ TEST_F(GoogleCredentialsTest, AServiceAccountSignsAnAssertionForItsTokenUri) {
   EXPECT_EQ(token->expiration, kNow + seconds(3599));
   const auto request = google.requests().at(0);
   EXPECT_EQ(request.url, "http://127.0.0.1:7/token");
-  const auto form = Form(request.body);
+  const auto form = FormFields(request.body);
   EXPECT_EQ(form.at("grant_type"), "urn:ietf:params:oauth:grant-type:jwt-bearer");
   const std::string& assertion = form.at("assertion");
   const size_t dot = assertion.rfind('.');
@@ -99,7 +86,7 @@ TEST_F(GoogleCredentialsTest, UserCredentialsAreRefreshed) {
                                               {"refresh_token", "1//refresh"},
                                               {"token_uri", "http://127.0.0.1:7/token"}});
   http::RecordingTransport google([](const http::RecordedRequest&) -> Result<http::Response> {
-    return Json(
+    return testing::JsonReply(
         400,
         R"({"error":"invalid_grant","error_description":"Token has been expired or revoked."})");
   });
@@ -111,7 +98,7 @@ TEST_F(GoogleCredentialsTest, UserCredentialsAreRefreshed) {
   EXPECT_THAT(token.status().message(), HasSubstr("gcloud auth application-default login"));
   EXPECT_THAT(token.status().message(), Not(HasSubstr("user-s3cret")));
   EXPECT_THAT(token.status().message(), Not(HasSubstr("1//refresh")));
-  const auto form = Form(google.requests().at(0).body);
+  const auto form = FormFields(google.requests().at(0).body);
   EXPECT_EQ(form.at("grant_type"), "refresh_token");
   EXPECT_EQ(form.at("refresh_token"), "1//refresh");
   EXPECT_EQ(form.at("client_secret"), "user-s3cret");
@@ -133,14 +120,15 @@ TEST_F(GoogleCredentialsTest, WorkloadIdentityFederationExchangesThenImpersonate
                {"format", {{"type", "json"}, {"subject_token_field_name", "id_token"}}}}}});
   http::RecordingTransport google([](const http::RecordedRequest& r) -> Result<http::Response> {
     if (r.url.ends_with("/v1/token"))
-      return Json(200, R"({"access_token":"federated","expires_in":3600})");
-    return Json(200, R"({"accessToken":"ya29.impersonated","expireTime":"2027-01-15T08:00:00Z"})");
+      return testing::JsonReply(200, R"({"access_token":"federated","expires_in":3600})");
+    return testing::JsonReply(
+        200, R"({"accessToken":"ya29.impersonated","expireTime":"2027-01-15T08:00:00Z"})");
   });
   auto token = FetchGoogleFileToken(path, kNow, &google);
   ASSERT_TRUE(token.ok()) << token.status().ToString();
   EXPECT_EQ(token->access_token, "ya29.impersonated");
   ASSERT_EQ(google.requests().size(), 2u);
-  const auto exchange = Form(google.requests()[0].body);
+  const auto exchange = FormFields(google.requests()[0].body);
   EXPECT_EQ(exchange.at("grant_type"), "urn:ietf:params:oauth:grant-type:token-exchange");
   EXPECT_EQ(exchange.at("subject_token"), "oidc-subject");
   EXPECT_EQ(exchange.at("subject_token_type"), "urn:ietf:params:oauth:token-type:jwt");
@@ -197,7 +185,8 @@ TEST_F(GoogleCredentialsTest, TheEnvironmentPicksTheSource) {
 
 TEST_F(GoogleCredentialsTest, TheMetadataServerIsAskedAsItExpects) {
   http::RecordingTransport metadata([](const http::RecordedRequest&) -> Result<http::Response> {
-    return Json(200, R"({"access_token":"ya29.vm","expires_in":1800,"token_type":"Bearer"})");
+    return testing::JsonReply(
+        200, R"({"access_token":"ya29.vm","expires_in":1800,"token_type":"Bearer"})");
   });
   auto token = FetchGoogleMetadataToken("127.0.0.1:9", kNow, &metadata);
   ASSERT_TRUE(token.ok()) << token.status().ToString();
