@@ -7,7 +7,6 @@
 #include <openssl/x509.h>
 
 #include <array>
-#include <charconv>
 #include <nlohmann/json.hpp>
 
 #include "base/ascii.h"

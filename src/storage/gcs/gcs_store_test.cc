@@ -1,11 +1,13 @@
 #include "storage/gcs/gcs_store.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "ferry/storage/registry.h"
 #include "storage/http/recording_transport.h"
+#include "storage/s3/s3_store.h"
 #include "storage/testing/fake_env_testutil.h"
 
 namespace ferry::internal_gcs {
@@ -79,6 +81,37 @@ TEST_F(GcsStoreTest, MosaicsHmacVariablesAreReadToo) {
   const Status half = GcsStoreConfigFromEnvironment("bkt", env_).status();
   EXPECT_NE(half.message().find("GCS_KEY is set but GCS_SECRET is not"), std::string::npos)
       << half.message();
+}
+
+// With Google's credentials the store sends the provider's token instead of a signature; a 401
+// drops it and the request goes once more with a new one.
+TEST_F(GcsStoreTest, BearerTokensAreSentAndARefusedOneIsReplacedOnce) {
+  auto config = GcsStoreConfigFromEnvironment("bkt", env_);
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  int fetched = 0;
+  config->bearer_token_provider = std::make_shared<internal_storage::AccessTokenProvider>(
+      "test tokens", [&fetched]() -> Result<internal_storage::AccessToken> {
+        return internal_storage::AccessToken{
+            fmt::format("ya29.token-{}", ++fetched),
+            std::chrono::system_clock::now() + std::chrono::hours(1)};
+      });
+  int refused = 0;
+  auto transport = std::make_shared<http::RecordingTransport>(
+      [&refused](const RecordedRequest& r) -> Result<Response> {
+        // The first token is refused once, as a revoked one would be.
+        if (r.headers.Get("Authorization").value_or("") == "Bearer ya29.token-1" && refused++ < 5) {
+          return Response{401, {}, "<Error><Code>AuthenticationRequired</Code></Error>"};
+        }
+        return Response{200, {}, ""};
+      });
+  auto store = internal_s3::MakeS3Store(*config, transport).value();
+  EXPECT_TRUE(store->Put("k", "v").ok());
+  const auto requests = transport->requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[0].headers.Get("Authorization").value_or(""), "Bearer ya29.token-1");
+  EXPECT_EQ(requests[1].headers.Get("Authorization").value_or(""), "Bearer ya29.token-2");
+  EXPECT_FALSE(requests[1].headers.Get("x-amz-date").has_value());
+  EXPECT_EQ(refused, 1);
 }
 
 TEST_F(GcsStoreTest, ConfigErrors) {

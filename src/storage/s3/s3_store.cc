@@ -298,12 +298,13 @@ class S3Store final : public ObjectStore {
       if (auto used = config_.bearer_token_provider->Current(); used.ok()) {
         config_.bearer_token_provider->Expire(*used);
       }
-    } else if (!IsExpiredToken(r)) {
+    } else if (IsExpiredToken(r)) {
+      // Temporary credentials that S3 says expired (a clock ahead of ours, a revoked session):
+      // the provider drops them, and the request goes once more with new ones.
+      if (auto used = credentials_->Current(); used.ok()) credentials_->Expire(*used);
+    } else {
       return r;
     }
-    // Temporary credentials that S3 says expired (a clock ahead of ours, a revoked session):
-    // the provider drops them, and the request goes once more with new ones.
-    if (auto used = credentials_->Current(); used.ok()) credentials_->Expire(*used);
     FERRY_ASSIGN_OR_RETURN(request, MakeRequest(method, std::move(url), std::move(headers),
                                                 std::move(body), payload_hash));
     return transport->Execute(std::move(request));
