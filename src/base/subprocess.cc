@@ -57,10 +57,16 @@ Result<SubprocessResult> RunSubprocess(const std::vector<std::string>& argv,
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  // Its own process group, so that a timeout kills what a shell started too.
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
   pid_t pid = 0;
   const int spawned =
-      ::posix_spawnp(&pid, program.c_str(), &actions, nullptr, args.data(), environ);
+      ::posix_spawnp(&pid, program.c_str(), &actions, &attributes, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
   CloseFd(out.write);
   CloseFd(err.write);
   if (spawned != 0) {
@@ -109,7 +115,7 @@ Result<SubprocessResult> RunSubprocess(const std::vector<std::string>& argv,
   // ours, but the program itself might not have exited). Wait for it up to the deadline.
   int status = 0;
   for (;;) {
-    if (!failure.ok()) ::kill(pid, SIGKILL);
+    if (!failure.ok()) ::kill(-pid, SIGKILL);  // the whole group
     const pid_t done = ::waitpid(pid, &status, failure.ok() ? WNOHANG : 0);
     if (done == pid) break;
     if (done < 0 && errno != EINTR) {

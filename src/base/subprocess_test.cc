@@ -6,6 +6,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
 namespace ferry {
 namespace {
 
@@ -42,6 +46,16 @@ TEST(RunSubprocess, TheBoundsHold) {
   auto quiet = RunSubprocess({"/bin/sh", "-c", "exec >&- 2>&-; sleep 30"}, milliseconds(300));
   EXPECT_EQ(quiet.status().code(), StatusCode::kDeadlineExceeded);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+
+  // What the program started goes with it: a background job that would leave a file behind
+  // after 0.6 s is killed at 0.3 s too.
+  const std::string marker = ::testing::TempDir() + "/ferry-subprocess-orphan";
+  std::remove(marker.c_str());
+  auto orphan = RunSubprocess({"/bin/sh", "-c", "(sleep 0.6; touch '" + marker + "') & sleep 30"},
+                              milliseconds(300));
+  EXPECT_EQ(orphan.status().code(), StatusCode::kDeadlineExceeded);
+  std::this_thread::sleep_for(std::chrono::milliseconds(900));
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "the background job outlived the timeout";
 
   auto loud =
       RunSubprocess({"/bin/sh", "-c", "head -c 100000 /dev/zero"}, milliseconds(10'000), 1000);

@@ -9,6 +9,7 @@
 #include "storage/gcs/gcs_store.h"
 #include "storage/gcs/google_credentials.h"
 #include "storage/http/http_date.h"
+#include "storage/http/http_types.h"
 #include "storage/http/url_encoding.h"
 #include "storage/jwt.h"
 #include "storage/s3/aws_credential_chain.h"
@@ -284,7 +285,7 @@ bool AuthReport::ok() const {
 Result<AuthReport> CheckAuth(const std::string& url, const AuthOptions& options) {
   FERRY_RETURN_IF_ERROR(CheckUrlSyntax(url));
   AuthReport r;
-  r.url = url;
+  r.url = http::RedactUrl(url);  // a presigned or SAS URL carries its signature
   const std::string scheme = UrlScheme(url);
   if (scheme == "s3") {
     DescribeAws(url, r);

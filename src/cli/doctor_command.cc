@@ -32,6 +32,7 @@
 #include "ferry/format/index.h"
 #include "ferry/storage/registry.h"
 #include "order/working_set.h"
+#include "storage/http/http_types.h"
 
 namespace ferry::cli {
 namespace {
@@ -256,7 +257,7 @@ Result<int> RunDoctor(const DoctorOptions& o) {
 
   if (o.json) {
     nlohmann::ordered_json j;
-    j["url"] = o.url;
+    j["url"] = http::RedactUrl(o.url);
     j["credentials"] = AuthReportJson(auth);
     j["rtt_s"] = m.rtt_s;
     j["connection_bytes_per_s"] = m.connection_bytes_per_s;
@@ -279,7 +280,7 @@ Result<int> RunDoctor(const DoctorOptions& o) {
     return 0;
   }
   for (const std::string& line : FormatAuthReport(auth)) std::printf("%s\n", line.c_str());
-  std::printf("%s\n", o.url.c_str());
+  std::printf("%s\n", http::RedactUrl(o.url).c_str());
   std::printf("  round trip       %.1f ms (median of %u)\n", m.rtt_s * 1000, o.requests);
   std::printf("  one connection   %s/s\n",
               FormatBytes(static_cast<uint64_t>(m.connection_bytes_per_s)).c_str());

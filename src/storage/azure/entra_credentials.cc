@@ -15,6 +15,7 @@
 #include "storage/base64.h"
 #include "storage/http/endpoint_error.h"
 #include "storage/http/url_encoding.h"
+#include "storage/http/url_host.h"
 #include "storage/jwt.h"
 
 namespace ferry::internal_azure {
@@ -223,8 +224,7 @@ Result<std::shared_ptr<AzureTokenProvider>> LoadAzureTokenProvider(
   auto get = [&](std::string_view name) { return env(name).value_or(""); };
   ServicePrincipal p;
   if (const std::string host = get("AZURE_AUTHORITY_HOST"); !host.empty()) {
-    if (!host.starts_with("https://") && !host.starts_with("http://127.") &&
-        !host.starts_with("http://localhost")) {
+    if (!http::IsPrivateEndpoint(host)) {
       return InvalidArgumentError(fmt::format(
           "AZURE_AUTHORITY_HOST={}: must be an https:// URL (plain http only to a loopback "
           "address)",

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "storage/gcs/google_credentials.h"
+#include "storage/http/url_host.h"
 #include "storage/s3/s3_endpoint.h"
 
 namespace ferry::internal_gcs {
@@ -62,6 +63,14 @@ Result<internal_s3::S3StoreConfig> GcsStoreConfigFromEnvironment(std::string_vie
     FERRY_ASSIGN_OR_RETURN(config.bearer_token_provider, LoadGoogleTokenProvider(env));
     if (config.bearer_token_provider) {
       config.credentials.source = config.bearer_token_provider->source();
+      const std::string url =
+          fmt::format("{}://{}", config.endpoint.scheme, config.endpoint.authority);
+      if (!http::IsPrivateEndpoint(url)) {
+        return InvalidArgumentError(fmt::format(
+            "GCS_ENDPOINT_URL={}: Google tokens ({}) are sent only over HTTPS (or plain http to "
+            "this machine)",
+            url, config.bearer_token_provider->source()));
+      }
     }
   }
 

@@ -114,6 +114,17 @@ TEST_F(GcsStoreTest, BearerTokensAreSentAndARefusedOneIsReplacedOnce) {
   EXPECT_EQ(refused, 1);
 }
 
+// A Google token goes over HTTPS, or plain http to this machine only.
+TEST_F(GcsStoreTest, BearerTokensStayOffPlainHttpToOtherHosts) {
+  env_.Set("GCE_METADATA_HOST", "127.0.0.1:9");
+  env_.Set("GCS_ENDPOINT_URL", "http://storage.example.com");
+  const Status refused = GcsStoreConfigFromEnvironment("bkt", env_).status();
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("sent only over HTTPS"), std::string::npos) << refused.message();
+  env_.Set("GCS_ENDPOINT_URL", "http://127.0.0.1:4443");
+  EXPECT_TRUE(GcsStoreConfigFromEnvironment("bkt", env_).ok());
+}
+
 TEST_F(GcsStoreTest, ConfigErrors) {
   // GCS naming: underscores yes, uppercase no.
   EXPECT_EQ(GcsStoreConfigFromEnvironment("Bad", env_).status().code(),

@@ -10,6 +10,7 @@
 #include "storage/http/endpoint_error.h"
 #include "storage/http/http_date.h"
 #include "storage/http/url_encoding.h"
+#include "storage/http/url_host.h"
 #include "storage/jwt.h"
 
 namespace ferry::internal_gcs {
@@ -29,8 +30,7 @@ constexpr std::string_view kAccessTokenType = "urn:ietf:params:oauth:token-type:
 
 // A token endpoint the file names: https, or plain http to this machine only.
 Status CheckEndpoint(const std::string& url, std::string_view field, const std::string& path) {
-  if (url.starts_with("https://") || url.starts_with("http://127.") ||
-      url.starts_with("http://localhost") || url.starts_with("http://[::1]")) {
+  if (http::IsPrivateEndpoint(url)) {
     return Status::Ok();
   }
   return InvalidArgumentError(

@@ -7,24 +7,14 @@
 #include "base/file_util.h"
 #include "storage/http/endpoint_error.h"
 #include "storage/http/http_date.h"
+#include "storage/http/url_host.h"
 
 namespace ferry::internal_s3 {
 namespace {
 
-// The host of an http(s) URL, without port or brackets; "" when there is none.
-std::string UrlHost(std::string_view url) {
-  const size_t scheme = url.find("://");
-  if (scheme == std::string_view::npos) return "";
-  std::string_view rest = url.substr(scheme + 3);
-  rest = rest.substr(0, rest.find_first_of("/?#"));
-  if (const size_t at = rest.rfind('@'); at != std::string_view::npos) rest = rest.substr(at + 1);
-  if (rest.starts_with('[')) return std::string(rest.substr(1, rest.find(']') - 1));
-  return std::string(rest.substr(0, rest.find(':')));
-}
-
 bool AllowedPlainHttpHost(std::string_view host) {
-  return host == "localhost" || host.starts_with("127.") || host == "::1" ||
-         host == "169.254.170.2" || host == "169.254.170.23" || host == "fd00:ec2::23";
+  return http::IsLoopbackHost(host) || host == "169.254.170.2" || host == "169.254.170.23" ||
+         host == "fd00:ec2::23";
 }
 
 }  // namespace
@@ -60,7 +50,7 @@ Result<std::optional<ContainerCredentialsEndpoint>> ContainerEndpointFromEnv(con
   } else if (auto full = env("AWS_CONTAINER_CREDENTIALS_FULL_URI")) {
     e.url = *full;
     if (!e.url.starts_with("https://")) {
-      if (!e.url.starts_with("http://") || !AllowedPlainHttpHost(UrlHost(e.url))) {
+      if (!e.url.starts_with("http://") || !AllowedPlainHttpHost(http::UrlHost(e.url))) {
         return InvalidArgumentError(fmt::format(
             "AWS_CONTAINER_CREDENTIALS_FULL_URI={}: over plain http only a loopback address or "
             "169.254.170.2 / 169.254.170.23 may be given (use https for another host)",

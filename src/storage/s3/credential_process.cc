@@ -36,19 +36,25 @@ Result<AwsCredentials> ParseCredentialProcessOutput(std::string_view output,
   if (const std::string expiration = text("Expiration"); !expiration.empty()) {
     c.expiration = http::ParseIso8601(expiration);
     if (!c.expiration) {
-      return DataLossError(fmt::format("{}: Expiration '{}' is not an ISO 8601 time", context,
-                                       expiration.substr(0, 40)));
+      return DataLossError(fmt::format("{}: its Expiration is not an ISO 8601 time", context));
     }
   }
   return c;
 }
 
 Result<AwsCredentials> RunCredentialProcess(std::string_view command, std::string_view where) {
-  // The program only: the rest of a command line may hold a secret.
-  const std::string_view trimmed =
-      command.substr(std::min(command.find_first_not_of(" \t"), command.size()));
-  const std::string context = fmt::format("credential_process of {} ({})", where,
-                                          trimmed.substr(0, trimmed.find_first_of(" \t")));
+  // The program only: its arguments, and NAME=VALUE words before it, may hold a secret.
+  std::string_view rest = command;
+  std::string_view program;
+  while (!rest.empty()) {
+    rest.remove_prefix(std::min(rest.find_first_not_of(" \t"), rest.size()));
+    program = rest.substr(0, rest.find_first_of(" \t"));
+    rest.remove_prefix(program.size());
+    if (program.find('=') == std::string_view::npos) break;
+    program = {};
+  }
+  const std::string context =
+      fmt::format("credential_process of {} ({})", where, program.empty() ? "?" : program);
   auto run =
       RunSubprocess({"/bin/sh", "-c", std::string(command)}, std::chrono::seconds(60), 64 << 10);
   if (!run) return run.status().WithContext(context);

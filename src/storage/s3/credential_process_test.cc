@@ -103,6 +103,10 @@ TEST_F(CredentialProcessTest, FailuresNameTheProfileAndCommandNeverTheOutput) {
     EXPECT_THAT(parsed.status().message(), Not(HasSubstr("s3cr3t"))) << bad;
   }
   EXPECT_EQ(RunCredentialProcess("exit 0", "p").status().code(), StatusCode::kDataLoss);
+  // Assignments before the program are not the program: they may hold secrets.
+  auto assigned = RunCredentialProcess("API_PASS=s3cret-word exit 3", "p");
+  EXPECT_THAT(assigned.status().message(), HasSubstr("credential_process of p (exit)"));
+  EXPECT_THAT(assigned.status().message(), Not(HasSubstr("s3cret-word")));
 }
 
 }  // namespace
