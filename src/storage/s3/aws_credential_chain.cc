@@ -68,10 +68,14 @@ Result<std::shared_ptr<AwsCredentialProvider>> RoleProfileProvider(
     of_source.profile = source_profile;
     FERRY_ASSIGN_OR_RETURN(const AwsProfileSettings source_settings,
                            LoadAwsProfileSettings(of_source, env));
-    // A source profile with a role of its own is assumed first, unless it names itself (then
-    // its keys are the source, as in the AWS CLI).
-    if (!source_settings.Get("role_arn").empty() &&
-        source_profile != SelectedAwsProfile(options, env)) {
+    // As the SDKs do: the source profile's keys when it has them; else its own role (a chain),
+    // unless it names itself; else its credential_process.
+    FERRY_ASSIGN_OR_RETURN(source, LoadAwsCredentials(of_source, env));
+    const std::string command = source_settings.Get("credential_process");
+    if (!source.anonymous()) {
+      // Its keys sign the AssumeRole.
+    } else if (!source_settings.Get("role_arn").empty() &&
+               source_profile != SelectedAwsProfile(options, env)) {
       if (depth >= 4) {
         return InvalidArgumentError(
             fmt::format("{}: source_profile '{}' starts a chain of more than 4 roles (a loop?)",
@@ -79,14 +83,15 @@ Result<std::shared_ptr<AwsCredentialProvider>> RoleProfileProvider(
       }
       FERRY_ASSIGN_OR_RETURN(
           source_provider, RoleProfileProvider(source_settings, of_source, env, clock, depth + 1));
+    } else if (!command.empty()) {
+      source_provider = std::make_shared<AwsCredentialProvider>(
+          fmt::format("credential_process ({})", source_settings.where),
+          [command, where = source_settings.where] { return RunCredentialProcess(command, where); },
+          clock);
     } else {
-      FERRY_ASSIGN_OR_RETURN(source, LoadAwsCredentials(of_source, env));
-      if (source.anonymous()) {
-        return InvalidArgumentError(fmt::format(
-            "{}: its source_profile '{}' has no aws_access_key_id (a role profile's source must "
-            "hold keys or a role)",
-            profile.where, source_profile));
-      }
+      return InvalidArgumentError(fmt::format(
+          "{}: its source_profile '{}' has no aws_access_key_id, role_arn or credential_process",
+          profile.where, source_profile));
     }
   } else if (credential_source == "Environment") {
     AwsConfigOptions none;

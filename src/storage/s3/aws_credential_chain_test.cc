@@ -132,5 +132,30 @@ TEST_F(CredentialChainTest, RoleProfilesNameTheirSourceAndRefuseALoop) {
               HasSubstr("with EC2 instance metadata (http://169.254.169.254)"));
 }
 
+// A source profile's keys win over its own role_arn; without keys, its credential_process is
+// the source.
+TEST_F(CredentialChainTest, ASourceProfilesKeysComeBeforeItsRoleThenItsProcess) {
+  std::filesystem::create_directories(home_.path() / ".aws");
+  ASSERT_TRUE(WriteFileAtomically(home_.path() / ".aws" / "credentials",
+                                  "[keyed]\naws_access_key_id = AKIAKEYED\n"
+                                  "aws_secret_access_key = keyed-secret\n")
+                  .ok());
+  ASSERT_TRUE(WriteFileAtomically(home_.path() / ".aws" / "config",
+                                  "[profile keyed]\nrole_arn = arn:aws:iam::2:role/k\n"
+                                  "[profile via-keys]\nrole_arn = arn:aws:iam::2:role/v\n"
+                                  "source_profile = keyed\n"
+                                  "[profile broker]\ncredential_process = /bin/true\n"
+                                  "[profile via-broker]\nrole_arn = arn:aws:iam::2:role/b\n"
+                                  "source_profile = broker\n")
+                  .ok());
+  env_.Set("AWS_PROFILE", "via-keys");
+  const std::string keys = LoadAwsCredentialProvider({}, env_).value()->source();
+  EXPECT_THAT(keys, HasSubstr("role arn:aws:iam::2:role/v (STS AssumeRole, "));
+  EXPECT_EQ(keys.find("role/k"), std::string::npos) << "keys, not the source's own role";
+  env_.Set("AWS_PROFILE", "via-broker");
+  EXPECT_THAT(LoadAwsCredentialProvider({}, env_).value()->source(),
+              HasSubstr("STS AssumeRole with credential_process ("));
+}
+
 }  // namespace
 }  // namespace ferry::internal_s3
