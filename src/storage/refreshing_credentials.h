@@ -16,6 +16,10 @@
 //     kUnauthenticated with the cause's message, which a store does not retry.
 //   - Expire(c): the store was told that c expired or was revoked (a 401/403 saying so): the next
 //     Current() fetches anew, unless another caller already has.
+//   - Reject(): the same when the store does not know which credentials the refused request
+//     carried: the cached ones are dropped unless they were fetched in the last 5 s - then they
+//     are newer than what that request carried, and many requests refused at once cost one
+//     fetch, not one each.
 //
 // Nothing here logs or prints a credential: the source name says where they came from. Each new
 // set of temporary credentials is logged (info) with its source and life.
@@ -120,6 +124,14 @@ class RefreshingCredentials {
     if (cached_ && *cached_ == rejected) cached_.reset();
   }
 
+  /// A request signed with credentials of this provider was refused as expired (above).
+  void Reject() {
+    MutexLock lock(mu_);
+    if (cached_ && std::chrono::steady_clock::now() - fetched_at_ >= std::chrono::seconds(5)) {
+      cached_.reset();
+    }
+  }
+
   /// Waits until no background refresh is running (tests; shutdown).
   void WaitForRefresh() {
     MutexLock lock(mu_);
@@ -147,6 +159,7 @@ class RefreshingCredentials {
                      .count());
     }
     cached_ = std::move(credentials);
+    fetched_at_ = std::chrono::steady_clock::now();
     last_error_ = Status::Ok();
     backoff_ = std::chrono::seconds(1);
     next_attempt_ = {};
@@ -180,6 +193,7 @@ class RefreshingCredentials {
   std::condition_variable_any idle_;
   std::optional<C> cached_ GUARDED_BY(mu_);
   std::chrono::system_clock::time_point refresh_at_ GUARDED_BY(mu_);
+  std::chrono::steady_clock::time_point fetched_at_ GUARDED_BY(mu_);  // elapsed, not wall time
   std::chrono::system_clock::duration margin_ GUARDED_BY(mu_){};
   std::chrono::system_clock::time_point next_attempt_ GUARDED_BY(mu_);
   std::chrono::system_clock::duration backoff_ GUARDED_BY(mu_) = std::chrono::seconds(1);

@@ -149,6 +149,20 @@ TEST(RefreshingCredentials, ExpireDropsWhatWasRejectedAndOnlyThat) {
   EXPECT_EQ(source.fetches_, 2);
 }
 
+// Many requests refused at once, each not knowing which credentials it carried: credentials
+// fetched in the last seconds are newer than what those requests carried, so they stay - one
+// fetch, not one per refused request.
+TEST(RefreshingCredentials, RejectKeepsCredentialsFetchedMomentsAgo) {
+  ManualClock clock;
+  Source source(clock, hours(1));
+  RefreshingCredentials<TestCredentials> c(
+      "test role", [&] { return source.Fetch(); }, clock.fn());
+  const TestCredentials first = c.Current().value();
+  for (int i = 0; i < 10; ++i) c.Reject();
+  EXPECT_EQ(c.Current().value(), first);
+  EXPECT_EQ(source.fetches_, 1);
+}
+
 TEST(RefreshingCredentials, CallersWithoutCredentialsShareOneFetch) {
   ManualClock clock;
   Source source(clock, hours(1));

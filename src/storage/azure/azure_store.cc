@@ -210,9 +210,7 @@ class AzureBlobStore final : public ObjectStore {
   Status ErrorOf(const http::Response& response, std::string_view name) const {
     if (config_.token_provider && (response.status == 401 || response.status == 403) &&
         AsciiLower(response.body).find("token is expired") != std::string::npos) {
-      if (auto used = config_.token_provider->Current(); used.ok()) {
-        config_.token_provider->Expire(*used);
-      }
+      config_.token_provider->Reject();
       return UnavailableError(fmt::format(
           "{}: the service says the Entra ID token from {} expired (a new one is fetched)", name,
           config_.token_provider->source()));

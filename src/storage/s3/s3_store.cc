@@ -118,7 +118,7 @@ class S3Store final : public ObjectStore {
     options.build = [&](const http::GetAttempt&, http::Headers headers) {
       return MakeRequest("GET", url, std::move(headers), std::nullopt, kEmptyPayloadSha256);
     };
-    options.map_error = [&](const http::Response& r) { return MapError(r, options.url); };
+    options.map_error = [&](const http::Response& r) { return RetryableError(r, options.url); };
     auto transport = GetTransport();
     auto info = http::ResumableGet(*transport, options, range, sink);
     if (!info) return Named(info.status(), options.url);
@@ -221,9 +221,15 @@ class S3Store final : public ObjectStore {
     return config_.endpoint.scheme != "https";
   }
 
+  // What a request was authorized with, for dropping exactly that when it is refused.
+  struct UsedCredentials {
+    std::optional<internal_storage::AccessToken> token;
+    std::optional<AwsCredentials> keys;
+  };
+
   Result<http::Request> MakeRequest(std::string_view method, std::string url, http::Headers headers,
-                                    std::optional<ByteSource> body,
-                                    std::string_view payload_hash) const {
+                                    std::optional<ByteSource> body, std::string_view payload_hash,
+                                    UsedCredentials* used = nullptr) const {
     http::Request request;
     request.method = std::string(method);
     request.url = std::move(url);
@@ -235,9 +241,11 @@ class S3Store final : public ObjectStore {
       FERRY_ASSIGN_OR_RETURN(const internal_storage::AccessToken token,
                              config_.bearer_token_provider->Current());
       request.headers.Set("Authorization", "Bearer " + token.access_token);
+      if (used != nullptr) used->token = token;
       return request;
     }
     FERRY_ASSIGN_OR_RETURN(AwsCredentials credentials, credentials_->Current());
+    if (used != nullptr) used->keys = credentials;
     const SigV4Signer signer(std::move(credentials), config_.region, config_.service);
     FERRY_RETURN_IF_ERROR(signer.Sign(request, payload_hash, Now()));
     return request;
@@ -268,6 +276,19 @@ class S3Store final : public ObjectStore {
     return s;
   }
 
+  // MapError for requests the caller retries itself (reads, parts): a bearer token refused with
+  // 401 is dropped and the error is transient, so that the retry goes with a new one.
+  Status RetryableError(const http::Response& response, std::string_view name) const {
+    if (config_.bearer_token_provider && response.status == 401) {
+      config_.bearer_token_provider->Reject();
+      return UnavailableError(
+          fmt::format("{}: the service refused the token from {} (HTTP 401; "
+                      "a new one is fetched)",
+                      name, config_.bearer_token_provider->source()));
+    }
+    return MapError(response, name);
+  }
+
   // A refused HEAD says only "HTTP 403" where a GET would name the reason
   // (SignatureDoesNotMatch, InvalidAccessKeyId, AccessDenied, ...): the same request as a GET
   // fetches the error document.
@@ -288,20 +309,19 @@ class S3Store final : public ObjectStore {
   // One attempt. Transport failures are errors; HTTP errors are responses.
   Result<http::Response> Send(std::string_view method, std::string url, http::Headers headers,
                               std::optional<ByteSource> body, std::string_view payload_hash) const {
+    UsedCredentials used;
     FERRY_ASSIGN_OR_RETURN(http::Request request,
-                           MakeRequest(method, url, headers, body, payload_hash));
+                           MakeRequest(method, url, headers, body, payload_hash, &used));
     auto transport = GetTransport();
     FERRY_ASSIGN_OR_RETURN(http::Response r, transport->Execute(std::move(request)));
     if (config_.bearer_token_provider && r.status == 401) {
       // A bearer token the service no longer takes (expired early, revoked): once more with a
       // new one.
-      if (auto used = config_.bearer_token_provider->Current(); used.ok()) {
-        config_.bearer_token_provider->Expire(*used);
-      }
+      if (used.token) config_.bearer_token_provider->Expire(*used.token);
     } else if (IsExpiredToken(r)) {
       // Temporary credentials that S3 says expired (a clock ahead of ours, a revoked session):
       // the provider drops them, and the request goes once more with new ones.
-      if (auto used = credentials_->Current(); used.ok()) credentials_->Expire(*used);
+      if (used.keys) credentials_->Expire(*used.keys);
     } else {
       return r;
     }
@@ -375,7 +395,7 @@ class S3Store final : public ObjectStore {
       return MakeRequest("PUT", fmt::format("{}?partNumber={}&{}", url, number, upload_query), {},
                          std::move(slice), hash);
     };
-    parts.map_error = [&](const http::Response& r) { return MapError(r, name); };
+    parts.map_error = [&](const http::Response& r) { return RetryableError(r, name); };
     auto transport = GetTransport();
     auto completed = UploadParts(*transport, parts);
     if (!completed) return Abort(url, upload_query, name, completed.status());
