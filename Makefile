@@ -32,7 +32,8 @@ build-dev: deps
 	@cmake --build --preset dev -j$(JOBS)
 
 # Clang's lock checks, unit, compatibility, CLI and integration tests (against loopback S3/Azure
-# servers) under ASan+UBSan, the Python package's tests (release build of the module), then the
+# and identity servers) under ASan+UBSan with, beside the latter on servers of their own, the
+# Python package's tests (release build of the module), then the
 # fuzz targets' seeds and fixed variants of them, in the same sanitized build; between them, the
 # wheel and the C++ library installed and used from outside the repository.
 test: build-dev build-python
