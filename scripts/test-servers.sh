@@ -258,17 +258,32 @@ tls_certificate() {
   mv "$state/azurite-oauth.crt.tmp" "$state/azurite-oauth.crt"
 }
 
-# The identity server's Azure secrets: random per full start, kept across a restart.
+# The identity server's secrets: random per full start, kept across a restart. They reach the
+# server through this file, never its command line (which the log and `ps` show). Letters and
+# digits only: a value starting with "-" would read as an option wherever one is passed on.
 AZURE_CLIENT_SECRET="" AZURE_FEDERATED_TOKEN="" AZURE_IDENTITY_HEADER="" GOOGLE_SUBJECT_TOKEN=""
 identity_secrets() {
   if [ ! -f "$state/identity.secrets" ]; then
-    local s=() i
-    for i in 1 2 3 4; do s+=("$(head -c 24 /dev/urandom | base64 | tr '+/' '-_')"); done
-    echo "${s[*]}" > "$state/identity.secrets.tmp"
+    local name value
+    for name in azure_client_secret azure_federated_token azure_identity_header \
+                google_subject_token; do
+      value=$(head -c 48 /dev/urandom | base64 -w0 | tr -d '+/=' | cut -c1-32)
+      echo "$name=$value"
+    done > "$state/identity.secrets.tmp"
+    chmod 600 "$state/identity.secrets.tmp"
     mv "$state/identity.secrets.tmp" "$state/identity.secrets"
   fi
-  read -r AZURE_CLIENT_SECRET AZURE_FEDERATED_TOKEN AZURE_IDENTITY_HEADER GOOGLE_SUBJECT_TOKEN \
-    < "$state/identity.secrets"
+  local line
+  while IFS= read -r line; do
+    case "$line" in
+      azure_client_secret=*) AZURE_CLIENT_SECRET=${line#*=} ;;
+      azure_federated_token=*) AZURE_FEDERATED_TOKEN=${line#*=} ;;
+      azure_identity_header=*) AZURE_IDENTITY_HEADER=${line#*=} ;;
+      google_subject_token=*) GOOGLE_SUBJECT_TOKEN=${line#*=} ;;
+    esac
+  done < "$state/identity.secrets"
+  [ -n "$AZURE_CLIENT_SECRET" ] && [ -n "$GOOGLE_SUBJECT_TOKEN" ] ||
+    die "$state/identity.secrets is incomplete; stop the servers and start them again"
 }
 
 # ---- one server ------------------------------------------------------------------------------
@@ -311,12 +326,9 @@ launch() {  # NAME: start it in the background on its recorded port; record "PID
       identity_secrets
       cmdline=("$test_python" tests/servers/identity_server.py --port "$port" --life 6
                --container-token "$IDENTITY_CONTAINER_TOKEN" --azure-tenant "$AZURE_TENANT"
-               --azure-client-id "$AZURE_CLIENT_ID" --azure-client-secret "$AZURE_CLIENT_SECRET"
-               --azure-federated-token "$AZURE_FEDERATED_TOKEN"
-               --azure-identity-header "$AZURE_IDENTITY_HEADER"
+               --azure-client-id "$AZURE_CLIENT_ID" --secrets "$state/identity.secrets"
                --azure-certificate "$state/azure-client.pem"
-               --google-key "$state/google-key.json" --google-user "$state/google-user.json"
-               --google-subject-token "$GOOGLE_SUBJECT_TOKEN") ;;
+               --google-key "$state/google-key.json" --google-user "$state/google-user.json") ;;
   esac
   echo "=== $(date '+%F %T') $prog: ${cmdline[*]}" >> "$log"
   # stdin/stdout/stderr away from the caller: a test capturing our output must not wait for

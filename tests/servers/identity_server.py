@@ -18,10 +18,10 @@ and checks what the real endpoints check:
     POST /TENANT/oauth2/v2.0/token                 form: grant_type=client_credentials,
                                                    client_id (--azure-client-id), scope
                                                    https://storage.azure.com/.default, and one of
-                                                   client_secret (--azure-client-secret), or
+                                                   client_secret (azure_client_secret), or
                                                    client_assertion_type jwt-bearer with
                                                    client_assertion: either the federated token
-                                                   (--azure-federated-token), or an RS256 JWT
+                                                   (azure_federated_token), or an RS256 JWT
                                                    signed with the key of the certificate this
                                                    server writes to --azure-certificate (checked:
                                                    signature, x5t, aud = this URL, iss = sub =
@@ -32,7 +32,7 @@ and checks what the real endpoints check:
                                                    X-Forwarded-For; client_id, when given, must be
                                                    --azure-client-id
     GET  /msi/token                                App Service: needs X-IDENTITY-HEADER
-                                                   (--azure-identity-header), api-version
+                                                   (azure_identity_header), api-version
                                                    2019-08-01 and the resource
 
   Google OAuth 2.0 token endpoint
@@ -47,7 +47,7 @@ and checks what the real endpoints check:
                                                    writes to --google-user;
                                                    grant_type token-exchange (workload identity
                                                    federation) with subject_token
-                                                   --google-subject-token
+                                                   google_subject_token
     POST /google/generateAccessToken               impersonation: needs a Bearer token the
                                                    exchange issued; JSON {"scope": [...]}
   Google metadata server
@@ -57,7 +57,8 @@ and checks what the real endpoints check:
 Credentials and tokens live --life seconds (default 3600); each answer issues new ones (AWS:
 ASIA...; Azure: a JWT with the issuer and audience Azure Storage, and Azurite in OAuth mode,
 accept). GET /_stats returns how many of each were issued and refused, so a test can tell a
-refresh from a cached answer. Binds 127.0.0.1 only.
+refresh from a cached answer. The secrets named in lowercase above come from the --secrets file
+(NAME=VALUE lines); one it does not name is off. Binds 127.0.0.1 only.
 """
 
 import argparse
@@ -467,6 +468,24 @@ def make_handler(state):
     return Handler
 
 
+SECRET_NAMES = ("azure_client_secret", "azure_federated_token", "azure_identity_header",
+                "google_subject_token")
+
+
+def read_secrets(args):
+    """Sets each secret on args from the --secrets file; one not named there stays empty (off)."""
+    for name in SECRET_NAMES:
+        setattr(args, name, "")
+    if not args.secrets:
+        return
+    with open(args.secrets, encoding="utf-8") as f:
+        for line in f:
+            name, sep, value = line.rstrip("\n").partition("=")
+            if not sep or name not in SECRET_NAMES:
+                raise SystemExit(f"{args.secrets}: unexpected line {name!r}")
+            setattr(args, name, value)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
@@ -474,17 +493,18 @@ def main():
     parser.add_argument("--container-token", default="ferry-container-token")
     parser.add_argument("--azure-tenant", default="ferry-tenant")
     parser.add_argument("--azure-client-id", default="ferry-client")
-    parser.add_argument("--azure-client-secret", default="")
-    parser.add_argument("--azure-federated-token", default="")
-    parser.add_argument("--azure-identity-header", default="")
+    parser.add_argument("--secrets", default="",
+                        help="a file of NAME=VALUE lines: azure_client_secret, "
+                        "azure_federated_token, azure_identity_header, google_subject_token "
+                        "(kept off the command line, which logs and ps show)")
     parser.add_argument("--azure-certificate", default="",
                         help="where to write the client certificate and its key (PEM)")
     parser.add_argument("--google-key", default="",
                         help="where to write a service account key file (JSON)")
     parser.add_argument("--google-user", default="",
                         help="where to write a user credentials file (JSON)")
-    parser.add_argument("--google-subject-token", default="")
     args = parser.parse_args()
+    read_secrets(args)
     server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(State(args)))
     server.daemon_threads = True
     server.serve_forever()
