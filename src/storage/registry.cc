@@ -15,9 +15,14 @@
 namespace ferry {
 namespace {
 
+struct Entry {
+  StoreFactory factory = nullptr;
+  UrlForm form = UrlForm::kAuthority;
+};
+
 struct Registry {
   Mutex mu;
-  std::map<std::string, StoreFactory> factories GUARDED_BY(mu);
+  std::map<std::string, Entry> factories GUARDED_BY(mu);
 };
 
 Registry& TheRegistry() {
@@ -45,10 +50,10 @@ std::string UrlScheme(std::string_view url) {
   return scheme ? AsciiLower(*scheme) : "file";
 }
 
-StoreRegistration::StoreRegistration(std::string_view scheme, StoreFactory factory) {
+StoreRegistration::StoreRegistration(std::string_view scheme, StoreFactory factory, UrlForm form) {
   Registry& r = TheRegistry();
   MutexLock lock(r.mu);
-  if (!r.factories.emplace(std::string(scheme), factory).second) {
+  if (!r.factories.emplace(std::string(scheme), Entry{factory, form}).second) {
     // Two stores claiming one scheme is a build mistake; failing loudly at start-up beats
     // silently picking one.
     std::fprintf(stderr, "ferry: URL scheme '%.*s' is registered twice\n",
@@ -71,7 +76,7 @@ Result<StoreAndKey> OpenUrl(std::string_view url) {
   {
     Registry& r = TheRegistry();
     MutexLock lock(r.mu);
-    factory = r.factories.at(UrlScheme(url));  // CheckUrlSyntax found it
+    factory = r.factories.at(UrlScheme(url)).factory;  // CheckUrlSyntax found it
   }
   return factory(url);
 }
@@ -80,10 +85,14 @@ Status CheckUrlSyntax(std::string_view url) {
   if (url.empty()) return InvalidArgumentError("empty URL");
   const std::string scheme = UrlScheme(url);
   StoreFactory factory = nullptr;
+  UrlForm form = UrlForm::kAuthority;
   {
     Registry& r = TheRegistry();
     MutexLock lock(r.mu);
-    if (auto it = r.factories.find(scheme); it != r.factories.end()) factory = it->second;
+    if (auto it = r.factories.find(scheme); it != r.factories.end()) {
+      factory = it->second.factory;
+      form = it->second.form;
+    }
   }
   // Only the part before '?' is shown: a query may hold a SAS token.
   const std::string_view shown = url.substr(0, url.find('?'));
@@ -91,7 +100,16 @@ Status CheckUrlSyntax(std::string_view url) {
   // A "scheme:" without "//" is refused rather than read as a local path: "s3:/bucket/x" would
   // otherwise silently become a local folder named "s3:". A path with such a name is written
   // "./s3:/bucket/x".
-  if (LeadingScheme(url) && !url.substr(scheme.size() + 1).starts_with("//")) {
+  const std::string_view rest = LeadingScheme(url) ? url.substr(scheme.size() + 1) : "//";
+  if (factory != nullptr && form == UrlForm::kAbsolutePath) {
+    if (!rest.starts_with("/")) {
+      return InvalidArgumentError(
+          fmt::format("{}: malformed URL: '{}:' must be followed by an absolute path ({}:/...)",
+                      shown, scheme, scheme));
+    }
+    return Status::Ok();
+  }
+  if (LeadingScheme(url) && !rest.starts_with("//")) {
     return InvalidArgumentError(fmt::format(
         "{}: {} (known: {}); a local path whose first name has a ':' is written ./{}", shown,
         factory != nullptr ? fmt::format("malformed URL: '{}:' must be followed by '//' ({}://...)",

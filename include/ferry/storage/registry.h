@@ -6,7 +6,8 @@
 // '+', '-' or '.') and ':' is a URL, and must go on with "//" and a registered scheme; anything
 // else is a local path. So "s3:/bucket/x" (one slash), "s3:x" and "foo://x" are errors, never a
 // local folder named "s3:" or "foo:"; a local path whose first name has a ':' is written with
-// "./" ("./a:b") or as an absolute path.
+// "./" ("./a:b") or as an absolute path. The one exception is a scheme registered with
+// UrlForm::kAbsolutePath, whose URLs are written "scheme:/path" (Databricks' "dbfs:/Volumes/...").
 //
 // Thread-safety: OpenUrl may be called concurrently; registration happens during static
 // initialization only.
@@ -45,9 +46,16 @@ std::string UrlScheme(std::string_view url);
 
 using StoreFactory = Result<StoreAndKey> (*)(std::string_view url);
 
+/// How a scheme's URLs go on after "scheme:".
+enum class UrlForm {
+  kAuthority,     // "//" and an authority: s3://bucket/key
+  kAbsolutePath,  // "/" and an absolute path, "//" optional: dbfs:/Volumes/c/s/v/key
+};
+
 class StoreRegistration {
  public:
-  StoreRegistration(std::string_view scheme, StoreFactory factory);
+  StoreRegistration(std::string_view scheme, StoreFactory factory,
+                    UrlForm form = UrlForm::kAuthority);
 };
 
 }  // namespace ferry
