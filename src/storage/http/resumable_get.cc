@@ -74,7 +74,8 @@ Result<ObjectInfo> ResumableGet(Transport& transport, const ResumableGetOptions&
                                 ByteRange range, const ByteSink& sink) {
   ObjectInfo info;
   if (range.length && *range.length == 0) return info;  // nothing to fetch; size unknown (0)
-  uint64_t delivered = 0;                           // bytes of the range already handed to the sink
+  uint64_t delivered = 0;     // bytes of the range already handed to the sink
+  std::string last_modified;  // of the first response: the pin when the server gives no etag
   std::optional<uint64_t> expected = range.length;  // bytes the whole range holds, once known
   int attempt_number = 0;
 
@@ -90,7 +91,11 @@ Result<ObjectInfo> ResumableGet(Transport& transport, const ResumableGetOptions&
       headers.Set("Range", a.length ? fmt::format("bytes={}-{}", a.offset, a.offset + *a.length - 1)
                                     : fmt::format("bytes={}-", a.offset));
     }
-    if (!a.if_match.empty()) headers.Set("If-Match", "\"" + a.if_match + "\"");
+    if (!a.if_match.empty()) {
+      headers.Set("If-Match", "\"" + a.if_match + "\"");
+    } else if (!last_modified.empty()) {
+      headers.Set("If-Unmodified-Since", last_modified);
+    }
     FERRY_ASSIGN_OR_RETURN(Request request, options.build(a, std::move(headers)));
 
     // Learn the object's etag and size as soon as a good response's headers arrive, so that a
@@ -100,6 +105,9 @@ Result<ObjectInfo> ResumableGet(Transport& transport, const ResumableGetOptions&
       if (status >= 300) return;
       if (info.etag.empty()) {
         if (auto etag = h.Get("ETag")) info.etag = UnquoteEtag(*etag);
+      }
+      if (last_modified.empty()) {
+        if (auto modified = h.Get("Last-Modified")) last_modified = std::string(*modified);
       }
       std::optional<uint64_t> total;
       if (status == 206) {
@@ -145,6 +153,11 @@ Result<ObjectInfo> ResumableGet(Transport& transport, const ResumableGetOptions&
     if (response.status == 412 && !info.etag.empty()) {
       return FailedPreconditionError(fmt::format(
           "{}: the object changed while it was being read (etag was {})", options.url, info.etag));
+    }
+    if (response.status == 412 && !last_modified.empty()) {
+      return FailedPreconditionError(
+          fmt::format("{}: the object changed while it was being read (it was last modified {})",
+                      options.url, last_modified));
     }
     if (response.status >= 300) return options.map_error(response);
     if (ignored_range) {

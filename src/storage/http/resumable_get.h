@@ -4,9 +4,12 @@
 // RetryPolicy. When a transfer breaks in the middle, the next attempt asks only for the bytes
 // not yet delivered (Range: bytes=<next>-<end>), pinned with If-Match to the etag of the first
 // response, so the sink sees every byte exactly once and a replaced object is an error
-// (kFailedPrecondition), never a splice of two versions. A response that ends early without an
-// error is treated like a break. A server that sends more than the range (a wider 206, or a
-// 200 with the whole object when the range starts at 0) has the excess cut off.
+// (kFailedPrecondition), never a splice of two versions. A server that gives no etag (the
+// Databricks Files API) is pinned with If-Unmodified-Since to the first response's
+// Last-Modified instead: whole seconds, so only a replacement in the same second goes unseen. A
+// response that ends early without an error is treated like a break. A server that sends more than
+// the range (a wider 206, or a 200 with the whole object when the range starts at 0) has the excess
+// cut off.
 //
 // The store supplies how to build (and sign) a request for a given range, and how to turn an
 // error response into a Status (its XML error codes); everything else is common.

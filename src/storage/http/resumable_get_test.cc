@@ -129,6 +129,46 @@ TEST(ResumableGet, ResumesOnlyTheMissingBytesPinnedToTheEtag) {
   EXPECT_EQ(requests[2].headers.Get("Range").value(), "bytes=13-");
 }
 
+TEST(ResumableGet, WithoutAnEtagAResumeIsPinnedToLastModified) {
+  int calls = 0;
+  std::string modified = "Wed, 02 Dec 2026 10:00:00 GMT";
+  RecordingTransport transport([&](const RecordedRequest& r) -> Result<Response> {
+    ++calls;
+    Response response;
+    if (auto since = r.headers.Get("If-Unmodified-Since"); since && *since != modified) {
+      response.status = 412;
+      return response;
+    }
+    response.status = calls == 1 ? 200 : 206;
+    const size_t begin = calls == 1 ? 0 : 10;
+    if (calls > 1) response.headers.Add("Content-Range", fmt::format("bytes 10-19/20"));
+    response.headers.Add("Content-Length", std::to_string(kObject.size() - begin));
+    response.headers.Add("Last-Modified", modified);
+    response.body = kObject.substr(begin, calls == 1 ? 10 : std::string::npos);  // 1st: cut
+    return response;
+  });
+  Collected out;
+  auto info = ResumableGet(transport, Options(), ByteRange{}, out.sink());
+  ASSERT_TRUE(info.has_value()) << info.status().ToString();
+  EXPECT_EQ(out.bytes, kObject);
+  const auto requests = transport.requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_FALSE(requests[0].headers.Get("If-Unmodified-Since").has_value());
+  EXPECT_EQ(requests[1].headers.Get("If-Unmodified-Since").value(), modified);
+  EXPECT_FALSE(requests[1].headers.Get("If-Match").has_value());
+
+  // The same break, but the file was replaced in between: an error, not a splice.
+  calls = 0;
+  Collected replaced;
+  auto second = ResumableGet(transport, Options(), ByteRange{}, [&](std::string_view c) {
+    modified = "Wed, 02 Dec 2026 10:00:05 GMT";  // replaced once the first bytes have come
+    return replaced.sink()(c);
+  });
+  ASSERT_FALSE(second.has_value());
+  EXPECT_EQ(second.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(second.status().message(), HasSubstr("changed while it was being read"));
+}
+
 TEST(ResumableGet, AConnectionLostMidBodyResumesPinnedToTheEtag) {
   FakeServer server;
   int calls = 0;
