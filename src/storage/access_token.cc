@@ -70,10 +70,11 @@ Status TokenEndpointError(const http::Response& reply, std::string_view context,
 
 Result<std::string> PostTokenForm(const std::string& url, const std::string& body,
                                   std::string_view context, std::string_view hint,
-                                  http::Transport* transport) {
+                                  http::Transport* transport, const http::Headers& headers) {
   http::Request request;
   request.method = "POST";
   request.url = url;
+  request.headers = headers;
   request.headers.Set("Content-Type", "application/x-www-form-urlencoded");
   request.headers.Set("Accept", "application/json");
   request.body = ByteSource::FromView(body);  // Execute returns before `body` goes

@@ -42,11 +42,13 @@ std::string OAuthErrorDetail(std::string_view body);
 Status TokenEndpointError(const http::Response& reply, std::string_view context,
                           std::string_view hint);
 
-/// POSTs the form `body` to the token endpoint `url` (5 s to connect, 30 s in all) and returns
+/// POSTs the form `body` to the token endpoint `url` (5 s to connect, 30 s in all), with
+/// `headers` besides the form's (an Authorization: Basic for client_secret_basic), and returns
 /// the reply's body; a refusal is TokenEndpointError with `hint`, and every error is prefixed by
 /// `context`. `transport` null: http::DefaultTransport().
 Result<std::string> PostTokenForm(const std::string& url, const std::string& body,
                                   std::string_view context, std::string_view hint,
-                                  http::Transport* transport = nullptr);
+                                  http::Transport* transport = nullptr,
+                                  const http::Headers& headers = {});
 
 }  // namespace ferry::internal_storage

@@ -1,10 +1,10 @@
-#include "storage/s3/ini_file.h"
+#include "storage/ini_file.h"
 
 #include <fmt/format.h>
 
 #include "base/ascii.h"
 
-namespace ferry::internal_s3 {
+namespace ferry::internal_storage {
 namespace {
 
 // Drops an inline comment: '#' or ';' preceded by whitespace.
@@ -77,4 +77,4 @@ Result<IniFile> ParseIni(std::string_view text, std::string_view file_name) {
   return file;
 }
 
-}  // namespace ferry::internal_s3
+}  // namespace ferry::internal_storage

@@ -1,5 +1,5 @@
-// IniFile: the INI dialect of ~/.aws/credentials and ~/.aws/config, parsed into sections of
-// name = value settings.
+// IniFile: the INI dialect of ~/.aws/credentials, ~/.aws/config and ~/.databrickscfg, parsed into
+// sections of name = value settings.
 //
 // The dialect is Python configparser's, as botocore reads it: "[section]" headers, "name = value"
 // or "name: value" lines, full-line comments starting with '#' or ';', blank lines anywhere,
@@ -24,7 +24,7 @@
 
 #include "ferry/result.h"
 
-namespace ferry::internal_s3 {
+namespace ferry::internal_storage {
 
 class IniFile {
  public:
@@ -45,4 +45,4 @@ class IniFile {
 /// Parses `text`; `file_name` only names the file in errors ("<file>:<line>: <what>", kDataLoss).
 Result<IniFile> ParseIni(std::string_view text, std::string_view file_name);
 
-}  // namespace ferry::internal_s3
+}  // namespace ferry::internal_storage

@@ -1,8 +1,8 @@
-#include "storage/s3/ini_file.h"
+#include "storage/ini_file.h"
 
 #include <gtest/gtest.h>
 
-namespace ferry::internal_s3 {
+namespace ferry::internal_storage {
 namespace {
 
 TEST(IniFileTest, ParsesSectionsCommentsAndWhitespace) {
@@ -68,4 +68,4 @@ TEST(IniFileTest, RejectsSettingsOutsideSectionsAndBadHeaders) {
 }
 
 }  // namespace
-}  // namespace ferry::internal_s3
+}  // namespace ferry::internal_storage

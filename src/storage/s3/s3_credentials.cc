@@ -7,10 +7,13 @@
 #include <ostream>
 
 #include "base/file_util.h"
-#include "storage/s3/ini_file.h"
+#include "storage/ini_file.h"
 
 namespace ferry::internal_s3 {
 namespace {
+
+using internal_storage::IniFile;
+using internal_storage::ParseIni;
 
 constexpr std::string_view kDefaultRegion = "us-east-1";
 
