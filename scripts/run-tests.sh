@@ -71,7 +71,8 @@ check_log() {  # LOG STATE: the log, and the state folder of the servers its tes
     case "$name" in
       FERRY_TEST_MOTO_AUTH_SECRET_KEY|FERRY_TEST_AZURITE_KEY|FERRY_TEST_AZURE_CLIENT_SECRET|\
       FERRY_TEST_AZURE_FEDERATED_TOKEN|FERRY_TEST_AZURE_IDENTITY_HEADER) secrets+=("$value") ;;
-      FERRY_TEST_GOOGLE_SUBJECT_TOKEN) secrets+=("$value") ;;
+      FERRY_TEST_GOOGLE_SUBJECT_TOKEN|FERRY_TEST_DATABRICKS_TOKEN|\
+      FERRY_TEST_DATABRICKS_CLIENT_SECRET) secrets+=("$value") ;;
       # The identity server's client certificate: its key's first line of base64 stands for it.
       FERRY_TEST_AZURE_CLIENT_CERTIFICATE) key_line=$(sed -n 2p "$value"); secrets+=("$key_line") ;;
       # The Google files: the service account key's first line, the user's secret and token.
@@ -83,7 +84,7 @@ print(d["private_key"].splitlines()[1] if "private_key" in d else d["client_secr
 if "refresh_token" in d: print(d["refresh_token"])' "$value") ;;
     esac
   done < "$2/env"
-  [ ${#secrets[@]} -ge 10 ] || { echo "$2/env lacks the servers' secrets"; leaks=1; }
+  [ ${#secrets[@]} -ge 12 ] || { echo "$2/env lacks the servers' secrets"; leaks=1; }
   for value in "${secrets[@]}"; do
     if grep -qF -- "$value" "$log"; then
       echo "a test server's secret appears in $log"
@@ -94,8 +95,10 @@ if "refresh_token" in d: print(d["refresh_token"])' "$value") ;;
     echo "a request signature appears in $log"
     leaks=1
   fi
-  # A JSON Web Token (an Entra ID access token, a client assertion): header.claims...
-  if grep -qE "eyJ[A-Za-z0-9_-]{8,}\.eyJ|ya29\.[A-Za-z0-9_-]{16}" "$log"; then
+  # A JSON Web Token (an Entra ID access token, a client assertion): header.claims...; Google's
+  # and the loopback Databricks workspace's OAuth tokens.
+  if grep -qE "eyJ[A-Za-z0-9_-]{8,}\.eyJ|ya29\.[A-Za-z0-9_-]{16}|dbx-oauth-[A-Za-z0-9_-]{8}" \
+       "$log"; then
     echo "a token appears in $log"
     leaks=1
   fi

@@ -15,6 +15,10 @@
 #              credential, Entra ID token, Azure managed identity, Google token and metadata
 #              server endpoints, issuing
 #              credentials and tokens of 6 s life (no store behind them).
+#   databricks tests/servers/databricks_server.py: a Databricks workspace's Files API 2.0 over
+#              Unity Catalog volumes held in memory (/Volumes/ferry/test/data, and
+#              /Volumes/ferry/test/readonly that refuses writes), with a personal access token
+#              and OAuth machine-to-machine tokens of 6 s life.
 #
 # Usage: scripts/test-servers.sh COMMAND [NAME] [--state DIR] [options]
 #   start              install the npm servers if needed (npm ci), start them all, wait until
@@ -72,6 +76,11 @@
 #                                     server's /google/token (the key is made at start)
 #   FERRY_TEST_GOOGLE_USER            a user credentials file (authorized_user) for the same
 #   FERRY_TEST_GOOGLE_SUBJECT_TOKEN   the token its workload identity federation accepts
+#   FERRY_TEST_DATABRICKS_HOST        http://127.0.0.1:PORT of the Databricks workspace
+#   FERRY_TEST_DATABRICKS_VOLUME      /Volumes/ferry/test/data (read and write)
+#   FERRY_TEST_DATABRICKS_READONLY_VOLUME  /Volumes/ferry/test/readonly (writes get 403)
+#   FERRY_TEST_DATABRICKS_TOKEN       its personal access token (random per start)
+#   FERRY_TEST_DATABRICKS_CLIENT_ID, FERRY_TEST_DATABRICKS_CLIENT_SECRET   its service principal
 #
 # Notes: moto keeps objects in memory, so after a restart its bucket is back but empty (moto-auth's
 # key pair stays the same: provision.py seeds moto's generator). s3rver and Azurite on disk keep
@@ -90,7 +99,7 @@
 # (Debian's, with boto3 and azure-storage-blob; default /usr/bin/python3).
 set -euo pipefail
 
-readonly SERVERS=(moto moto-auth s3rver azurite azurite-oauth identity)
+readonly SERVERS=(moto moto-auth s3rver azurite azurite-oauth identity databricks)
 readonly HOST=127.0.0.1
 readonly READY_TIMEOUT_S=30      # all servers together; moto is the slowest (~2 s on 2 cores)
 readonly STOP_TERM_WAIT_S=5      # then SIGKILL
@@ -99,6 +108,8 @@ readonly BUCKET=ferry-test
 readonly AZURITE_ACCOUNT=devstoreaccount1
 readonly IDENTITY_CONTAINER_TOKEN=ferry-container-token  # what the container endpoint demands
 readonly AZURE_TENANT=ferry-tenant AZURE_CLIENT_ID=ferry-client
+readonly DATABRICKS_CLIENT_ID=ferry-sp DATABRICKS_VOLUME=ferry/test/data
+readonly DATABRICKS_READONLY_VOLUME=ferry/test/readonly
 # Azurite's published development key (see Microsoft's Azurite docs, "well-known storage
 # account and key").
 readonly AZURITE_KEY='Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=='
@@ -181,7 +192,7 @@ answers() {  # NAME: any HTTP answer on its port counts (Azurite answers GET / w
   # traceback in its log.
   local path=/
   local scheme=http
-  case "$1" in moto|moto-auth) path=/moto-api/ ;; identity) path=/_stats ;; azurite-oauth) scheme=https ;; esac
+  case "$1" in moto|moto-auth) path=/moto-api/ ;; identity|databricks) path=/_stats ;; azurite-oauth) scheme=https ;; esac
   curl -s -k -o /dev/null --max-time 1 "$scheme://$HOST:$(port_of "$1")$path"
 }
 
@@ -258,20 +269,22 @@ tls_certificate() {
   mv "$state/azurite-oauth.crt.tmp" "$state/azurite-oauth.crt"
 }
 
-# The identity server's secrets: random per full start, kept across a restart. They reach the
-# server through this file, never its command line (which the log and `ps` show). Letters and
-# digits only: a value starting with "-" would read as an option wherever one is passed on.
+# The identity and Databricks servers' secrets: random per full start, kept across a restart.
+# They reach the servers through this file, never a command line (which the log and `ps` show).
+# Letters and digits only: a value starting with "-" would read as an option wherever one is
+# passed on.
 AZURE_CLIENT_SECRET="" AZURE_FEDERATED_TOKEN="" AZURE_IDENTITY_HEADER="" GOOGLE_SUBJECT_TOKEN=""
-identity_secrets() {
-  if [ ! -f "$state/identity.secrets" ]; then
+DATABRICKS_TOKEN="" DATABRICKS_CLIENT_SECRET=""
+server_secrets() {
+  if [ ! -f "$state/secrets" ]; then
     local name value
     for name in azure_client_secret azure_federated_token azure_identity_header \
-                google_subject_token; do
+                google_subject_token databricks_token databricks_client_secret; do
       value=$(head -c 48 /dev/urandom | base64 -w0 | tr -d '+/=' | cut -c1-32)
       echo "$name=$value"
-    done > "$state/identity.secrets.tmp"
-    chmod 600 "$state/identity.secrets.tmp"
-    mv "$state/identity.secrets.tmp" "$state/identity.secrets"
+    done > "$state/secrets.tmp"
+    chmod 600 "$state/secrets.tmp"
+    mv "$state/secrets.tmp" "$state/secrets"
   fi
   local line
   while IFS= read -r line; do
@@ -280,10 +293,12 @@ identity_secrets() {
       azure_federated_token=*) AZURE_FEDERATED_TOKEN=${line#*=} ;;
       azure_identity_header=*) AZURE_IDENTITY_HEADER=${line#*=} ;;
       google_subject_token=*) GOOGLE_SUBJECT_TOKEN=${line#*=} ;;
+      databricks_token=*) DATABRICKS_TOKEN=${line#*=} ;;
+      databricks_client_secret=*) DATABRICKS_CLIENT_SECRET=${line#*=} ;;
     esac
-  done < "$state/identity.secrets"
-  [ -n "$AZURE_CLIENT_SECRET" ] && [ -n "$GOOGLE_SUBJECT_TOKEN" ] ||
-    die "$state/identity.secrets is incomplete; stop the servers and start them again"
+  done < "$state/secrets"
+  [ -n "$AZURE_CLIENT_SECRET" ] && [ -n "$DATABRICKS_CLIENT_SECRET" ] ||
+    die "$state/secrets is incomplete; stop the servers and start them again"
 }
 
 # ---- one server ------------------------------------------------------------------------------
@@ -323,12 +338,17 @@ launch() {  # NAME: start it in the background on its recorded port; record "PID
                --oauth basic --cert "$state/azurite-oauth.crt" --key "$state/azurite-oauth.key")
       [ "$opts_quiet" = 1 ] && cmdline+=(--silent) ;;
     identity)
-      identity_secrets
+      server_secrets
       cmdline=("$test_python" tests/servers/identity_server.py --port "$port" --life 6
                --container-token "$IDENTITY_CONTAINER_TOKEN" --azure-tenant "$AZURE_TENANT"
-               --azure-client-id "$AZURE_CLIENT_ID" --secrets "$state/identity.secrets"
+               --azure-client-id "$AZURE_CLIENT_ID" --secrets "$state/secrets"
                --azure-certificate "$state/azure-client.pem"
                --google-key "$state/google-key.json" --google-user "$state/google-user.json") ;;
+    databricks)
+      server_secrets
+      cmdline=("$test_python" tests/servers/databricks_server.py --port "$port" --life 6
+               --client-id "$DATABRICKS_CLIENT_ID" --secrets "$state/secrets"
+               --volume "$DATABRICKS_VOLUME" --read-only-volume "$DATABRICKS_READONLY_VOLUME") ;;
   esac
   echo "=== $(date '+%F %T') $prog: ${cmdline[*]}" >> "$log"
   # stdin/stdout/stderr away from the caller: a test capturing our output must not wait for
@@ -383,7 +403,9 @@ stop_one() {  # NAME: TERM, bounded wait, KILL; forget the PID. Returns 0 also w
 
 provision() {  # NAME...: bucket/container; moto-auth's IAM key goes to STATE/moto-auth.keys
   local out stores=() n
-  for n in "$@"; do [ "$n" = identity ] || stores+=("$n"); done  # identity needs nothing
+  for n in "$@"; do  # the identity and Databricks servers need nothing
+    case "$n" in identity|databricks) ;; *) stores+=("$n") ;; esac
+  done
   [ ${#stores[@]} -gt 0 ] || return 0
   # The env file only: variables of another server set exported in the caller's shell would win.
   local clean=() v
@@ -409,7 +431,7 @@ write_env() {
     done < "$state/moto-auth.keys"
   fi
   local azurite_ep cs
-  identity_secrets
+  server_secrets
   azurite_ep="http://$HOST:$(port_of azurite)/$AZURITE_ACCOUNT"
   cs="DefaultEndpointsProtocol=http;AccountName=$AZURITE_ACCOUNT;AccountKey=$AZURITE_KEY;"
   cs+="BlobEndpoint=$azurite_ep;"
@@ -446,6 +468,12 @@ FERRY_TEST_AZURE_IDENTITY_HEADER=$AZURE_IDENTITY_HEADER
 FERRY_TEST_GOOGLE_KEY=$state/google-key.json
 FERRY_TEST_GOOGLE_USER=$state/google-user.json
 FERRY_TEST_GOOGLE_SUBJECT_TOKEN=$GOOGLE_SUBJECT_TOKEN
+FERRY_TEST_DATABRICKS_HOST=http://$HOST:$(port_of databricks)
+FERRY_TEST_DATABRICKS_VOLUME=/Volumes/$DATABRICKS_VOLUME
+FERRY_TEST_DATABRICKS_READONLY_VOLUME=/Volumes/$DATABRICKS_READONLY_VOLUME
+FERRY_TEST_DATABRICKS_TOKEN=$DATABRICKS_TOKEN
+FERRY_TEST_DATABRICKS_CLIENT_ID=$DATABRICKS_CLIENT_ID
+FERRY_TEST_DATABRICKS_CLIENT_SECRET=$DATABRICKS_CLIENT_SECRET
 EOF
   mv "$state/env.tmp" "$state/env"
 }
@@ -465,7 +493,7 @@ started_now=() full_start=0
 forget_all() {
   rm -rf "$state/data"
   rm -f "$state"/*.pid "$state"/*.port "$state/env" "$state/moto-auth.keys" "$state/options" \
-    "$state/identity.secrets" "$state/azure-client.pem" "$state"/google-{key,user}.json \
+    "$state/secrets" "$state/azure-client.pem" "$state"/google-{key,user}.json \
     "$state"/azurite-oauth.{crt,key}
 }
 on_exit() {
@@ -537,7 +565,8 @@ cmd_start_all() {
   started_now=() full_start=0
   say "ready after $(elapsed "$t0"): moto :$(port_of moto), moto-auth :$(port_of moto-auth)," \
       "s3rver :$(port_of s3rver), azurite :$(port_of azurite)," \
-      "azurite-oauth :$(port_of azurite-oauth), identity :$(port_of identity);" \
+      "azurite-oauth :$(port_of azurite-oauth), identity :$(port_of identity)," \
+      "databricks :$(port_of databricks);" \
       "variables in $state/env"
   print_env
 }

@@ -21,7 +21,7 @@ from ._values import decoder
 from .errors import DataLossError, IndexDecodeError, InvalidArgumentError, MissingIndexError
 from .shards import ShardInfo
 from .stream import Stream, _count, _size, streams_registry
-from .util import number_abbrev_to_int
+from .util import _is_remote_url, number_abbrev_to_int
 from .world import _NativeDataset, _replicated, _world, _worker
 
 
@@ -59,7 +59,7 @@ _TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz")
 def _check_local_index(stream: Stream) -> None:
     """Mosaic's error for a stream with no remote and no index.json in its folder (unless the
     folder holds WebDataset tars, which are counted in place)."""
-    if stream.remote is not None or stream.local is None or "://" in stream.local:
+    if stream.remote is not None or stream.local is None or _is_remote_url(stream.local):
         return
     folder = os.path.join(stream.local, stream.split or "")
     index = os.path.join(folder, "index.json")

@@ -36,6 +36,11 @@ _BYTE_UNITS = {
 _COUNT_UNITS = {"k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
 
 
+def _is_remote_url(path: str) -> bool:
+    """True for a URL of a remote store: scheme://..., and Databricks' dbfs:/Volumes/..."""
+    return ("://" in path and not path.startswith("file://")) or path[:6].lower() == "dbfs:/"
+
+
 def get_list_arg(text: str) -> List[str]:
     """A comma-separated command-line value as a list: ``"a,b"`` -> ``["a", "b"]``; an empty
     value (or None) -> ``[]``."""

@@ -22,7 +22,7 @@ from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence, T
 from . import _ferry
 from ._values import encoder
 from .errors import InvalidArgumentError
-from .util import bytes_to_int
+from .util import _is_remote_url, bytes_to_int
 
 _DEFAULT_SIZE_LIMIT = 1 << 26
 # The keyword arguments Mosaic's writers take besides the named ones.
@@ -30,10 +30,6 @@ _MOSAIC_KWARGS = ("progress_bar", "max_workers", "retry", "exist_ok")
 # A finished shard: the writer renames it into place from "<name>.tmp.<pid>.<n>" when complete.
 _SHARD_FILE = re.compile(r"^shard\.\d+\.(mds|json|csv|tsv)(\.meta)?(\.[a-z0-9]+)?$")
 _SCAN_INTERVAL_S = 0.1
-
-
-def _is_remote(path: str) -> bool:
-    return "://" in path and not path.startswith("file://")
 
 
 class UnsupportedEncodingError(InvalidArgumentError, TypeError):
@@ -119,7 +115,7 @@ class ShardWriter:
             if len(out) != 2:
                 raise InvalidArgumentError("out must be a path, a URL or a (local, remote) pair")
             local, remote = str(out[0]), str(out[1])
-        elif _is_remote(str(out)):
+        elif _is_remote_url(str(out)):
             local, remote = tempfile.mkdtemp(prefix="ferry-writer-"), str(out)
             exist_ok = True  # our own empty temporary folder
         else:

@@ -386,7 +386,7 @@ TEST_F(CliTest, MalformedOrUnknownUrlsAreErrorsInEveryCommand) {
       CliRun r = Ferry(args, tmp_);
       EXPECT_EQ(r.code, 2) << args << ": " << r.out << r.err;
       EXPECT_THAT(r.err, HasSubstr(url)) << args;
-      EXPECT_THAT(r.err, HasSubstr("known: abfs, abfss, az, file, gcs, gs, http, https, s3"))
+      EXPECT_THAT(r.err, HasSubstr("known: abfs, abfss, az, dbfs, file, gcs, gs, http, https, s3"))
           << args;
       EXPECT_FALSE(std::filesystem::exists(first)) << args << " wrote a local folder " << first;
       std::filesystem::remove_all(first);

@@ -58,4 +58,18 @@ inline void UseAzurite(const std::string& key_override = "") {
   }
 }
 
+/// Points the DATABRICKS_* variables at the loopback workspace, with its personal access token
+/// (or `token_override`); no configuration file, no FUSE folder.
+inline void UseDatabricks(const std::string& token_override = "") {
+  ::setenv("DATABRICKS_HOST", ServerEnv("DATABRICKS_HOST").c_str(), 1);
+  const std::string token = token_override.empty() ? ServerEnv("DATABRICKS_TOKEN") : token_override;
+  ::setenv("DATABRICKS_TOKEN", token.c_str(), 1);
+  ::setenv("DATABRICKS_CONFIG_FILE", "/nonexistent/.databrickscfg", 1);
+  ::setenv("FERRY_DATABRICKS_FUSE", "false", 1);
+  for (const char* v :
+       {"DATABRICKS_CLIENT_ID", "DATABRICKS_CLIENT_SECRET", "DATABRICKS_CONFIG_PROFILE"}) {
+    ::unsetenv(v);
+  }
+}
+
 }  // namespace ferry::testing

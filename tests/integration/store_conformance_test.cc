@@ -1,10 +1,12 @@
 // The store conformance suite against real servers: S3 on s3rver and moto, GCS's XML API on moto,
-// and Azure Blob on Azurite. Part sizes are lowered so that the multipart test uploads 3 parts.
+// Azure Blob on Azurite, and Databricks volumes on the loopback Files API server. Part sizes are
+// lowered so that the multipart test uploads 3 parts.
 #include "storage/testing/store_conformance.h"
 
 #include <gtest/gtest.h>
 
 #include "storage/azure/azure_store.h"
+#include "storage/databricks/databricks_store.h"
 #include "storage/gcs/gcs_store.h"
 #include "storage/s3/s3_store.h"
 #include "tests/integration/server_env.h"
@@ -65,9 +67,23 @@ StoreUnderTest AzureOnAzurite() {
   };
 }
 
+// The Files API has no multipart upload: the "large" object goes up in one PUT, streamed from the
+// source, which is what the suite's large-object test checks of such a store.
+StoreUnderTest DatabricksVolume() {
+  return StoreUnderTest{
+      .name = "databricks",
+      .open = []() -> Result<StoreAndKey> {
+        UseDatabricks();
+        return internal_databricks::OpenDatabricksUrl(
+            fmt::format("dbfs:{}/conformance/{}/", ServerEnv("DATABRICKS_VOLUME"), RunId()));
+      },
+      .multipart_bytes = 12 << 20,
+  };
+}
+
 INSTANTIATE_TEST_SUITE_P(Servers, StoreConformanceTest,
                          ::testing::Values(S3Store("S3RVER"), S3Store("MOTO"), GcsOnMoto(),
-                                           AzureOnAzurite()),
+                                           AzureOnAzurite(), DatabricksVolume()),
                          StoreUnderTestName);
 
 }  // namespace

@@ -60,6 +60,24 @@ def s3rver(monkeypatch):
 
 
 @pytest.fixture
+def databricks(monkeypatch):
+    """The loopback Databricks workspace of scripts/test-servers.sh, with the DATABRICKS_*
+    variables of its service principal (OAuth machine-to-machine, tokens of 6 s life):
+    {"host", "volume"}. Fails (never skips) without the servers."""
+    host = os.environ.get("FERRY_TEST_DATABRICKS_HOST")
+    if not host:
+        pytest.fail("no Databricks test server: run through scripts/run-tests.sh (make test)")
+    monkeypatch.setenv("DATABRICKS_HOST", host)
+    monkeypatch.setenv("DATABRICKS_CLIENT_ID", os.environ["FERRY_TEST_DATABRICKS_CLIENT_ID"])
+    monkeypatch.setenv("DATABRICKS_CLIENT_SECRET",
+                       os.environ["FERRY_TEST_DATABRICKS_CLIENT_SECRET"])
+    monkeypatch.delenv("DATABRICKS_TOKEN", raising=False)
+    monkeypatch.setenv("DATABRICKS_CONFIG_FILE", "/nonexistent/.databrickscfg")
+    monkeypatch.setenv("FERRY_DATABRICKS_FUSE", "false")
+    return {"host": host, "volume": os.environ["FERRY_TEST_DATABRICKS_VOLUME"]}
+
+
+@pytest.fixture
 def slow_link(s3rver, tmp_path, monkeypatch):
     """ferry-wan in front of s3rver, each connection capped at 1 MB/s: AWS_ENDPOINT_URL points
     through it."""

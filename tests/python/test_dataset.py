@@ -156,6 +156,20 @@ def test_a_remote_dataset_streams_through_the_cache(tmp_path, s3rver):
     np.testing.assert_array_equal(ds[17]["x"], np.full(3, 17, np.float32))
 
 
+def test_a_dataset_in_a_databricks_volume_is_written_and_streamed(tmp_path, databricks):
+    # Mosaic's spelling of a Unity Catalog volume, with a service principal's OAuth tokens.
+    url = f"dbfs:{databricks['volume']}/python/{tmp_path.name}"
+    with ferry.MDSWriter(out=url, columns={"id": "int"}, size_limit="1kb") as writer:
+        for i in range(150):
+            writer.write({"id": i})
+    assert len(writer.uploaded) > 1
+    ds = ferry.StreamingDataset(batch_size=1, remote=url, local=str(tmp_path / "cache"),
+                                shuffle=True)
+    ids = [int(s["id"]) for s in torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2)]
+    assert sorted(ids) == list(range(150))
+    assert int(ds[149]["id"]) == 149
+
+
 @pytest.mark.parametrize("kwargs, error, match", [
     ({"shuffle_algo": "best"}, ValueError, "best"),
     ({"cache_limit": -1}, ValueError, "cache_limit"),
