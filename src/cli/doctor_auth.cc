@@ -6,6 +6,7 @@
 
 #include "ferry/storage/registry.h"
 #include "storage/azure/azure_config.h"
+#include "storage/databricks/databricks_config.h"
 #include "storage/gcs/gcs_store.h"
 #include "storage/gcs/google_credentials.h"
 #include "storage/http/http_date.h"
@@ -36,6 +37,7 @@ std::string FixFor(std::string_view scheme, std::string_view check, const Status
   const bool aws = scheme == "s3";
   const bool azure = scheme == "az" || scheme == "abfs" || scheme == "abfss";
   const bool gcs = scheme == "gs" || scheme == "gcs";
+  const bool databricks = scheme == "dbfs";
   switch (s.code()) {
     case StatusCode::kPermissionDenied:
       if (aws) {
@@ -49,6 +51,11 @@ std::string FixFor(std::string_view scheme, std::string_view check, const Status
                    : "give the identity Storage Blob Data Reader (or Contributor) on the "
                      "container or the account";
       }
+      if (databricks) {
+        return check == "write" ? "grant the identity WRITE VOLUME on the volume"
+                                : "grant the identity USE CATALOG, USE SCHEMA and READ VOLUME "
+                                  "on the volume";
+      }
       if (gcs) {
         return check == "write" ? "the HMAC key's service account needs storage.objects.create"
                                 : "the HMAC key's service account needs storage.objects.list "
@@ -59,6 +66,7 @@ std::string FixFor(std::string_view scheme, std::string_view check, const Status
       return "the store refused the credentials: a wrong or revoked key, an expired token, or a "
              "clock more than 5 minutes off";
     case StatusCode::kNotFound:
+      if (databricks) return "no such volume (or no permission to see it): check the name";
       return "no such bucket or container (or no permission to see it): check the name";
     case StatusCode::kUnavailable:
     case StatusCode::kDeadlineExceeded:
@@ -212,6 +220,41 @@ void DescribeGcs(const std::string& url, AuthReport& r) {
   r.identity = "as the source says (Google's tokens do not name their holder)";
 }
 
+void DescribeDatabricks(const std::string& url, AuthReport& r) {
+  auto path = internal_databricks::ParseVolumeUrl(url);
+  if (!path) {
+    r.credentials = path.status();
+    return;
+  }
+  if (auto folder = internal_databricks::FuseVolumeFolder(path->volume)) {
+    r.chain.push_back({"FUSE folder", folder->string()});
+    r.answered_by = "none needed: the volume is mounted here and read as local files";
+    r.identity = "this process's user, as the mount allows";
+    return;
+  }
+  r.chain.push_back({"FUSE folder", fmt::format("{} is not mounted here (or FERRY_DATABRICKS_FUSE "
+                                                "is false)",
+                                                path->volume)});
+  CredentialTrace trace;
+  auto config = internal_databricks::LoadDatabricksConfig(ProcessEnv, {}, &trace);
+  for (auto& step : trace.steps) r.chain.push_back(std::move(step));
+  if (!config) {
+    r.credentials = config.status();
+    r.fix = "fix the setting the message names";
+    return;
+  }
+  auto token = config->token_provider->Current();
+  if (!token) {
+    r.credentials = token.status();
+    r.fix = "the source that was chosen could not give a token: see the message for why";
+    return;
+  }
+  r.answered_by = config->token_provider->source();
+  r.expiration = token->expiration;
+  auto who = internal_databricks::DatabricksCurrentUser(*config);
+  r.identity = who ? *who : fmt::format("not known ({})", who.status().message());
+}
+
 AuthCheck Check(std::string name, std::string_view scheme, const Status& status,
                 std::string detail) {
   AuthCheck c{std::move(name), status, std::move(detail), ""};
@@ -293,6 +336,8 @@ Result<AuthReport> CheckAuth(const std::string& url, const AuthOptions& options)
     DescribeAzure(url, r);
   } else if (scheme == "gs" || scheme == "gcs") {
     DescribeGcs(url, r);
+  } else if (scheme == "dbfs") {
+    DescribeDatabricks(url, r);
   } else {
     r.chain.push_back({"none", scheme == "file" ? "local files need no credentials"
                                                 : "plain HTTP(S) is read without credentials"});
