@@ -35,7 +35,8 @@ class FileDataset(_NativeDataset):
     rank reads per epoch.
 
     Args:
-        root: a store URL (``s3://``, ``az://``, ``gs://``, ``https://``) or a local folder.
+        root: a store URL (``s3://``, ``az://``, ``gs://``, ``dbfs:/Volumes/...``, ``https://``) or a
+            local folder.
         local: the cache folder (default: one under the temp folder named after ``root``);
             ``None`` with a local ``root`` reads it in place (pass ``local=False``).
         cache_limit: bytes (or ``"100gb"``) of cached files; least recently used go first.

@@ -49,8 +49,9 @@ int Main(int argc, char** argv) {
       "4 already exists, 5 permission denied, 6 corrupt data, 7 transient failure (retry),\n"
       "130 cp/sync stopped by Ctrl+C.\n\n"
       "Locations are local paths or URLs (s3://, az://, abfs[s]://, gs://, http(s)://,\n"
-      "file://). Text that starts with 'scheme:' is a URL and must go on with '//' and a known\n"
-      "scheme (s3:/x is an error, not a folder named s3:); write ./a:b for such a local name.",
+      "file://, and Databricks volumes as dbfs:/Volumes/...). Text that starts with 'scheme:' is\n"
+      "a URL and must go on with '//' and a known scheme (s3:/x is an error, not a folder named\n"
+      "s3:); write ./a:b for such a local name.",
       "ferry"};
   app.require_subcommand(1);
   app.set_version_flag("--version", fmt::format("ferry {}", Version()));
