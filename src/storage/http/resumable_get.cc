@@ -147,7 +147,9 @@ Result<ObjectInfo> ResumableGet(Transport& transport, const ResumableGetOptions&
       // Stopping the transfer is how extra bytes are refused; it is not an error.
       return have_enough ? CancelledError("range complete") : Status::Ok();
     });
-    if (!result && have_enough) return Status::Ok();
+    // Every byte of the range arrived and only the end of the exchange broke (a stall or reset
+    // after the last byte): asking again would ask for nothing, which a server refuses (416).
+    if (!result && (have_enough || (expected && delivered == *expected))) return Status::Ok();
     if (!result) return result.status();
     const Response& response = *result;
     if (response.status == 412 && !info.etag.empty()) {

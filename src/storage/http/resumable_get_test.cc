@@ -129,6 +129,30 @@ TEST(ResumableGet, ResumesOnlyTheMissingBytesPinnedToTheEtag) {
   EXPECT_EQ(requests[2].headers.Get("Range").value(), "bytes=13-");
 }
 
+TEST(ResumableGet, AConnectionLostAfterTheLastByteIsNotAskedAgain) {
+  // All 20 bytes arrive, then the exchange breaks (a stall or reset before the end of the
+  // response): a second request would ask for bytes=20-, which servers refuse with 416.
+  FakeServer server;
+  RecordingTransport transport([&](const RecordedRequest& r) -> Result<Response> {
+    auto response = server(r);
+    if (response) {
+      response->headers.Add(std::string(RecordingTransport::kBreakAfterHeader),
+                            std::to_string(kObject.size()));
+    }
+    return response;
+  });
+  Collected out;
+  auto info = ResumableGet(transport, Options(), ByteRange{}, out.sink());
+  ASSERT_TRUE(info.has_value()) << info.status().ToString();
+  EXPECT_EQ(out.bytes, kObject);
+  EXPECT_EQ(transport.requests().size(), 1u);
+  // The same for a range that ends before the object does.
+  Collected part;
+  ASSERT_TRUE(ResumableGet(transport, Options(), ByteRange{4, 6}, part.sink()).has_value());
+  EXPECT_EQ(part.bytes, "456789");
+  EXPECT_EQ(transport.requests().size(), 2u);
+}
+
 TEST(ResumableGet, WithoutAnEtagAResumeIsPinnedToLastModified) {
   int calls = 0;
   std::string modified = "Wed, 02 Dec 2026 10:00:00 GMT";
