@@ -138,6 +138,17 @@ TEST_F(DatabricksProfileTest, ANamedProfileWithAServicePrincipal) {
   EXPECT_THAT(missing.status().message(), HasSubstr("no profile [nope]"));
 }
 
+TEST_F(DatabricksProfileTest, AMalformedFileIsAnErrorNamingItsLineNotItsText) {
+  ASSERT_TRUE(
+      WriteFileAtomically(tmp_ / "cfg", "[DEFAULT]\nhost = https://w.example\ndapi-secret-9\n")
+          .ok());
+  auto config = LoadDatabricksConfig(env_);
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().code(), StatusCode::kDataLoss);
+  EXPECT_THAT(config.status().message(), HasSubstr((tmp_ / "cfg").string() + ":3"));
+  EXPECT_THAT(config.status().message(), Not(HasSubstr("dapi-secret-9")));
+}
+
 TEST_F(DatabricksProfileTest, EnvironmentCredentialsLeaveTheFileUnread) {
   env_.Set("DATABRICKS_HOST", "https://env.example");
   env_.Set("DATABRICKS_TOKEN", "dapi-env");
