@@ -22,7 +22,7 @@ from .errors import DataLossError, IndexDecodeError, InvalidArgumentError, Missi
 from .shards import ShardInfo
 from .stream import Stream, _count, _size, streams_registry
 from .util import _is_remote_url, number_abbrev_to_int
-from .world import _NativeDataset, _replicated, _world, _worker
+from .world import _check_same_plan, _NativeDataset, _replicated, _worker
 
 
 # The shard formats ferry reads (ShardFormatNames).
@@ -300,6 +300,22 @@ class StreamingDataset(_NativeDataset):
             decoder(enc, image_format, self.allow_unsafe_types) for _, enc in native.columns
         ]
         self._columns = [name for name, _ in native.columns]
+        _check_same_plan(self._plan_identity())
+
+    def _plan_identity(self) -> Dict[str, Any]:
+        """What decides the order every rank deals from: the data (each stream's remote, or its
+        local folder without one, and sample count) and the settings of the order."""
+        keys = ("shuffle", "shuffle_algo", "shuffle_seed", "shuffle_block_size", "batch_size",
+                "drop_last", "epoch_size", "sampling_method", "batching_method")
+        return {
+            "dataset": type(self).__name__,
+            "streams": [{"data": s.remote or s.local, "split": s.split,
+                         "weights": list(s._given_weights())} for s in self.streams],
+            "samples": self._num_samples,
+            "num_canonical_nodes": self.num_canonical_nodes,
+            "replication": self.replication,
+            **{k: self._options[k] for k in keys},
+        }
 
     def _open_native(self):
         options = dict(self._options)
@@ -535,7 +551,7 @@ class StreamingDataset(_NativeDataset):
     def _world(self) -> Tuple[int, int, int, int]:
         """(nodes, ranks per node, node, rank in node) of the order: torch.distributed's, with
         ``replication`` applied."""
-        return _replicated(_world(), self.replication)
+        return _replicated(self._physical_world(), self.replication)
 
     def _check_partition(self, nodes: int) -> None:
         """Mosaic's rule for a first run: canonical and physical nodes divide one another (so

@@ -15,7 +15,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 from . import _ferry
 from .errors import InvalidArgumentError
 from .stream import _count, _default_local, _path, _size
-from .world import _exact_resume, _NativeDataset, _worker, _world
+from .world import _check_same_plan, _exact_resume, _NativeDataset, _worker
 
 
 def _pil_image(data: bytes):
@@ -151,6 +151,12 @@ class FileDataset(_NativeDataset):
         self.classes: List[str] = list(native.classes)
         self.data_encoding: str = native.data_encoding
         self.skipped_other: int = native.skipped_other
+        _check_same_plan({
+            "dataset": "FileDataset", "root": root, "files": self._num_files,
+            "shuffle": self.shuffle, "shuffle_seed": self.shuffle_seed,
+            "drop_last": self.drop_last, "batch_size": self.batch_size,
+            "labels": self._options["labels"], "extensions": self._options["extensions"],
+        })
 
     def _open_native(self):
         return _ferry.FileDataset(self._options)
@@ -176,7 +182,7 @@ class FileDataset(_NativeDataset):
 
     def __len__(self) -> int:
         """Files one rank reads per epoch."""
-        nodes, ranks_per_node, _, _ = _world()
+        nodes, ranks_per_node, _, _ = self._world()
         ranks = nodes * ranks_per_node
         return self._num_files // ranks if self.drop_last else -(-self._num_files // ranks)
 
@@ -204,7 +210,7 @@ class FileDataset(_NativeDataset):
     def order(self, epoch: int, worker: Tuple[int, int] = (0, 1)) -> List[int]:
         """Listing indices this rank's DataLoader worker ``worker`` = (id, count) reads in
         ``epoch``, in order."""
-        nodes, ranks_per_node, node, rank = _world()
+        nodes, ranks_per_node, node, rank = self._world()
         return self._native().order((nodes, ranks_per_node, worker[1]), (node, rank, worker[0]),
                                     epoch)
 
@@ -212,7 +218,7 @@ class FileDataset(_NativeDataset):
 
     def state_dict(self, num_samples: int, from_beginning: bool = True) -> Dict[str, Any]:
         """Where the world is: ``num_samples`` files read this epoch over all ranks."""
-        nodes, ranks_per_node, _, _ = _world()
+        nodes, ranks_per_node, _, _ = self._world()
         with self._epochs.get_lock():
             epoch = self._epochs[0]
         offset = 0
@@ -253,7 +259,7 @@ class FileDataset(_NativeDataset):
 
     def _loader_batches(self, native, world: Tuple[int, int, int], batch_size: int,
                         drop_last: bool) -> int:
-        _, _, node, rank = _world()
+        _, _, node, rank = self._world()
         total = 0
         for t in range(world[2]):
             n = len(self._native().order(world, (node, rank, t), self.next_epoch))
@@ -281,7 +287,7 @@ class FileDataset(_NativeDataset):
     # -- iteration ----------------------------------------------------------------------------
 
     def __iter__(self) -> Iterator[Dict[str, Any]]:
-        nodes, ranks_per_node, node, rank = _world()
+        nodes, ranks_per_node, node, rank = self._world()
         worker_id, workers = _worker()
         self._workers = workers
         epoch = self._next_epoch(workers)
