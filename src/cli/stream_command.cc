@@ -5,17 +5,21 @@
 // whole world is 1,1,1) in parallel threads, each with its own prefetching iterator, as a
 // DataLoader's workers would. Per epoch it prints samples/s, MB/s (payload bytes), time to the
 // first sample, and what the cache and the remote did; --json prints one JSON object per epoch.
+// --sample-ids FILE writes "EPOCH SAMPLE_ID" lines for what the rank read, so that the ranks of a
+// world run as separate processes can be checked together (every sample, each once).
 #include <fmt/format.h>
 #include <xxhash.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "base/file_util.h"
 #include "base/human_size.h"
 #include "base/mutex.h"
 #include "base/python_json.h"
@@ -49,6 +53,7 @@ struct StreamCommandOptions {
   bool json = false;
   bool touch = false;
   std::string validate_hash;
+  std::string sample_ids;
 };
 
 Result<std::optional<uint64_t>> Auto(std::string_view what, const std::string& text) {
@@ -124,6 +129,12 @@ Result<int> RunStream(const StreamCommandOptions& o) {
     return InvalidArgumentError(fmt::format("--rank {} is not below {} ranks", o.rank, ranks));
   }
 
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> ids(nullptr, &std::fclose);
+  if (!o.sample_ids.empty()) {
+    ids.reset(std::fopen(o.sample_ids.c_str(), "w"));
+    if (!ids) return ErrnoToStatus(errno, "create --sample-ids file", o.sample_ids);
+  }
+
   const auto opened_at = std::chrono::steady_clock::now();
   FERRY_ASSIGN_OR_RETURN(auto dataset, StreamingDataset::Open(options));
   if (!o.json) {
@@ -138,6 +149,7 @@ Result<int> RunStream(const StreamCommandOptions& o) {
     std::atomic<int64_t> first_ns{-1};
     Mutex mu;
     Status failure;
+    std::vector<uint64_t> read_ids;  // under mu
     {
       std::vector<std::jthread> workers;
       for (uint32_t w = 0; w < world.workers_per_rank; ++w) {
@@ -170,6 +182,10 @@ Result<int> RunStream(const StreamCommandOptions& o) {
             }
             bytes += n;
             ++samples;
+            if (ids) {
+              MutexLock lock(mu);
+              read_ids.push_back((*sample)->id);
+            }
           }
           if (!status.ok()) {
             MutexLock lock(mu);
@@ -180,6 +196,16 @@ Result<int> RunStream(const StreamCommandOptions& o) {
       for (auto& w : workers) w.join();
     }
     FERRY_RETURN_IF_ERROR(failure);
+    if (ids) {
+      MutexLock lock(mu);
+      for (uint64_t id : read_ids) {
+        std::fprintf(ids.get(), "%llu %llu\n", static_cast<unsigned long long>(epoch),
+                     static_cast<unsigned long long>(id));
+      }
+      if (std::fflush(ids.get()) != 0) {
+        return ErrnoToStatus(errno, "write --sample-ids file", o.sample_ids);
+      }
+    }
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const auto after = metrics::Values();
@@ -271,6 +297,9 @@ Command AddStreamCommand(CLI::App& parent) {
       ->capture_default_str();
   app->add_option("--batch-size", o->batch_size, "Per-worker batch size")->capture_default_str();
   app->add_flag("--json", o->json, "One JSON object per epoch");
+  app->add_option("--sample-ids", o->sample_ids,
+                  "Write 'EPOCH SAMPLE_ID' lines for every sample this rank read (to check the "
+                  "ranks of a world run as separate processes together)");
   app->add_flag("--touch", o->touch,
                 "Read every payload byte (a checksum), as a consumer that copies or decodes would; "
                 "without it samples are zero-copy views that are never read");

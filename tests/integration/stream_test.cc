@@ -18,6 +18,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -66,6 +67,62 @@ TEST(Stream, ProcessesOfTwoJobsShareOneCacheAndDownloadEachShardOnce) {
   ASSERT_EQ(again.size(), 1u);
   EXPECT_EQ(again[0]["remote_requests"], 0);
   EXPECT_EQ(again[0]["cache_misses"], 0);
+}
+
+// A world of 2 nodes x 2 ranks x 2 workers run as 4 processes at once, each node with its own
+// cache folder: every sample read once per epoch (ceil padding aside), every rank the same count,
+// and each node downloads each of its shards once (2 epochs: the second from the cache).
+TEST(Stream, RanksRunAsSeparateProcessesCoverTheEpochAndShareTheirNodesCache) {
+  TempDir tmp;
+  const Dataset d = MakeRemoteDataset(tmp, "world", 1003, 2000, 64 << 10);
+  ASSERT_GE(d.index.shards.size(), 20u);
+  std::string command = "(";
+  for (int rank = 0; rank < 4; ++rank) {
+    command += fmt::format(
+        "{} stream {} --local {} --world 2,2,2 --rank {} --shuffle --epochs 2 --json "
+        "--sample-ids {} > {} 2>&1 & ",
+        FERRY_CLI_PATH, d.url, Quote(tmp / fmt::format("node{}", rank / 2)), rank,
+        Quote(tmp / fmt::format("ids{}", rank)), Quote(tmp / fmt::format("out{}", rank)));
+  }
+  command += "wait)";
+  ASSERT_EQ(Sh(command), 0);
+  std::map<uint64_t, std::map<uint64_t, int>> seen;  // epoch -> sample -> times
+  std::map<int, uint64_t> downloads;                 // node -> shards downloaded, both epochs
+  std::map<int, std::set<size_t>> shards_read;       // node -> shards its ranks read
+  std::vector<size_t> shard_of;                      // sample -> shard
+  for (size_t s = 0; s < d.index.shards.size(); ++s) {
+    shard_of.insert(shard_of.end(), d.index.shards[s].samples, s);
+  }
+  ASSERT_EQ(shard_of.size(), d.samples);
+  std::vector<uint64_t> per_rank;
+  for (int rank = 0; rank < 4; ++rank) {
+    const auto out = tmp / fmt::format("out{}", rank);
+    auto lines = JsonLines(out);
+    ASSERT_EQ(lines.size(), 2u) << ReadFileToString(out).value_or("");
+    per_rank.push_back(lines[0]["samples"].get<uint64_t>());
+    EXPECT_EQ(lines[1]["samples"], lines[0]["samples"]);
+    for (const auto& line : lines) downloads[rank / 2] += line["downloads"].get<uint64_t>();
+    std::ifstream ids(tmp / fmt::format("ids{}", rank));
+    uint64_t epoch = 0, id = 0;
+    while (ids >> epoch >> id) {
+      ++seen[epoch][id];
+      ASSERT_LT(id, d.samples);
+      shards_read[rank / 2].insert(shard_of[id]);
+    }
+  }
+  EXPECT_EQ(per_rank, std::vector<uint64_t>(4, (d.samples + 3) / 4)) << "ceil(samples / ranks)";
+  for (uint64_t epoch = 0; epoch < 2; ++epoch) {
+    ASSERT_EQ(seen[epoch].size(), d.samples) << "every sample in epoch " << epoch;
+    int repeats = 0;
+    for (const auto& [id, times] : seen[epoch]) repeats += times - 1;
+    EXPECT_LE(repeats, 3);
+  }
+  // Each node's ranks share its cache: a shard its ranks read is downloaded to it once over
+  // both epochs, whichever rank or worker needs it first; and a node reads its own part.
+  for (int node = 0; node < 2; ++node) {
+    EXPECT_EQ(downloads[node], shards_read[node].size()) << "node " << node;
+    EXPECT_LT(shards_read[node].size(), d.index.shards.size()) << "node " << node;
+  }
 }
 
 // --download-parts sets how many ranged requests fetch a large shard: each part is one.
