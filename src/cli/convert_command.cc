@@ -14,6 +14,13 @@
 // several threads (or fetched concurrently) but written in a fixed order (class, then path), so
 // one folder always gives the same shards. With --to webdataset the same files become WebDataset
 // tars instead (src/cli/folder_writer.h: a sample per key, a field per extension, `cls` the label).
+//
+// --part K/N converts only the K-th of N equal, consecutive slices of the files (in that same
+// order, K from 0) into OUT/part-KKKKK/, a sub-dataset, for schedulers that run one process per
+// machine (Slurm arrays, Kubernetes indexed jobs); `ferry merge-index OUT --parts N` then joins
+// them into the dataset one convert would have written, sample for sample. Every part lists the
+// whole folder, so the data column's kind and the classes are decided from all the files, and
+// each part writes the same classes.json into OUT.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -67,7 +74,25 @@ struct ConvertOptions {
   size_t threads = std::max(2u, std::thread::hardware_concurrency());
   uint32_t jobs = 0;  // requests in flight for a remote SRC; 0 = auto
   std::string to = "mds";
+  std::string part;  // "K/N": convert only that slice, into OUT/part-KKKKK
 };
+
+struct Part {
+  uint32_t index = 0;
+  uint32_t count = 1;
+};
+
+Result<std::optional<Part>> ParsePart(const std::string& text) {
+  if (text.empty()) return std::optional<Part>();
+  unsigned index = 0, count = 0;
+  char end = 0;
+  if (std::sscanf(text.c_str(), "%u/%u%c", &index, &count, &end) != 2 || count == 0 ||
+      index >= count || count > 99999) {
+    return InvalidArgumentError(
+        fmt::format("--part '{}': expected K/N with 0 <= K < N <= 99999 (K counts from 0)", text));
+  }
+  return std::optional<Part>(Part{index, count});
+}
 
 std::vector<std::string> SplitList(std::string_view text) {
   std::vector<std::string> out;
@@ -164,9 +189,20 @@ Result<int> RunConvert(const ConvertOptions& o) {
   auto extensions = internal_files::NormalizeExtensions(SplitList(o.extensions));
   if (!extensions) return extensions.error().WithContext("--extensions");
 
+  FERRY_ASSIGN_OR_RETURN(const std::optional<Part> part, ParsePart(o.part));
+  // A part goes into a sub-dataset of its own below OUT.
+  const std::string out_url =
+      part ? fmt::format("{}{}part-{:05}", o.out, o.out.ends_with('/') ? "" : "/", part->index)
+           : o.out;
+
   // A dataset converts between formats; a folder of files into MDS or WebDataset.
   FERRY_ASSIGN_OR_RETURN(const bool dataset, IsDatasetSource(o.src));
-  FERRY_ASSIGN_OR_RETURN(const StoreAndKey out, OpenUrl(o.out));
+  FERRY_ASSIGN_OR_RETURN(const StoreAndKey out, OpenUrl(out_url));
+  if (dataset && part) {
+    return InvalidArgumentError(
+        fmt::format("--part splits a folder of files; {} is a dataset, which converts in one run",
+                    http::RedactUrl(o.src)));
+  }
   if (dataset) {
     if (!out.store->LocalPath(out.key)) {
       FERRY_RETURN_IF_ERROR(CheckStoreOutput(out, http::RedactUrl(o.out), o.overwrite).status());
@@ -191,7 +227,7 @@ Result<int> RunConvert(const ConvertOptions& o) {
   const std::optional<fs::path> src_local = src.store->LocalPath(src.key);
   const std::optional<fs::path> out_local = out.store->LocalPath(out.key);
   const std::string src_name = src_local ? o.src : http::RedactUrl(o.src);
-  const std::string out_name = out_local ? o.out : http::RedactUrl(o.out);
+  const std::string out_name = out_local ? out_url : http::RedactUrl(out_url);
   if (out_local && (!o.local.empty() || o.keep_local)) {
     return InvalidArgumentError(
         fmt::format("--local and --keep-local stage a store OUT; {} is a local folder", out_name));
@@ -254,6 +290,18 @@ Result<int> RunConvert(const ConvertOptions& o) {
     return InvalidArgumentError(
         fmt::format("{}: no file is left to convert ({} without the extensions {}{})", src_name,
                     skipped_by_extension, o.extensions, skipped_other));
+  }
+
+  size_t part_start = 0;  // the part's first file in the whole listing
+  if (part) {
+    const size_t n = listing.files.size();
+    part_start = n * part->index / part->count;
+    const size_t part_end = n * (part->index + 1) / part->count;
+    std::vector<size_t> drop;
+    for (size_t i = 0; i < n; ++i) {
+      if (i < part_start || i >= part_end) drop.push_back(i);
+    }
+    RemoveFiles(listing, drop);
   }
 
   // A store OUT is written into a staging folder first, and uploaded from there.
@@ -355,6 +403,13 @@ Result<int> RunConvert(const ConvertOptions& o) {
     closing.push_back("classes.json");
   }
   closing.push_back("index.json");
+  if (part && with_label) {
+    // The merged dataset's classes.json, beside the parts: the same text from every part.
+    const std::string classes =
+        DumpPythonJson(nlohmann::ordered_json(listing.classes), JsonKeyOrder::kInsertion);
+    FERRY_ASSIGN_OR_RETURN(const StoreAndKey root, OpenUrl(o.out));
+    FERRY_RETURN_IF_ERROR(root.store->Put(JoinKey(root.key, "classes.json"), classes));
+  }
   if (uploader) {
     FERRY_RETURN_IF_ERROR(uploader->Finish(closing));
     std::set<std::string> keep;
@@ -373,7 +428,11 @@ Result<int> RunConvert(const ConvertOptions& o) {
     zip_bytes += s.zip_data ? s.zip_data->bytes : 0;
     raw_bytes += s.raw_data.bytes;
   }
-  std::string summary = fmt::format(
+  std::string summary =
+      part ? fmt::format("part {} of {} (files {} to {}): ", part->index, part->count, part_start,
+                         part_start + listing.files.size())
+           : std::string();
+  summary += fmt::format(
       "converted {} files ({}) into {} shards in {:.2f} s: {:.0f} files/s, {:.1f} MB/s; raw {}",
       listing.files.size(), FormatBytes(listing.total_bytes), index.shards.size(), seconds,
       static_cast<double>(listing.files.size()) / seconds,
@@ -458,6 +517,10 @@ Command AddConvertCommand(CLI::App& parent) {
   app->add_flag("--keep-local", o->keep_local,
                 "With a store OUT: keep the staged dataset in --local after uploading it");
   app->add_flag("--overwrite", o->overwrite, "Replace a dataset already in OUT");
+  app->add_option("--part", o->part,
+                  "K/N: convert only the K-th of N equal slices of the files (K from 0) into "
+                  "OUT/part-KKKKK; run all N (on N machines), then `ferry merge-index OUT "
+                  "--parts N`");
   app->add_flag("-q,--quiet", o->quiet, "No progress display");
   app->add_option("--to", o->to,
                   "Output format: mds, webdataset, or (from a dataset) json, csv or tsv")

@@ -1,5 +1,6 @@
 // End-to-end tests of the `ferry` command: it is run as a separate process on folders made by
 // the test, and its exit codes, output and datasets are checked.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -97,6 +98,45 @@ TEST_F(CliTest, ConvertsAnImageFolderThatReadsBackExactly) {
     EXPECT_EQ(std::get<int64_t>(v[1]), want[i].first);
     EXPECT_EQ(std::get<std::string>(v[2]), want[i].second);
   }
+}
+
+// --part K/N on N "machines", then merge-index --parts N: the dataset one convert writes, sample
+// for sample, with its classes.json; a missing part stops the merge, naming it.
+TEST_F(CliTest, ConvertPartsMergeIntoTheDatasetOneConvertWrites) {
+  for (int i = 0; i < 7; ++i) Put(src_ / "bird" / fmt::format("{}.jpg", i), Jpeg(10 + i));
+  ASSERT_EQ(Ferry("convert " + Src() + " " + Out("whole") + " -q", tmp_).code, 0);
+  for (int k = 0; k < 3; ++k) {
+    CliRun r = Ferry(fmt::format("convert {} {} -q --part {}/3", Src(), Out("parts"), k), tmp_);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr(fmt::format("part {} of 3", k)));
+  }
+  // Not merged yet with a part missing: moved away, the merge names it and writes nothing.
+  std::filesystem::rename(tmp_ / "parts" / "part-00001", tmp_ / "part-00001");
+  CliRun refused = Ferry("merge-index " + Out("parts") + " --parts 3", tmp_);
+  EXPECT_NE(refused.code, 0);
+  EXPECT_THAT(refused.err, HasSubstr("part-00001"));
+  EXPECT_FALSE(std::filesystem::exists(tmp_ / "parts" / "index.json"));
+  std::filesystem::rename(tmp_ / "part-00001", tmp_ / "parts" / "part-00001");
+  CliRun merged = Ferry("merge-index " + Out("parts") + " --parts 3", tmp_);
+  ASSERT_EQ(merged.code, 0) << merged.err;
+
+  EXPECT_EQ(ReadFileToString(tmp_ / "parts" / "classes.json").value_or(""),
+            ReadFileToString(tmp_ / "whole" / "classes.json").value_or("?"));
+  auto whole = LocalDataset::Open(Out("whole"));
+  auto parts = LocalDataset::Open(Out("parts"));
+  ASSERT_TRUE(whole.ok() && parts.ok()) << parts.status().ToString();
+  ASSERT_EQ((*parts)->num_samples(), 11u);
+  ASSERT_EQ((*parts)->num_samples(), (*whole)->num_samples());
+  for (uint64_t i = 0; i < (*whole)->num_samples(); ++i) {
+    auto a = (*whole)->Get(i).value();
+    auto b = (*parts)->Get(i).value();
+    EXPECT_EQ(std::get<Bytes>(a[0]).data, std::get<Bytes>(b[0]).data) << i;
+    EXPECT_EQ(std::get<int64_t>(a[1]), std::get<int64_t>(b[1])) << i;
+    EXPECT_EQ(std::get<std::string>(a[2]), std::get<std::string>(b[2])) << i;
+  }
+  CliRun bad = Ferry(fmt::format("convert {} {} -q --part 3/3", Src(), Out("bad")), tmp_);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("0 <= K < N"));
 }
 
 TEST_F(CliTest, InspectVerifyAndCatDescribeTheDataset) {

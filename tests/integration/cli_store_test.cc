@@ -191,6 +191,46 @@ TEST(CliStore, MergeIndexMergesPartsInAStoreAsOnDisk) {
   EXPECT_EQ(nothing.code, 3);
 }
 
+// An ImageFolder in a bucket converted by 4 `--part K/4` processes at once into another prefix,
+// merged there with --parts 4: the same samples, in the same order, as one convert of the folder.
+TEST(CliStore, ConvertPartsRunAtOnceMergeIntoOneConvertsDataset) {
+  TempDir tmp;
+  UseS3Server("S3RVER");
+  for (int i = 0; i < 30; ++i) {
+    const auto path = tmp / "images" / (i % 3 ? "cat" : "dog") / fmt::format("{:02}.bin", i);
+    fs::create_directories(path.parent_path());
+    ASSERT_TRUE(WriteFileAtomically(path, TestBytes(200 + i, i)).ok());
+  }
+  const std::string base = fmt::format("s3://{}/parts/{}", ServerEnv("S3RVER_BUCKET"), RunId());
+  ASSERT_EQ(Ferry(tmp, fmt::format("cp -r -q {} {}/images", Quote(tmp / "images"), base)).code, 0);
+  std::string command = "(";
+  for (int k = 0; k < 4; ++k) {
+    command += fmt::format(
+        "{} convert -q --size-limit 1kb --part {}/4 {}/images {}/parts > {} "
+        "2>&1 & ",
+        FERRY_CLI_PATH, k, base, base, Quote(tmp / fmt::format("part{}", k)));
+  }
+  ASSERT_EQ(Sh(command + "wait)"), 0);
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_THAT(ReadFileToString(tmp / fmt::format("part{}", k)).value_or(""),
+                HasSubstr(fmt::format("part {} of 4", k)));
+  }
+  const CliRun merged = Ferry(tmp, fmt::format("merge-index {}/parts --parts 4", base));
+  ASSERT_EQ(merged.code, 0) << merged.err;
+  ASSERT_EQ(Ferry(tmp, fmt::format("convert -q --size-limit 1kb {}/images {}", base,
+                                   Quote(tmp / "whole")))
+                .code,
+            0);
+  ASSERT_EQ(Ferry(tmp, fmt::format("cp -r -q {}/parts {}", base, Quote(tmp / "parts"))).code, 0);
+  EXPECT_EQ(ReadFileToString(tmp / "parts" / "classes.json").value_or(""),
+            ReadFileToString(tmp / "whole" / "classes.json").value_or("?"));
+  const CliRun whole = Ferry(tmp, "cat " + Quote(tmp / "whole"));
+  const CliRun parts = Ferry(tmp, "cat " + Quote(tmp / "parts"));
+  ASSERT_EQ(whole.code, 0) << whole.err;
+  EXPECT_EQ(Count(whole.out, "\n"), 30u);
+  EXPECT_EQ(parts.out, whole.out) << "sample for sample";
+}
+
 // WebDataset tars in a store without index.json, or named by a pattern: inspect, verify, cat
 // and convert say of them what they say of the same tars on disk, and write nothing beside them.
 TEST(CliStore, UnlistedTarsAndPatternsInAStoreReadAsOnDisk) {
