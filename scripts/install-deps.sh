@@ -20,6 +20,8 @@ packages=(
   python3-pip python3-setuptools python3-wheel python3-venv
   # benchmarks: the torchvision pipeline ferry.DataLoader is compared with
   python3-torchvision python3-matplotlib
+  # ferry.convert on data frames, and on a Dask cluster (tests start a LocalCluster)
+  python3-pandas python3-dask python3-distributed
 )
 
 missing=()

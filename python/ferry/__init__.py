@@ -32,6 +32,7 @@ _LAZY = {
     "StreamingDataLoader": "dataloader",
     "DataLoader": "loader",
     "diagnose": "loader",
+    "convert": None,
     "transforms": None,
     "util": None,
 }
@@ -71,6 +72,7 @@ __all__ = [
     "TSVWriter",
     "UnauthenticatedError",
     "UnavailableError",
+    "convert",
     "diagnose",
     "errors",
     "metrics",

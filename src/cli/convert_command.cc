@@ -74,7 +74,8 @@ struct ConvertOptions {
   size_t threads = std::max(2u, std::thread::hardware_concurrency());
   uint32_t jobs = 0;  // requests in flight for a remote SRC; 0 = auto
   std::string to = "mds";
-  std::string part;  // "K/N": convert only that slice, into OUT/part-KKKKK
+  std::string part;       // "K/N": convert only that slice, into OUT/part-KKKKK
+  std::string part_name;  // the part's sub-folder instead of part-KKKKK (an attempt's own)
 };
 
 struct Part {
@@ -190,10 +191,17 @@ Result<int> RunConvert(const ConvertOptions& o) {
   if (!extensions) return extensions.error().WithContext("--extensions");
 
   FERRY_ASSIGN_OR_RETURN(const std::optional<Part> part, ParsePart(o.part));
+  if (!o.part_name.empty() &&
+      (!part || o.part_name.find('/') != std::string::npos || o.part_name.starts_with('.'))) {
+    return InvalidArgumentError(fmt::format(
+        "--part-name '{}': a folder name (no '/', not hidden), given with --part", o.part_name));
+  }
   // A part goes into a sub-dataset of its own below OUT.
+  const std::string part_folder = !part                  ? ""
+                                  : !o.part_name.empty() ? o.part_name
+                                                         : fmt::format("part-{:05}", part->index);
   const std::string out_url =
-      part ? fmt::format("{}{}part-{:05}", o.out, o.out.ends_with('/') ? "" : "/", part->index)
-           : o.out;
+      part ? fmt::format("{}{}{}", o.out, o.out.ends_with('/') ? "" : "/", part_folder) : o.out;
 
   // A dataset converts between formats; a folder of files into MDS or WebDataset.
   FERRY_ASSIGN_OR_RETURN(const bool dataset, IsDatasetSource(o.src));
@@ -521,6 +529,9 @@ Command AddConvertCommand(CLI::App& parent) {
                   "K/N: convert only the K-th of N equal slices of the files (K from 0) into "
                   "OUT/part-KKKKK; run all N (on N machines), then `ferry merge-index OUT "
                   "--parts N`");
+  app->add_option("--part-name", o->part_name,
+                  "The part's sub-folder instead of part-KKKKK (ferry.convert gives each attempt "
+                  "of a part its own, and merges the ones that finished)");
   app->add_flag("-q,--quiet", o->quiet, "No progress display");
   app->add_option("--to", o->to,
                   "Output format: mds, webdataset, or (from a dataset) json, csv or tsv")
