@@ -115,8 +115,9 @@ def test_an_image_folder_converts_on_a_dask_cluster_despite_a_killed_worker(tmp_
                                   dashboard_address=None, host="127.0.0.1") as cluster, \
             distributed.Client(cluster) as client:
         pids = client.run(os.getpid)
-        victim = sorted(pids.values())[0]
+        address, victim = sorted(pids.items())[0]
         killed = threading.Event()
+        assigned = []  # the victim's tasks when it was killed
 
         def kill_when_parts_run():
             # Once the first shard is in the bucket, every worker is running parts: the
@@ -124,6 +125,7 @@ def test_an_image_folder_converts_on_a_dask_cluster_despite_a_killed_worker(tmp_
             deadline = time.monotonic() + 120
             while not written() and time.monotonic() < deadline:
                 time.sleep(0.05)
+            assigned.extend(client.processing(workers=[address]).get(address, []))
             os.kill(victim, 9)
             killed.set()
 
@@ -131,15 +133,17 @@ def test_an_image_folder_converts_on_a_dask_cluster_despite_a_killed_worker(tmp_
         killer.start()
         start = time.monotonic()
         files_to_mds(src, out, parts=12, client=client, size_limit="64kb")
+        killed_before_the_end = killed.is_set()
         killer.join()
-    assert killed.is_set()
+    assert killed_before_the_end, "the worker died while the conversion ran"
+    assert assigned, "the worker held parts when it died: Dask ran them again elsewhere"
     assert time.monotonic() - start < 240
     whole = tmp_path / "whole"
     subprocess.run([_cli.executable(), "convert", src, str(whole), "-q", "--size-limit", "64kb"],
                    check=True)
     assert _cat(out) == _cat(str(whole)), "sample for sample: keys, labels, bytes"
     assert _cat(out).count("\n") == 2000
-    # The parts the killed worker was running were run again elsewhere: more attempts than parts
-    # (the first ones, orphaned, may even have finished), and only one of each merged.
+    # A part the killed worker had started may have left an attempt of its own (its ferry
+    # convert, orphaned, may even finish): at least one attempt per part, one of each merged.
     attempts = {k.split("/")[1] for k in written() if k.count("/") >= 2}
-    assert len(attempts) > 12
+    assert len(attempts) >= 12
