@@ -206,15 +206,17 @@ def _ids(loader):
     return [int(i) for batch in loader for i in batch["id"]]
 
 
-def test_spawn_workers_read_the_epoch_fork_workers_read(tmp_path, remote_dataset):
+def test_spawn_and_forkserver_workers_read_the_epochs_fork_workers_read(tmp_path,
+                                                                         remote_dataset):
     url, _ = remote_dataset
     orders = {}
-    for context in ("fork", "spawn"):
+    for context in ("fork", "spawn", "forkserver"):
         ds = ferry.StreamingDataset(remote=url, local=str(tmp_path / context), shuffle=True,
                                     batch_size=BATCH)
         loader = torch.utils.data.DataLoader(ds, batch_size=BATCH, num_workers=2,
                                              multiprocessing_context=context)
         orders[context] = [_ids(loader), _ids(loader)]
     assert orders["spawn"] == orders["fork"]
+    assert orders["forkserver"] == orders["fork"]
     assert orders["fork"][0] != orders["fork"][1], "the second epoch has its own order"
     assert sorted(orders["fork"][1]) == list(range(SAMPLES))
