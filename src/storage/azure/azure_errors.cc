@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "storage/http/resumable_get.h"
 #include "storage/xml/xml_tree.h"
 
 namespace ferry::internal_azure {
@@ -15,30 +16,6 @@ bool In(std::string_view code, std::initializer_list<std::string_view> codes) {
     if (code == c) return true;
   }
   return false;
-}
-
-StatusCode FromHttpStatus(int status) {
-  switch (status) {
-    case 400:
-      return StatusCode::kInvalidArgument;
-    case 401:
-      return StatusCode::kUnauthenticated;
-    case 403:
-      return StatusCode::kPermissionDenied;
-    case 404:
-      return StatusCode::kNotFound;
-    case 408:
-    case 429:
-      return StatusCode::kUnavailable;
-    case 409:
-      return StatusCode::kFailedPrecondition;
-    case 412:
-      return StatusCode::kFailedPrecondition;
-    case 416:
-      return StatusCode::kOutOfRange;
-    default:
-      return status >= 500 ? StatusCode::kUnavailable : StatusCode::kUnknown;
-  }
 }
 
 std::string_view FirstLine(std::string_view text) {
@@ -79,7 +56,9 @@ StatusCode AzureErrorCode(std::string_view code, int http_status) {
                 "RequestBodyTooLarge", "InvalidUri"})) {
     return StatusCode::kInvalidArgument;
   }
-  return FromHttpStatus(http_status);
+  // Azure's conflicts (a lease, a blob being copied) are states to change first.
+  if (http_status == 409) return StatusCode::kFailedPrecondition;
+  return http::StatusCodeFromHttp(http_status);
 }
 
 namespace {

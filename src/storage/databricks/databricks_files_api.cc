@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 
+#include "storage/http/resumable_get.h"
 #include "storage/http/url_encoding.h"
 
 namespace ferry::internal_databricks {
@@ -33,26 +34,8 @@ StatusCode CodeOf(std::string_view error_code, int http_status) {
   if (In(error_code, {"INVALID_PARAMETER_VALUE", "BAD_REQUEST"})) {
     return StatusCode::kInvalidArgument;
   }
-  switch (http_status) {
-    case 400:
-      return StatusCode::kInvalidArgument;
-    case 401:
-      return StatusCode::kUnauthenticated;
-    case 403:
-      return StatusCode::kPermissionDenied;
-    case 404:
-      return StatusCode::kNotFound;
-    case 409:
-    case 412:
-      return StatusCode::kFailedPrecondition;
-    case 416:
-      return StatusCode::kOutOfRange;
-    case 408:
-    case 429:
-      return StatusCode::kUnavailable;
-    default:
-      return http_status >= 500 ? StatusCode::kUnavailable : StatusCode::kUnknown;
-  }
+  if (http_status == 409) return StatusCode::kFailedPrecondition;  // a file or folder in the way
+  return http::StatusCodeFromHttp(http_status);
 }
 
 std::optional<nlohmann::json> ParseObject(std::string_view body) {

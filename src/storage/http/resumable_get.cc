@@ -46,28 +46,32 @@ Result<ObjectInfo> ObjectInfoFromHeaders(const Headers& headers, std::string_vie
   return info;
 }
 
+StatusCode StatusCodeFromHttp(int status) {
+  switch (status) {
+    case 400:
+      return StatusCode::kInvalidArgument;
+    case 401:
+      return StatusCode::kUnauthenticated;
+    case 403:
+      return StatusCode::kPermissionDenied;
+    case 404:
+      return StatusCode::kNotFound;
+    case 408:
+    case 429:
+      return StatusCode::kUnavailable;
+    case 412:
+      return StatusCode::kFailedPrecondition;
+    case 416:
+      return StatusCode::kOutOfRange;
+    default:
+      return status >= 500 ? StatusCode::kUnavailable : StatusCode::kUnknown;
+  }
+}
+
 Status StatusFromHttp(int status, std::string_view url, std::string_view detail) {
   std::string message = fmt::format("{}: HTTP {}", url, status);
   if (!detail.empty()) message += fmt::format(": {}", detail);
-  switch (status) {
-    case 404:
-      return NotFoundError(std::move(message));
-    case 401:
-      return UnauthenticatedError(std::move(message));
-    case 403:
-      return PermissionDeniedError(std::move(message));
-    case 408:
-    case 429:
-      return UnavailableError(std::move(message));
-    case 412:
-      return FailedPreconditionError(std::move(message));
-    case 416:
-      return OutOfRangeError(std::move(message));
-    default:
-      if (status >= 500) return UnavailableError(std::move(message));
-      if (status == 400) return InvalidArgumentError(std::move(message));
-      return UnknownError(std::move(message));
-  }
+  return Status(StatusCodeFromHttp(status), std::move(message));
 }
 
 Result<ObjectInfo> ResumableGet(Transport& transport, const ResumableGetOptions& options,

@@ -52,9 +52,13 @@ struct ResumableGetOptions {
 Result<ObjectInfo> ResumableGet(Transport& transport, const ResumableGetOptions& options,
                                 ByteRange range, const ByteSink& sink);
 
-/// Maps an HTTP status without a parsed body: 404 -> kNotFound, 401 -> kUnauthenticated,
-/// 403 -> kPermissionDenied, 408/429/5xx -> kUnavailable, 412 -> kFailedPrecondition,
-/// 416 -> kOutOfRange, else kUnknown. The message starts with `url`.
+/// The code of an HTTP status, for a reply whose body says nothing more the caller knows:
+/// 400 -> kInvalidArgument, 401 -> kUnauthenticated, 403 -> kPermissionDenied, 404 -> kNotFound,
+/// 408/429/5xx -> kUnavailable, 412 -> kFailedPrecondition, 416 -> kOutOfRange, else kUnknown
+/// (409 too: what a conflict means is the service's to say).
+StatusCode StatusCodeFromHttp(int status);
+
+/// StatusCodeFromHttp's code with a message that starts with `url`.
 Status StatusFromHttp(int status, std::string_view url, std::string_view detail);
 
 /// "bytes a-b/total" -> total (nullopt when absent or "*").
