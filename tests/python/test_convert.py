@@ -10,16 +10,17 @@ import threading
 import time
 import uuid
 
+# pandas, dask and distributed come from Debian (scripts/install-deps.sh): without them these
+# tests fail to import rather than skip.
+import dask.dataframe as dd
+import distributed
 import numpy as np
+import pandas as pd
 import pytest
 
 import ferry
 from ferry import _cli
 from ferry.convert import dataframe_to_mds, files_to_mds
-
-pd = pytest.importorskip("pandas")  # python3-pandas: scripts/install-deps.sh installs it
-dd = pytest.importorskip("dask.dataframe")
-distributed = pytest.importorskip("distributed")
 
 
 def _frame(n=257):
