@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import subprocess
 import uuid
@@ -28,6 +29,8 @@ _log = logging.getLogger("ferry.convert")
 
 # The writer arguments mds_kwargs may carry besides out and columns (Mosaic's names).
 _WRITER_KWARGS = ("keep_local", "compression", "hashes", "size_limit")
+# The folder of one attempt at a partition (_attempt_folder): only these are ever deleted.
+_ATTEMPT = re.compile(r"^part-\d{5}\.[0-9a-f]{12}$")
 
 
 def _join(root: str, name: str) -> str:
@@ -107,7 +110,7 @@ def _finish(out: str, results: Sequence[Dict[str, Any]], merge: bool) -> None:
     if not _is_remote_url(out) and os.path.isdir(out):
         keep = set(folders)
         for name in os.listdir(out):
-            if name.startswith("part-") and name not in keep:
+            if _ATTEMPT.match(name) and name not in keep:
                 shutil.rmtree(os.path.join(out, name), ignore_errors=True)
     else:
         _log.debug("kept parts %s of %s; attempts that lost stay unreferenced", folders, out)

@@ -44,8 +44,13 @@ def _expected(frame):
 
 def test_a_pandas_frame_reads_back_equal_with_mosaics_layout(tmp_path):
     frame = _frame()
+    # An attempt that lost (a partial part) is deleted; a folder that is no attempt stays.
+    (tmp_path / "mds" / "part-00000.0123456789ab").mkdir(parents=True)
+    (tmp_path / "mds" / "part-notes").mkdir()
     out, failed = dataframe_to_mds(frame, mds_kwargs={"out": str(tmp_path / "mds"),
                                                       "size_limit": "2kb"})
+    assert not (tmp_path / "mds" / "part-00000.0123456789ab").exists()
+    assert (tmp_path / "mds" / "part-notes").is_dir()
     assert failed == 0 and out == str(tmp_path / "mds")
     assert _read_back(tmp_path / "mds") == _expected(frame)
     index = json.loads((tmp_path / "mds" / "index.json").read_text())
