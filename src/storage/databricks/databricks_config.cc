@@ -226,6 +226,7 @@ Result<DatabricksConfig> LoadDatabricksConfig(const EnvLookup& env,
   if (const auto token = Lookup(env, "DATABRICKS_TOKEN", profile, "token")) {
     TraceStep(trace, "personal access token", token->source);
     const AccessToken pat{token->value, std::nullopt};
+    config.credential_identity = "pat\n" + token->value;
     config.token_provider = std::make_shared<AccessTokenProvider>(
         fmt::format("personal access token ({})", token->source),
         [pat]() -> Result<AccessToken> { return pat; }, clock);
@@ -246,6 +247,7 @@ Result<DatabricksConfig> LoadDatabricksConfig(const EnvLookup& env,
   TraceStep(trace, "OAuth machine-to-machine",
             fmt::format("service principal {} ({}, {})", id->value, id->source, secret->source));
   config.expiring = true;
+  config.credential_identity = fmt::format("m2m\n{}\n{}", id->value, secret->value);
   config.token_provider = std::make_shared<AccessTokenProvider>(
       fmt::format("OAuth machine-to-machine (service principal {})", id->value),
       [host = config.host, id = id->value, secret = secret->value, clock, transport] {

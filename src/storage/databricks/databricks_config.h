@@ -63,6 +63,9 @@ struct DatabricksConfig {
   bool expiring = false;
   /// Where the settings came from ("DATABRICKS_HOST", "profile DEFAULT of ~/.databrickscfg").
   std::string host_source;
+  /// Every credential value the provider was built from (secrets included): part of a store
+  /// cache key, which keeps only its hash, so that a token rotated in the file gets a new store.
+  std::string credential_identity;
 };
 
 /// The workspace and credentials (above). kInvalidArgument / kNotFound naming the setting or

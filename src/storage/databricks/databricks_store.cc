@@ -301,8 +301,11 @@ Result<StoreAndKey> OpenCachedDatabricksUrl(std::string_view url, const EnvLooku
     return OpenUrl(path.key.empty() ? folder->string() : folder->string() + "/" + path.key);
   }
   FERRY_ASSIGN_OR_RETURN(DatabricksConfig config, LoadDatabricksConfig(env));
+  // The credentials themselves, not only the variables: a profile's token rotated in the file
+  // (read again at every open) gets a store that uses the new one.
   const std::string cache_key =
-      fmt::format("dbfs\n{}\n{}\n{}", path.volume, config.host, config.token_provider->source()) +
+      fmt::format("dbfs\n{}\n{}\n{}\n{}", path.volume, config.host, config.token_provider->source(),
+                  config.credential_identity) +
       EnvFingerprint(DatabricksEnvironmentVariables(), env);
   FERRY_ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store, CachedStore(cache_key, [&] {
                            return Result<std::shared_ptr<ObjectStore>>(

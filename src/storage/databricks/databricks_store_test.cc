@@ -4,6 +4,7 @@
 // Files API server of scripts/test-servers.sh.
 #include "storage/databricks/databricks_store.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -244,6 +245,27 @@ TEST(OpenCachedDatabricksUrl, AMountedVolumeIsReadAsLocalFiles) {
   auto remote = OpenCachedDatabricksUrl("dbfs:/Volumes/main/ml/other/x.mds", env);
   ASSERT_FALSE(remote.ok());
   EXPECT_THAT(remote.status().message(), HasSubstr("DATABRICKS_HOST"));
+}
+
+TEST(OpenCachedDatabricksUrl, ATokenRotatedInTheConfigurationFileGetsANewStore) {
+  ferry::testing::TempDir tmp;
+  auto write = [&](const char* token) {
+    ASSERT_TRUE(WriteFileAtomically(tmp / "cfg", fmt::format("[DEFAULT]\nhost = https://w.example"
+                                                             "\ntoken = {}\n",
+                                                             token))
+                    .ok());
+  };
+  testing::FakeEnv env{{"DATABRICKS_CONFIG_FILE", (tmp / "cfg").string()},
+                       {"FERRY_DATABRICKS_FUSE", "false"}};
+  write("dapi-first");
+  auto first = OpenCachedDatabricksUrl("dbfs:/Volumes/c/s/v/x", env);
+  auto again = OpenCachedDatabricksUrl("dbfs:/Volumes/c/s/v/y", env);
+  ASSERT_TRUE(first.ok() && again.ok()) << first.status().ToString();
+  EXPECT_EQ(first->store, again->store);  // one store per volume and settings
+  write("dapi-second");
+  auto rotated = OpenCachedDatabricksUrl("dbfs:/Volumes/c/s/v/x", env);
+  ASSERT_TRUE(rotated.ok());
+  EXPECT_NE(rotated->store, first->store);
 }
 
 TEST(DbfsRegistration, TheSingleSlashFormIsAUrl) {
