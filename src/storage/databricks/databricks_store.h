@@ -11,7 +11,7 @@
 //                                             upload); larger than 5 GiB is refused
 //   List    GET the folders, page by page     a string prefix, as S3 has it: the folder the
 //                                             prefix ends in is listed and filtered, and with
-//                                             recursive = true every folder below it in turn
+//                                             recursive = true every folder below it, 16 at once
 //   Remove  DELETE the file                   a missing file is not an error; the folders it
 //                                             leaves empty stay (listed as prefixes), as on a
 //                                             file system
@@ -40,6 +40,8 @@ namespace ferry::internal_databricks {
 struct DatabricksStoreOptions {
   /// page_size of each directory listing request; 0 = the service's default (1,000).
   int list_page_size = 0;
+  /// Folders listed at once by a recursive List (each folder is a request of its own).
+  int list_concurrency = 16;
   RetryPolicy retry;
 };
 

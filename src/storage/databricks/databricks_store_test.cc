@@ -9,8 +9,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "base/file_util.h"
 #include "base/temp_dir_testutil.h"
@@ -169,6 +171,62 @@ TEST_F(DatabricksStoreTest, ListsFolderByFolderAndPageByPage) {
   auto none = store->List("missing/", true);
   ASSERT_TRUE(none.ok()) << none.status().ToString();
   EXPECT_TRUE(none->objects.empty());
+}
+
+// 40 class folders of an ImageFolder: listed several at once (each is a round trip), every file
+// found.
+TEST_F(DatabricksStoreTest, ARecursiveListingListsFoldersAtOnce) {
+  std::atomic<int> in_flight{0}, most{0};
+  auto store = Store([&](const http::RecordedRequest& r) -> Result<http::Response> {
+    const int now = ++in_flight;
+    int seen = most.load();
+    while (now > seen && !most.compare_exchange_weak(seen, now)) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    --in_flight;
+    const std::string prefix = std::string(kApi) + "directories/Volumes/c/s/v";
+    const std::string folder = r.url.substr(prefix.size(), r.url.find('?') - prefix.size());
+    nlohmann::json page;
+    page["contents"] = nlohmann::json::array();
+    if (folder == "/images") {
+      for (int c = 0; c < 40; ++c) {
+        page["contents"].push_back(
+            {{"path", fmt::format("/Volumes/c/s/v/images/c{:02}/", c)}, {"is_directory", true}});
+      }
+    } else {
+      page["contents"].push_back(
+          {{"path", fmt::format("/Volumes/c/s/v{}/x.jpg", folder)}, {"file_size", 1}});
+    }
+    return testing::JsonReply(200, page.dump());
+  });
+  auto all = store->List("images/", true);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  ASSERT_EQ(all->objects.size(), 40u);
+  EXPECT_EQ(all->objects[17].key, "images/c17/x.jpg");
+  EXPECT_GT(most.load(), 1) << "folders listed one after another";
+  EXPECT_LE(most.load(), 16);
+}
+
+TEST_F(DatabricksStoreTest, ARefusedFolderFailsARecursiveListing) {
+  // A folder that is refused fails the whole listing, naming it, while the others are listed.
+  auto store = Store([&](const http::RecordedRequest& r) -> Result<http::Response> {
+    nlohmann::json page;
+    page["contents"] = nlohmann::json::array();
+    if (r.url.find("/c07") != std::string::npos) {
+      return testing::JsonReply(403, R"({"error_code":"PERMISSION_DENIED","message":"no"})");
+    }
+    if (r.url.ends_with("directories/Volumes/c/s/v") || r.url.find("v?") != std::string::npos) {
+      for (int c = 0; c < 20; ++c) {
+        page["contents"].push_back(
+            {{"path", fmt::format("/Volumes/c/s/v/c{:02}/", c)}, {"is_directory", true}});
+      }
+    }
+    return testing::JsonReply(200, page.dump());
+  });
+  auto all = store->List("", true);
+  ASSERT_FALSE(all.ok());
+  EXPECT_EQ(all.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_THAT(all.status().message(), HasSubstr("c07"));
 }
 
 TEST_F(DatabricksStoreTest, AnExpiredOAuthTokenIsReplacedAndTheRequestRetried) {
