@@ -135,6 +135,18 @@ Result<std::string> NormalizeHost(const Setting& host) {
 
 }  // namespace
 
+std::optional<std::string_view> BadVolumePathName(std::string_view path) {
+  if (path.ends_with('/')) path.remove_suffix(1);
+  for (size_t start = 0; start <= path.size();) {
+    const size_t slash = std::min(path.find('/', start), path.size());
+    const std::string_view name = path.substr(start, slash - start);
+    if (name.empty()) return "an empty name between slashes";
+    if (name == "." || name == "..") return "'.' and '..' are not allowed in the path";
+    start = slash + 1;
+  }
+  return std::nullopt;
+}
+
 Result<VolumePath> ParseVolumeUrl(std::string_view url) {
   std::string_view rest = url;
   if (rest.size() < 5 || AsciiLower(rest.substr(0, 5)) != "dbfs:") {
@@ -149,17 +161,17 @@ Result<VolumePath> ParseVolumeUrl(std::string_view url) {
   if (!rest.starts_with(kVolumes)) {
     return malformed("only Unity Catalog volumes are supported, not the legacy DBFS root");
   }
-  std::vector<std::string_view> parts;
   std::string_view path = rest.substr(kVolumes.size());
+  if (!path.empty()) {
+    if (auto why = BadVolumePathName(path)) return malformed(*why);
+  }
   const bool folder = path.ends_with('/');
-  while (!path.empty()) {
-    const size_t slash = path.find('/');
-    const std::string_view part = path.substr(0, slash);
-    if (part.empty()) return malformed("an empty name between slashes");
-    if (part == "." || part == "..") return malformed("'.' and '..' are not allowed in the path");
-    parts.push_back(part);
-    if (slash == std::string_view::npos) break;
-    path.remove_prefix(slash + 1);
+  if (folder) path.remove_suffix(1);
+  std::vector<std::string_view> parts;
+  for (size_t start = 0; start < path.size();) {
+    const size_t slash = std::min(path.find('/', start), path.size());
+    parts.push_back(path.substr(start, slash - start));
+    start = slash + 1;
   }
   if (parts.size() < 3) return malformed("no catalog, schema and volume");
   VolumePath out;

@@ -52,6 +52,10 @@ struct VolumePath {
 /// kInvalidArgument naming the URL for anything but dbfs:/Volumes/<c>/<s>/<v>[/<path>].
 Result<VolumePath> ParseVolumeUrl(std::string_view url);
 
+/// Why `path` ('/'-separated names, one trailing '/' allowed) cannot be a volume path: an empty
+/// name, or "." or ".." (which could step out of the volume's folder); nullopt when it can.
+std::optional<std::string_view> BadVolumePathName(std::string_view path);
+
 /// "dbfs:/Volumes/c/s/v/key" (no trailing '/' for an empty key).
 std::string VolumeUrl(std::string_view volume, std::string_view key);
 

@@ -225,17 +225,8 @@ class DatabricksVolumeStore final : public ObjectStore {
     if (key.empty()) {
       return InvalidArgumentError(fmt::format("{}: an empty key names no file", ToUrl(key)));
     }
-    std::string_view rest = key;
-    if (rest.ends_with('/')) rest.remove_suffix(1);
-    while (true) {
-      const size_t slash = rest.find('/');
-      const std::string_view part = rest.substr(0, slash);
-      if (part.empty() || part == "." || part == "..") {
-        return InvalidArgumentError(fmt::format(
-            "{}: empty names, '.' and '..' cannot be part of a volume path", ToUrl(key)));
-      }
-      if (slash == std::string_view::npos) break;
-      rest.remove_prefix(slash + 1);
+    if (auto why = BadVolumePathName(key)) {
+      return InvalidArgumentError(fmt::format("{}: {}", ToUrl(key), *why));
     }
     return Status::Ok();
   }
