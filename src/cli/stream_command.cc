@@ -149,7 +149,6 @@ Result<int> RunStream(const StreamCommandOptions& o) {
     std::atomic<int64_t> first_ns{-1};
     Mutex mu;
     Status failure;
-    std::vector<uint64_t> read_ids;  // under mu
     {
       std::vector<std::jthread> workers;
       for (uint32_t w = 0; w < world.workers_per_rank; ++w) {
@@ -182,9 +181,10 @@ Result<int> RunStream(const StreamCommandOptions& o) {
             }
             bytes += n;
             ++samples;
-            if (ids) {
+            if (ids) {  // straight to the (buffered) file: no epoch-long list in memory
               MutexLock lock(mu);
-              read_ids.push_back((*sample)->id);
+              std::fprintf(ids.get(), "%llu %llu\n", static_cast<unsigned long long>(epoch),
+                           static_cast<unsigned long long>((*sample)->id));
             }
           }
           if (!status.ok()) {
@@ -197,11 +197,6 @@ Result<int> RunStream(const StreamCommandOptions& o) {
     }
     FERRY_RETURN_IF_ERROR(failure);
     if (ids) {
-      MutexLock lock(mu);
-      for (uint64_t id : read_ids) {
-        std::fprintf(ids.get(), "%llu %llu\n", static_cast<unsigned long long>(epoch),
-                     static_cast<unsigned long long>(id));
-      }
       if (std::fflush(ids.get()) != 0) {
         return ErrnoToStatus(errno, "write --sample-ids file", o.sample_ids);
       }
