@@ -108,11 +108,6 @@ Result<DirectoryPage> ParseDirectoryPage(std::string_view body, std::string_view
   return page;
 }
 
-std::string DatabricksErrorCode(std::string_view body) {
-  const auto json = ParseObject(body);
-  return json ? Text(*json, "error_code") : std::string();
-}
-
 Status DatabricksErrorToStatus(const http::Response& response, std::string_view name,
                                std::string_view hint) {
   std::string code;

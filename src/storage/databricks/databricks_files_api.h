@@ -64,9 +64,6 @@ struct DirectoryPage {
 /// The JSON of one listing page; kDataLoss naming `name` when it is not one.
 Result<DirectoryPage> ParseDirectoryPage(std::string_view body, std::string_view name);
 
-/// The error_code of an error reply, "" when the body is not one.
-std::string DatabricksErrorCode(std::string_view body);
-
 /// An error reply (status >= 300) as a Status naming `name` (a dbfs:/ URL), with `hint` after
 /// the service's message (what to check for a 401 or 403).
 Status DatabricksErrorToStatus(const http::Response& response, std::string_view name,

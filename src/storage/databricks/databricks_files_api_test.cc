@@ -81,8 +81,6 @@ TEST(FilesApi, ErrorRepliesMapByTheirCodeThenTheirStatus) {
   EXPECT_EQ(status(416, R"({"error_code":"INVALID_PARAMETER_VALUE"})").code(),
             StatusCode::kOutOfRange);
   EXPECT_EQ(status(400, "").code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(DatabricksErrorCode(R"({"error_code":"NOT_FOUND"})"), "NOT_FOUND");
-  EXPECT_EQ(DatabricksErrorCode("nope"), "");
 }
 
 }  // namespace
