@@ -83,6 +83,10 @@ std::filesystem::path CacheLayout::DownloadLockPath(std::string_view basename) c
   return LocksDir() / (LockName(basename) + ".dl");
 }
 
+std::filesystem::path CacheLayout::ProgressPath(std::string_view basename) const {
+  return LocksDir() / (LockName(basename) + ".progress");
+}
+
 std::filesystem::path CacheLayout::CacheLockPath() const { return LocksDir() / "cache.lock"; }
 
 const CacheModes& Modes() {

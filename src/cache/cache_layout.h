@@ -80,6 +80,8 @@ class CacheLayout {
   /// is the shard's last use.
   std::filesystem::path UseLockPath(std::string_view basename) const;
   std::filesystem::path DownloadLockPath(std::string_view basename) const;
+  /// How far the download of the file `basename` in progress has landed (download_progress.h).
+  std::filesystem::path ProgressPath(std::string_view basename) const;
   std::filesystem::path CacheLockPath() const;
 
   /// Creates .ferry/locks (and the root) if missing.

@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "base/mapped_file.h"
 #include "cache/cache_metrics.h"
+#include "cache/download_progress.h"
 #include "format/compression.h"
 #include "format/hash.h"
 #include "storage/http/http_types.h"
@@ -112,7 +113,7 @@ Status Stopped(const std::string& url) {
 
 Status DownloadWhole(ObjectStore& store, std::string_view key, int fd, const fs::path& tmp,
                      uint64_t expected_size, const std::string& url, PartTuner* tuner,
-                     std::stop_token stop) {
+                     DownloadProgressWriter* progress, std::stop_token stop) {
   metrics::Counter& downloaded = CacheMetrics::Get().downloaded_bytes;
   uint64_t written = 0;
   PartTuner::Body body = tuner != nullptr ? tuner->Track() : PartTuner::Body();
@@ -126,6 +127,7 @@ Status DownloadWhole(ObjectStore& store, std::string_view key, int fd, const fs:
     }
     FERRY_RETURN_IF_ERROR(PwriteAll(fd, chunk, written, tmp));
     written += chunk.size();
+    if (progress != nullptr) progress->Landed(0, written);
     downloaded.Add(chunk.size());
     return Status::Ok();
   });
@@ -138,9 +140,21 @@ Status DownloadWhole(ObjectStore& store, std::string_view key, int fd, const fs:
   return Status::Ok();
 }
 
+// [0, size) split into at most `max_parts` parts of equal size (the last one shorter).
+std::vector<DownloadPart> SplitIntoParts(uint64_t size, uint32_t max_parts) {
+  const uint64_t parts = std::max<uint64_t>(1, std::min<uint64_t>(max_parts, size));
+  const uint64_t part_size = (size + parts - 1) / parts;
+  std::vector<DownloadPart> out;
+  for (uint64_t begin = 0; begin < size || out.empty(); begin += part_size) {
+    out.push_back({begin, std::min(size, begin + part_size)});
+    if (part_size == 0) break;
+  }
+  return out;
+}
+
 Status DownloadParts(ObjectStore& store, std::string_view key, int fd, const fs::path& tmp,
-                     uint64_t size, uint32_t max_parts, const std::string& url, PartTuner* tuner,
-                     std::stop_token stop) {
+                     uint64_t size, const std::vector<DownloadPart>& ranges, const std::string& url,
+                     PartTuner* tuner, DownloadProgressWriter* progress, std::stop_token stop) {
   // Parts land out of order: reserving every block now also makes a full disk fail here, not
   // halfway through. Where the filesystem has no fallocate, glibc writes zeros instead (and the
   // ftruncate below is for C libraries that say EOPNOTSUPP).
@@ -150,18 +164,16 @@ Status DownloadParts(ObjectStore& store, std::string_view key, int fd, const fs:
       return ErrnoToStatus(errno, "truncate", tmp);
     }
   }
-  const uint64_t parts = std::min<uint64_t>(max_parts, size);
-  const uint64_t part_size = (size + parts - 1) / parts;
+  const size_t parts = ranges.size();
   metrics::Counter& downloaded = CacheMetrics::Get().downloaded_bytes;
   std::stop_source failed;  // the first failing part stops the others
   std::vector<Status> results(parts);
   // What each part's response says of the whole object: checked afterwards, instead of a HEAD
   // first that would cost a round trip per shard.
   std::vector<std::optional<ObjectInfo>> objects(parts);  // nullopt: a part past the end
-  auto run_part = [&](uint64_t part) {
-    const uint64_t begin = part * part_size;
-    if (begin >= size) return;
-    const uint64_t length = std::min(part_size, size - begin);
+  auto run_part = [&](size_t part) {
+    const uint64_t begin = ranges[part].begin;
+    const uint64_t length = ranges[part].end - begin;
     uint64_t written = 0;
     PartTuner::Body body = tuner != nullptr ? tuner->Track() : PartTuner::Body();
     auto got = store.Read(key, ByteRange{begin, length}, [&](std::string_view chunk) -> Status {
@@ -176,6 +188,7 @@ Status DownloadParts(ObjectStore& store, std::string_view key, int fd, const fs:
       }
       FERRY_RETURN_IF_ERROR(PwriteAll(fd, chunk, begin + written, tmp));
       written += chunk.size();
+      if (progress != nullptr) progress->Landed(static_cast<uint32_t>(part), begin + written);
       downloaded.Add(chunk.size());
       return Status::Ok();
     });
@@ -192,7 +205,7 @@ Status DownloadParts(ObjectStore& store, std::string_view key, int fd, const fs:
   try {
     std::vector<std::jthread> threads;
     threads.reserve(parts - 1);
-    for (uint64_t part = 1; part < parts; ++part) threads.emplace_back(run_part, part);
+    for (size_t part = 1; part < parts; ++part) threads.emplace_back(run_part, part);
     run_part(0);
   } catch (const std::system_error& e) {  // no thread to be had; those started were joined
     failed.request_stop();
@@ -232,7 +245,8 @@ Status CheckDownloadParts(uint32_t parts) {
 }
 
 Status DownloadToFile(ObjectStore& store, std::string_view key, const fs::path& tmp,
-                      uint64_t expected_size, const PartOptions& parts, std::stop_token stop) {
+                      uint64_t expected_size, const PartOptions& parts, std::stop_token stop,
+                      const fs::path& progress_record) {
   const std::string url = http::RedactUrl(store.ToUrl(key));
   if (stop.stop_requested()) return Stopped(url);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, Modes().file);
@@ -240,9 +254,23 @@ Status DownloadToFile(ObjectStore& store, std::string_view key, const fs::path& 
   const bool large = expected_size > 0 && expected_size >= parts.parallel_part_threshold;
   const uint32_t count = parts.tuner != nullptr ? parts.tuner->parts() : parts.download_parts;
   PartTuner* const tuner = large ? parts.tuner : nullptr;  // small bodies measure TCP's start
-  Status status = large && count > 1
-                      ? DownloadParts(store, key, fd, tmp, expected_size, count, url, tuner, stop)
-                      : DownloadWhole(store, key, fd, tmp, expected_size, url, tuner, stop);
+  const bool ranged = large && count > 1;
+  const std::vector<DownloadPart> ranges =
+      ranged ? SplitIntoParts(expected_size, count) : std::vector<DownloadPart>{{0, expected_size}};
+  std::unique_ptr<DownloadProgressWriter> progress;
+  if (!progress_record.empty()) {
+    auto created = DownloadProgressWriter::Create(progress_record, fd, expected_size, ranges);
+    if (created) {
+      progress = std::move(*created);
+    } else {  // readers wait for the whole file instead
+      Log().debug("cache: no progress record for {}: {}", url, created.status().message());
+    }
+  }
+  Status status =
+      ranged ? DownloadParts(store, key, fd, tmp, expected_size, ranges, url, tuner, progress.get(),
+                             stop)
+             : DownloadWhole(store, key, fd, tmp, expected_size, url, tuner, progress.get(), stop);
+  if (progress) progress->Finish(status.ok());
   if (::close(fd) != 0 && status.ok()) status = ErrnoToStatus(errno, "close", tmp);
   if (!status.ok()) ::unlink(tmp.c_str());
   return status;
@@ -326,7 +354,12 @@ Status ShardDownloader::DownloadOnce(const ShardDescription& shard, const ShardF
   Log().debug("cache: downloading {} ({} bytes) into {}", url, fetched.bytes,
               layout_.root().string());
   CacheMetrics::Get().downloads.Add();
-  FERRY_RETURN_IF_ERROR(DownloadToFile(*remote_, key, tmp, fetched.bytes, options_.parts, stop));
+  // Readers may serve samples of a raw file from the bytes that have landed; not of a compressed
+  // one, nor of bytes validate_hash must check first.
+  const fs::path progress =
+      file.zip || options_.validate_hash ? fs::path() : layout_.ProgressPath(fetched.basename);
+  FERRY_RETURN_IF_ERROR(
+      DownloadToFile(*remote_, key, tmp, fetched.bytes, options_.parts, stop, progress));
   TemporaryGuard guard(tmp);
   if (!file.zip) {
     if (options_.validate_hash) {

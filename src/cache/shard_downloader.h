@@ -11,7 +11,8 @@
 //      PartTuner chooses from the rates past downloads reached), each written at its
 //      offset (pwrite) into one preallocated file, with no HEAD first (every part's response
 //      gives the object's size and etag, which must agree); a failing part stops the others and
-//      fails the download;
+//      fails the download; while it runs, a raw file's download (without validate_hash) tells
+//      readers how far each part has landed (src/cache/download_progress.h);
 //   4. check the size against index.json and the digest with validate_hash; a mismatch deletes
 //      the temporary and downloads once more, then fails with kDataLoss naming the shard and the
 //      algorithm;
@@ -59,8 +60,11 @@ Status CheckDownloadParts(uint32_t parts);
 /// it has `expected_size` bytes (kDataLoss otherwise). Large objects come as ranged parts (see
 /// the file comment). On error `tmp` is removed. The file is not flushed to disk (see Publish).
 /// A stop request ends the download at the next bytes that arrive, with kCancelled.
+/// With `progress_record` set, how far the bytes have landed is told to readers through a
+/// record there (src/cache/download_progress.h) while the download runs.
 Status DownloadToFile(ObjectStore& store, std::string_view key, const std::filesystem::path& tmp,
-                      uint64_t expected_size, const PartOptions& parts, std::stop_token stop = {});
+                      uint64_t expected_size, const PartOptions& parts, std::stop_token stop = {},
+                      const std::filesystem::path& progress_record = {});
 
 struct ShardDownloaderOptions {
   bool keep_zip = false;

@@ -223,6 +223,7 @@ Result<int> RunStream(const StreamCommandOptions& o) {
     j["downloads"] = delta("/ferry/cache/downloads");
     j["evictions"] = delta("/ferry/cache/evictions");
     j["direct_reads"] = delta("/ferry/stream/direct_reads");
+    j["landed_reads"] = delta("/ferry/stream/landed_reads");
     j["wait_s"] = static_cast<double>(delta("/ferry/stream/wait_ns")) / 1e9;
     j["time_to_first_sample_s"] = first_s;
     j["predownload"] = Metric(after, "/ferry/stream/predownload");

@@ -18,6 +18,7 @@ class MdsFormat final : public ShardFormat {
   Result<std::optional<RangedSample>> ReadByRange(const RangeRead& read,
                                                   const ShardDescription& shard,
                                                   uint32_t i) const override;
+  bool ReadsByRange() const override { return true; }
 };
 
 }  // namespace ferry::internal_format

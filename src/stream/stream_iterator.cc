@@ -64,12 +64,66 @@ Result<std::optional<Sample>> StreamIterator::Next() {
 
 bool StreamIterator::AwaitNext(std::chrono::milliseconds timeout) {
   // The first sample of a cold start is read by range: a round trip or two, not a shard.
-  if (first_) return true;
+  if (first_ || pending_) return true;
   const auto v = cursor_.Peek(0);
   if (!v) return true;
-  const ShardKey key = Resolve(*v).first;
+  const auto [key, index] = Resolve(*v);
   if ((current_ && current_key_ == key) || dataset_->Cached(key)) return true;
-  return prefetcher_->AwaitFetched(key, cursor_.taken(), timeout);  // Next's position
+  const uint64_t position = cursor_.taken();  // Next's
+  if (dataset_->ReadsLanded(key) && !prefetcher_->AwaitFetched(key, position, {})) {
+    auto landed =
+        ReadWhileDownloading(key, index, position, std::chrono::steady_clock::now() + timeout);
+    // An error is Next's to meet (it waits for the shard, and says what that ends with).
+    if (!landed) return true;
+    if (*landed) {
+      pending_ = std::move(*landed);
+      return true;
+    }
+    return prefetcher_->AwaitFetched(key, position, {});
+  }
+  return prefetcher_->AwaitFetched(key, position, timeout);
+}
+
+Result<std::optional<Sample>> StreamIterator::ReadWhileDownloading(
+    const ShardKey& key, uint64_t index, uint64_t position,
+    std::chrono::steady_clock::time_point deadline) {
+  // Between looks at the record, waits this long for it to appear (a fetch queued, or waiting
+  // for another process's download lock) and for the bytes to land.
+  constexpr auto kLook = std::chrono::milliseconds(5);
+  constexpr auto kWait = std::chrono::milliseconds(50);
+  while (!prefetcher_->AwaitFetched(key, position, {})) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return std::optional<Sample>();
+    auto it = landing_.find(key);
+    if (it == landing_.end()) {
+      auto landing = dataset_->OpenLanding(key);
+      if (!landing) {  // the shard, fetched whole, is read instead
+        Log().debug("reading a downloading shard: {}", landing.status().ToString());
+        return std::optional<Sample>();
+      }
+      if (!*landing) {
+        prefetcher_->AwaitFetched(key, position, kLook);
+        continue;
+      }
+      // A few are enough: the cursor waits on one shard at a time.
+      if (landing_.size() >= 16) landing_.erase(landing_.begin());
+      it = landing_.emplace(key, std::move(*landing)).first;
+    }
+    auto sample = dataset_->ReadLanded(*it->second, key, index, std::min(deadline, now + kWait));
+    metrics::GetCounter("/ferry/stream/wait_ns")
+        .Add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                       std::chrono::steady_clock::now() - now)
+                                       .count()));
+    if (sample) return sample;
+    if (sample.status().code() == StatusCode::kDeadlineExceeded) continue;
+    // Its download ended (failed, or its process is gone; the next one writes a new record), or
+    // what landed does not read: the whole shard, fetched and checked, says what is wrong.
+    Log().debug("reading a downloading shard: {}", sample.status().ToString());
+    landing_.erase(it);
+    if (sample.status().code() != StatusCode::kUnavailable) return std::optional<Sample>();
+  }
+  landing_.erase(key);
+  return std::optional<Sample>();
 }
 
 Result<std::optional<Sample>> StreamIterator::NextSample(bool first) {
@@ -77,6 +131,10 @@ Result<std::optional<Sample>> StreamIterator::NextSample(bool first) {
   if (!v) return std::optional<Sample>();
   prefetcher_->Advance(cursor_.taken() - 1);  // the position of the sample being read
   const auto [key, index] = Resolve(*v);
+  if (pending_) {
+    metrics::GetCounter("/ferry/stream/samples").Add();
+    return std::optional<Sample>(*std::exchange(pending_, std::nullopt));
+  }
   // Its file was deleted from the cache folder: fetch it again (as Mosaic does) rather than
   // read on from a mapping of a file that is gone.
   if (drain_.Due()) dataset_->DrainDeletions();
@@ -100,6 +158,15 @@ Result<std::optional<Sample>> StreamIterator::NextSample(bool first) {
       if (!direct) {
         Log().warn("reading the first sample by range failed, waiting for its shard: {}",
                    direct.status().ToString());
+      }
+    }
+    if (dataset_->ReadsLanded(key)) {
+      FERRY_ASSIGN_OR_RETURN(auto landed,
+                             ReadWhileDownloading(key, index, cursor_.taken() - 1,
+                                                  std::chrono::steady_clock::time_point::max()));
+      if (landed) {
+        metrics::GetCounter("/ferry/stream/samples").Add();
+        return landed;
       }
     }
     FERRY_ASSIGN_OR_RETURN(ShardHandle handle, prefetcher_->Wait(key));

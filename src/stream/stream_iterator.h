@@ -1,7 +1,9 @@
 // StreamIterator: one worker's iterator over a StreamingDatasetImpl for one epoch. It walks the
 // worker's plan cursor; its Prefetcher fetches ahead of it the shards the cursor will need; it
 // reads from one open shard at a time, taken from the dataset's open shards or opened when its
-// fetch is done. At a cold start, the first sample is read by range while its shard downloads.
+// fetch is done. At a cold start, the first sample is read by range while its shard downloads;
+// after it, a sample of a shard still downloading (by this process or another of the node) is
+// read from the bytes that have landed as soon as its own have, not after the whole shard.
 //
 // Thread-safety: used by one thread (the worker's). The prefetcher's threads only resolve plan
 // samples to shards, over the plan and mix, which do not change.
@@ -9,10 +11,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <utility>
 
+#include "cache/download_progress.h"
 #include "ferry/order/epoch_plan.h"
 #include "ferry/result.h"
 #include "ferry/stream/streaming_dataset.h"
@@ -40,6 +44,13 @@ class StreamIterator : public SampleIterator {
  private:
   Result<std::optional<Sample>> NextSample(bool first);
 
+  // Sample `index` of `key` (needed at `position`) read from the bytes its download has landed,
+  // waiting for them until `deadline`; nullopt when the shard has been fetched whole meanwhile
+  // (open it), when it cannot be read so, or when the deadline came first.
+  Result<std::optional<Sample>> ReadWhileDownloading(
+      const ShardKey& key, uint64_t index, uint64_t position,
+      std::chrono::steady_clock::time_point deadline);
+
   // The shard and in-shard index of a plan sample.
   std::pair<ShardKey, uint64_t> Resolve(uint64_t sample) const;
 
@@ -49,7 +60,10 @@ class StreamIterator : public SampleIterator {
   WorkerCursor cursor_;
   std::shared_ptr<const OpenShard> current_;
   ShardKey current_key_;
-  bool first_ = true;                       // no sample returned yet
+  bool first_ = true;              // no sample returned yet
+  std::optional<Sample> pending_;  // the next sample, read ahead by AwaitNext
+  // The downloads in progress read from, by shard (a few: those the cursor is waiting on).
+  std::map<ShardKey, std::unique_ptr<internal_cache::DownloadProgressReader>> landing_;
   DrainEvery drain_;                        // when to hear of deleted shards
   std::unique_ptr<Prefetcher> prefetcher_;  // last: its threads use the members above
 };

@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "base/mutex.h"
 #include "cache/cache_budget.h"
+#include "cache/cache_layout.h"
 #include "cache/download_slots.h"
 #include "cache/shard_downloader.h"
 #include "ferry/cache/shard_cache.h"
@@ -350,13 +351,50 @@ Result<std::optional<Sample>> StreamingDatasetImpl::ReadDirect(const ShardKey& k
   if (!ranged) return ranged.error().WithContext(st.remote->ToUrl(key_name));
   if (!*ranged) return std::nullopt;
   metrics::GetCounter("/ferry/stream/direct_reads").Add();
+  return std::optional<Sample>(FromRanged(key, index, std::move(**ranged)));
+}
+
+bool StreamingDatasetImpl::ReadsLanded(const ShardKey& key) const {
+  const StreamState& st = streams_[key.stream];
+  return options_.read_before_download && st.remote && !options_.validate_hash &&
+         !indexes_[key.stream].shards[key.shard].zip_data && st.formats[key.shard]->ReadsByRange();
+}
+
+Result<std::unique_ptr<internal_cache::DownloadProgressReader>> StreamingDatasetImpl::OpenLanding(
+    const ShardKey& key) const {
+  const internal_cache::CacheLayout layout(streams_[key.stream].local);
+  const std::string& basename = indexes_[key.stream].shards[key.shard].raw_data.basename;
+  FERRY_ASSIGN_OR_RETURN(
+      auto landing, internal_cache::DownloadProgressReader::Open(layout.ProgressPath(basename),
+                                                                 layout.TemporaryPath(basename)));
+  if (!landing) return std::unique_ptr<internal_cache::DownloadProgressReader>();
+  return std::move(*landing);
+}
+
+Result<std::optional<Sample>> StreamingDatasetImpl::ReadLanded(
+    const internal_cache::DownloadProgressReader& landing, const ShardKey& key, uint64_t index,
+    std::chrono::steady_clock::time_point deadline) const {
+  const ShardDescription& entry = indexes_[key.stream].shards[key.shard];
+  const RangeRead read = [&](uint64_t offset, uint64_t length) {
+    return landing.Read(offset, length, deadline);
+  };
+  FERRY_ASSIGN_OR_RETURN(auto ranged, streams_[key.stream].formats[key.shard]->ReadByRange(
+                                          read, entry, static_cast<uint32_t>(index)));
+  if (!ranged) return std::nullopt;
+  metrics::GetCounter("/ferry/stream/landed_reads").Add();
+  return std::optional<Sample>(FromRanged(key, index, std::move(*ranged)));
+}
+
+Sample StreamingDatasetImpl::FromRanged(const ShardKey& key, uint64_t index,
+                                        RangedSample ranged) const {
+  const StreamState& st = streams_[key.stream];
   Sample sample;
   sample.stream = key.stream;
   sample.id = st.first_id + st.shard_starts[key.shard] + index;
-  sample.fields = std::move((*ranged)->sample.fields);
-  sample.config = (*ranged)->sample.config;
-  sample.owner = std::move((*ranged)->owner);
-  return std::optional<Sample>(std::move(sample));
+  sample.fields = std::move(ranged.sample.fields);
+  sample.config = ranged.sample.config;
+  sample.owner = std::move(ranged.owner);
+  return sample;
 }
 
 Result<Sample> StreamingDatasetImpl::Get(uint64_t id, std::stop_token stop) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -22,6 +23,7 @@
 
 #include "base/mutex.h"
 #include "cache/cache_budget.h"
+#include "cache/download_progress.h"
 #include "ferry/cache/shard_cache.h"
 #include "ferry/format/shard_format.h"
 #include "ferry/result.h"
@@ -103,6 +105,19 @@ class StreamingDatasetImpl : public StreamingDataset,
   // Sample `index` of a raw shard that is still being downloaded, read with ranged GETs.
   Result<std::optional<Sample>> ReadDirect(const ShardKey& key, uint64_t index) const;
 
+  // True when samples of `key` may be read from the bytes its download has landed: a raw shard
+  // of a remote stream, in a format read by range, without validate_hash.
+  bool ReadsLanded(const ShardKey& key) const;
+  // The download of `key` that some process of the node is running now, to read what it has
+  // landed (src/cache/download_progress.h); nullptr when there is none.
+  Result<std::unique_ptr<internal_cache::DownloadProgressReader>> OpenLanding(
+      const ShardKey& key) const;
+  // Sample `index` of `key` read from the bytes `landing` has landed, waiting for them until
+  // `deadline` (then kDeadlineExceeded; kUnavailable when the download ended without them).
+  Result<std::optional<Sample>> ReadLanded(const internal_cache::DownloadProgressReader& landing,
+                                           const ShardKey& key, uint64_t index,
+                                           std::chrono::steady_clock::time_point deadline) const;
+
   Result<Sample> Get(uint64_t id, std::stop_token stop) override;
 
   Result<std::unique_ptr<SampleIterator>> Iterate(const IterateOptions& o) override;
@@ -125,6 +140,9 @@ class StreamingDatasetImpl : public StreamingDataset,
   double MeanSamplesPerShard() const;
 
  private:
+  // The sample `index` of `key` that a ranged read brought.
+  Sample FromRanged(const ShardKey& key, uint64_t index, RangedSample ranged) const;
+
   // Evicts `key`; when it is pinned and this dataset holds it open, drops that copy (its pin)
   // and tries once more - only then, so that a refused eviction costs no open shard.
   Result<uint64_t> EvictKey(const ShardKey& key);

@@ -55,12 +55,16 @@ class ShardFormat {
                                                            std::string origin) const;
 
   /// Sample `i` of a raw shard that is not local, read with a few small ranged reads instead of
-  /// the whole file (an iterator's first sample at a cold start), or nullopt where the format
-  /// cannot say where a sample is without the whole shard. By default: nullopt.
+  /// the whole file (an iterator's first sample at a cold start; a sample of a shard whose
+  /// download has landed its bytes), or nullopt where the format cannot say where a sample is
+  /// without the whole shard. By default: nullopt.
   /// \pre i < shard.samples
   virtual Result<std::optional<RangedSample>> ReadByRange(const RangeRead& read,
                                                           const ShardDescription& shard,
                                                           uint32_t i) const;
+
+  /// True when ReadByRange can read a sample (it does not always say nullopt).
+  virtual bool ReadsByRange() const { return false; }
 };
 
 /// The format called `name`, or kInvalidArgument naming it and listing the formats there are.
