@@ -141,6 +141,10 @@ class StreamingDataset(_NativeDataset):
         offline: read the cache folder's copy of ``index.json`` without asking the remote
             whether it changed (by default one HEAD per stream at open revalidates it): a cache
             filled earlier stays usable while the remote cannot be reached.
+        download_on_access: ``ds[i]`` of a sample whose shard is not in the cache: False (the
+            default) reads the sample by range (the shard's offset table once, then one
+            request per sample) and fetches the shard whole only from its 8th sample read so in
+            this process on; True fetches the whole shard at the first access, as Mosaic does.
     Accepted for compatibility and not needed (docs/python.md says why): download_retry,
     download_timeout, partition_algo (``"relaxed"`` or ``"orig"``), sampling_granularity (>= 1),
     shuffle_block_size=None.
@@ -183,6 +187,7 @@ class StreamingDataset(_NativeDataset):
         strict_cache_limit: bool = False,
         offline: bool = False,
         format: Optional[str] = None,
+        download_on_access: bool = False,
     ) -> None:
         super().__init__()
         if format is not None and format not in _FORMATS:
@@ -253,6 +258,7 @@ class StreamingDataset(_NativeDataset):
             "cache_limit": _size(cache_limit, "cache_limit"),
             "strict_cache_limit": bool(strict_cache_limit),
             "offline": bool(offline),
+            "download_on_access": bool(download_on_access),
             "keep_zip": bool(keep_zip or any(s.keep_zip for s in self.streams)),
             "validate_hash": next(iter(hashes), None),
             "allow_unsafe_types": self.allow_unsafe_types,
@@ -363,7 +369,8 @@ class StreamingDataset(_NativeDataset):
 
     def get_item(self, sample_id: int, retry: int = 7) -> Dict[str, Any]:
         """The sample ``sample_id`` (0 <= sample_id < num_samples) as a dict of decoded values;
-        fetches its shard if it is not in the cache (``retry`` is accepted for compatibility:
+        reads it by range, or fetches its shard, if it is not in the cache (``download_on_access``;
+        ``retry`` is accepted for compatibility:
         the engine retries by its own policy)."""
         current = self._current
         if current is not None and current[0] == sample_id:

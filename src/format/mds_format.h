@@ -1,5 +1,6 @@
 // MdsFormat: the "mds" ShardFormat - MdsShardReader for local shards, and a sample of a remote
-// raw shard read by range: its two offsets from the header, then its record.
+// raw shard read by range: its two offsets from the header, then its record; or its whole offset
+// table once (ReadSpans), then each record.
 //
 // Thread-safety: stateless.
 #pragma once
@@ -19,6 +20,8 @@ class MdsFormat final : public ShardFormat {
                                                   const ShardDescription& shard,
                                                   uint32_t i) const override;
   bool ReadsByRange() const override { return true; }
+  Result<std::shared_ptr<const SampleSpans>> ReadSpans(
+      const RangeRead& read, const ShardDescription& shard) const override;
 };
 
 }  // namespace ferry::internal_format

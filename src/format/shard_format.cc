@@ -37,6 +37,11 @@ Result<std::unique_ptr<ShardReader>> ShardFormat::FromBuffers(std::vector<std::s
   return FromBuffer(std::move(files[0]), shard, std::move(origin));
 }
 
+Result<std::shared_ptr<const SampleSpans>> ShardFormat::ReadSpans(
+    const RangeRead& /*read*/, const ShardDescription& /*shard*/) const {
+  return std::shared_ptr<const SampleSpans>();
+}
+
 Result<std::optional<RangedSample>> ShardFormat::ReadByRange(const RangeRead& /*read*/,
                                                              const ShardDescription& /*shard*/,
                                                              uint32_t /*i*/) const {

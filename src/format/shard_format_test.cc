@@ -136,6 +136,59 @@ TEST_F(ShardFormatTest, ARangedSampleOutsideTheShardIsDataLoss) {
   EXPECT_EQ(cut.error().code(), StatusCode::kDataLoss);
 }
 
+TEST_F(ShardFormatTest, SpansAreOneReadAndSplitAsTheLocalRead) {
+  for (size_t k = 0; k < index_.shards.size(); ++k) {
+    const ShardDescription& shard = index_.shards[k];
+    const std::string bytes = Bytes(k);
+    int reads = 0;
+    const RangeRead read = [&](uint64_t offset, uint64_t length) -> Result<std::string> {
+      ++reads;
+      return bytes.substr(offset, length);
+    };
+    auto spans = mds_->ReadSpans(read, shard).value();
+    ASSERT_NE(spans, nullptr);
+    EXPECT_EQ(reads, 1) << "the offset table, once";
+    ASSERT_EQ(spans->samples(), shard.samples);
+    auto local = mds_->Open(Path(k), shard).value();
+    for (uint32_t i = 0; i < shard.samples; ++i) {
+      const auto [begin, end] = spans->Span(i);
+      ASSERT_LE(begin, end);
+      ASSERT_LE(end, bytes.size());
+      SampleFields got;
+      ASSERT_TRUE(spans->Split(i, std::string_view(bytes).substr(begin, end - begin), got).ok());
+      SampleFields want;
+      ASSERT_TRUE(local->ReadSample(i, want).ok());
+      EXPECT_EQ(got.fields, want.fields) << "shard " << k << " sample " << i;
+      EXPECT_EQ(got.config, shard.config.get());
+    }
+  }
+}
+
+TEST_F(ShardFormatTest, SpansOfATableThatIsNotOneAreDataLoss) {
+  const ShardDescription& shard = index_.shards[0];
+  const auto spans_of = [&](std::string bytes) {
+    const RangeRead read = [bytes](uint64_t offset, uint64_t length) -> Result<std::string> {
+      return bytes.substr(offset, length);
+    };
+    return mds_->ReadSpans(read, shard);
+  };
+  std::string wrong_count = Bytes(0);
+  StoreU32LE(wrong_count.data(), shard.samples + 1);
+  std::string backwards = Bytes(0);
+  StoreU32LE(backwards.data() + 8, LoadU32LE(backwards.data() + 4) - 1);  // offsets[1] < [0]
+  std::string past_end = Bytes(0);
+  StoreU32LE(past_end.data() + 4 + 4 * shard.samples, static_cast<uint32_t>(past_end.size() + 1));
+  for (const auto& [bytes, says] :
+       {std::pair{wrong_count, "index.json says"}, std::pair{backwards, "not an MDS offset table"},
+        std::pair{past_end, "not an MDS offset table"},
+        std::pair{Bytes(0).substr(0, 6), "cut short"}}) {
+    const auto spans = spans_of(bytes);
+    ASSERT_FALSE(spans.ok()) << says;
+    EXPECT_EQ(spans.error().code(), StatusCode::kDataLoss);
+    EXPECT_THAT(spans.error().message(), HasSubstr(says));
+  }
+}
+
 TEST_F(ShardFormatTest, AReadErrorPassesThrough) {
   const RangeRead failing = [](uint64_t, uint64_t) -> Result<std::string> {
     return UnavailableError("link down");

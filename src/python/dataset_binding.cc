@@ -88,6 +88,7 @@ StreamingOptions ParseOptions(const py::dict& d) {
   o.keep_zip = Get<bool>(d, "keep_zip", false);
   o.validate_hash = GetOptional<std::string>(d, "validate_hash");
   o.allow_unsafe_types = Get<bool>(d, "allow_unsafe_types", false);
+  o.download_on_access = Get<bool>(d, "download_on_access", false);
   CheckUnusedMosaicOptions(d);
   return o;
 }

@@ -385,6 +385,57 @@ Result<std::optional<Sample>> StreamingDatasetImpl::ReadLanded(
   return std::optional<Sample>(FromRanged(key, index, std::move(*ranged)));
 }
 
+Result<std::optional<Sample>> StreamingDatasetImpl::GetByRange(const ShardKey& key,
+                                                               uint64_t index) {
+  // The offset tables kept, at most: a few bytes per sample of the shards read so.
+  constexpr uint64_t kMaxSpanBytes = uint64_t{64} << 20;
+  const StreamState& st = streams_[key.stream];
+  if (options_.download_on_access || !ReadsLanded(key) || st.cache->IsLocal(key.shard)) {
+    return std::nullopt;
+  }
+  const ShardDescription& entry = indexes_[key.stream].shards[key.shard];
+  const std::string key_name = st.remote_prefix + entry.raw_data.basename;
+  std::shared_ptr<const SampleSpans> spans;
+  {
+    MutexLock lock(mu_);
+    RangedShard& ranged = ranged_[key];
+    if (++ranged.gets > kRangedGetsPerShard) return std::nullopt;  // walked: fetch it whole
+    spans = ranged.spans;
+  }
+  if (!spans) {
+    const RangeRead read = [&](uint64_t offset, uint64_t length) {
+      return st.remote->GetRange(key_name, offset, length);
+    };
+    auto got = st.formats[key.shard]->ReadSpans(read, entry);
+    if (!got) return got.status().WithContext(st.remote->ToUrl(key_name));
+    if (!*got) return std::nullopt;
+    spans = std::move(*got);
+    MutexLock lock(mu_);
+    // Over the bound, the tables kept go (the counts stay): a table costs one request again.
+    if (span_bytes_ + spans->memory_bytes() > kMaxSpanBytes) {
+      for (auto& [_, r] : ranged_) r.spans.reset();
+      span_bytes_ = 0;
+    }
+    if (!ranged_[key].spans) {
+      ranged_[key].spans = spans;
+      span_bytes_ += spans->memory_bytes();
+    }
+  }
+  const auto [begin, end] = spans->Span(static_cast<uint32_t>(index));
+  FERRY_ASSIGN_OR_RETURN(std::string record, st.remote->GetRange(key_name, begin, end - begin));
+  if (record.size() != end - begin) {
+    return DataLossError(fmt::format("{}: sample {} cut short: {} of {} bytes",
+                                     st.remote->ToUrl(key_name), index, record.size(),
+                                     end - begin));
+  }
+  RangedSample ranged;
+  ranged.owner = std::make_shared<const std::string>(std::move(record));
+  FERRY_RETURN_IF_ERROR(spans->Split(static_cast<uint32_t>(index), *ranged.owner, ranged.sample)
+                            .WithContext(st.remote->ToUrl(key_name)));
+  metrics::GetCounter("/ferry/stream/direct_reads").Add();
+  return std::optional<Sample>(FromRanged(key, index, std::move(ranged)));
+}
+
 Sample StreamingDatasetImpl::FromRanged(const ShardKey& key, uint64_t index,
                                         RangedSample ranged) const {
   const StreamState& st = streams_[key.stream];
@@ -410,6 +461,9 @@ Result<Sample> StreamingDatasetImpl::Get(uint64_t id, std::stop_token stop) {
   while (st.shard_samples[k] == 0) --k;
   const ShardKey key{static_cast<uint32_t>(s), static_cast<uint32_t>(k)};
   open_shards_.NoticeDeletions();  // a deleted shard is fetched again, not read from its mapping
+  if (auto open = Cached(key)) return Read(open, key, in_stream - st.shard_starts[k]);
+  FERRY_ASSIGN_OR_RETURN(auto ranged, GetByRange(key, in_stream - st.shard_starts[k]));
+  if (ranged) return std::move(*ranged);
   FERRY_ASSIGN_OR_RETURN(ShardHandle handle, st.cache->Acquire(k, stop));
   FERRY_ASSIGN_OR_RETURN(auto shard, Open(key, std::move(handle)));
   return Read(shard, key, in_stream - st.shard_starts[k]);

@@ -143,6 +143,11 @@ class StreamingDatasetImpl : public StreamingDataset,
   // The sample `index` of `key` that a ranged read brought.
   Sample FromRanged(const ShardKey& key, uint64_t index, RangedSample ranged) const;
 
+  // Get's read of sample `index` of `key`, a shard not local, by range: its spans (read once and
+  // kept), then its bytes. nullopt when Get should fetch the shard instead: download_on_access,
+  // a shard that cannot be read so, or one read so kRangedGetsPerShard times already.
+  Result<std::optional<Sample>> GetByRange(const ShardKey& key, uint64_t index);
+
   // Evicts `key`; when it is pinned and this dataset holds it open, drops that copy (its pin)
   // and tries once more - only then, so that a refused eviction costs no open shard.
   Result<uint64_t> EvictKey(const ShardKey& key);
@@ -161,6 +166,13 @@ class StreamingDatasetImpl : public StreamingDataset,
   uint64_t epoch_samples_ = 0;
   Mutex mu_;
   std::map<uint64_t, std::shared_ptr<const EpochMix>> mixes_ GUARDED_BY(mu_);
+  // GetByRange's: the spans read so far (within kMaxSpanBytes) and the samples read per shard.
+  struct RangedShard {
+    std::shared_ptr<const SampleSpans> spans;
+    uint32_t gets = 0;
+  };
+  std::map<ShardKey, RangedShard> ranged_ GUARDED_BY(mu_);
+  uint64_t span_bytes_ GUARDED_BY(mu_) = 0;
   std::vector<StreamWeight> weights_;  // per stream, set by Init
   std::atomic<uint32_t> readers_{1};
   uint64_t other_bytes_ = 0;  // the most a cache folder holds besides shards (OtherBytes)

@@ -297,13 +297,33 @@ def test_ctrl_c_interrupts_a_wait_for_a_download(tmp_path, s3rver, slow_link,
 
 def test_ctrl_c_interrupts_random_access_waiting_for_a_download(tmp_path, s3rver, slow_link,
                                                                 seconds_to_interrupt):
-    # ds[i] fetches the whole 4 MB shard at 1 MB/s; Ctrl+C ends the wait, and nothing is
-    # published as the shard.
+    # With download_on_access, ds[i] fetches the whole 4 MB shard at 1 MB/s; Ctrl+C ends the
+    # wait, and nothing is published as the shard.
     ds = ferry.StreamingDataset(batch_size=1, remote=_two_shards_of_4mb(tmp_path, s3rver),
-                                local=str(tmp_path / "cache"))
+                                local=str(tmp_path / "cache"), download_on_access=True)
     interrupted_after = seconds_to_interrupt(lambda: ds[3], 1.0)
     assert 1.0 <= interrupted_after < 2.5, interrupted_after
     assert not (tmp_path / "cache" / "shard.00000.mds").exists()
+
+
+def test_random_access_reads_samples_by_range_not_shards(tmp_path, s3rver, slow_link):
+    # By default ds[i] of a shard not in the cache reads the shard's offset table, then the
+    # sample: about 64 KB per sample at 1 MB/s, where its 4 MB shard would take four seconds.
+    ds = ferry.StreamingDataset(batch_size=1, remote=_two_shards_of_4mb(tmp_path, s3rver),
+                                local=str(tmp_path / "cache"))
+
+    def s3(name):
+        return sum(v for k, v in ferry.metrics().items()
+                   if k.startswith("/ferry/storage/s3/") and k.endswith("/" + name))
+
+    requests, received = s3("requests"), s3("bytes_read")
+    start = time.monotonic()
+    for i in (3, 100, 61, 7):
+        assert ds[i]["blob"] == bytes([i]) * (64 << 10)
+    assert time.monotonic() - start < 3.0
+    assert s3("requests") - requests == 2 + 4, "an offset table per shard, a request per sample"
+    assert s3("bytes_read") - received < 5 * (64 << 10)
+    assert not list((tmp_path / "cache").glob("shard.*.mds")), "no shard fetched whole"
 
 
 def test_a_cache_limit_too_small_for_the_shuffle_narrows_it_or_refuses(dataset_dir, tmp_path,

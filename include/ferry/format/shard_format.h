@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ferry/format/dataset_description.h"
@@ -27,6 +28,21 @@ using RangeRead = std::function<Result<std::string>(uint64_t offset, uint64_t le
 struct RangedSample {
   SampleFields sample;
   std::shared_ptr<const std::string> owner;
+};
+
+/// Where each sample of a raw shard lies, read once by range (MDS: its offset table), so that
+/// each sample then takes one ranged read of its own bytes.
+class SampleSpans {
+ public:
+  virtual ~SampleSpans() = default;
+  /// Samples of the shard.
+  virtual uint32_t samples() const = 0;
+  /// Bytes [first, second) of sample `i` in the raw file. \pre i < samples()
+  virtual std::pair<uint64_t, uint64_t> Span(uint32_t i) const = 0;
+  /// Sample `i` from its bytes (`record`: the Span's), as views into `record`.
+  virtual Status Split(uint32_t i, std::string_view record, SampleFields& out) const = 0;
+  /// Memory it holds, in bytes.
+  virtual uint64_t memory_bytes() const = 0;
 };
 
 class ShardFormat {
@@ -65,6 +81,12 @@ class ShardFormat {
 
   /// True when ReadByRange can read a sample (it does not always say nullopt).
   virtual bool ReadsByRange() const { return false; }
+
+  /// The spans of the samples of a raw shard that is not local, read by range (one read, of a
+  /// few bytes per sample); nullptr where the format cannot say without the whole shard (the
+  /// default). kDataLoss naming what is wrong when what was read does not describe the shard.
+  virtual Result<std::shared_ptr<const SampleSpans>> ReadSpans(const RangeRead& read,
+                                                               const ShardDescription& shard) const;
 };
 
 /// The format called `name`, or kInvalidArgument naming it and listing the formats there are.

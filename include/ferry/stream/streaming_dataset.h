@@ -116,7 +116,16 @@ struct StreamingOptions {
   /// An iterator's first sample, at a cold start, read by range while its raw shard downloads
   /// (not with validate_hash, which needs the whole shard first).
   bool read_before_download = true;
+  /// Get (random access, `ds[i]`) of a sample whose raw shard is not local: false (the default)
+  /// reads the sample by range - the shard's offset table once, then one request per sample -
+  /// and fetches the shard whole only from its kRangedGetsPerShard-th such sample in this
+  /// process on (a caller walking it); true fetches the whole shard at the first access, as
+  /// Mosaic Streaming does.
+  bool download_on_access = false;
 };
+
+/// Samples of one shard that Get reads by range before it fetches the shard whole.
+inline constexpr uint32_t kRangedGetsPerShard = 8;
 
 /// One sample: payload views per column, valid while the Sample (which holds its shard) lives.
 struct Sample {
