@@ -147,6 +147,7 @@ Result<int> RunStream(const StreamCommandOptions& o) {
     const auto start = epoch == 0 ? opened_at : std::chrono::steady_clock::now();
     std::atomic<uint64_t> samples{0}, bytes{0}, checksum{0};
     std::atomic<int64_t> first_ns{-1};
+    std::atomic<int64_t> first_batch_ns{-1};  // one worker's first --batch-size samples
     Mutex mu;
     Status failure;
     {
@@ -159,6 +160,7 @@ Result<int> RunStream(const StreamCommandOptions& o) {
           it_options.epoch = epoch;
           auto it = dataset->Iterate(it_options);
           Status status = it.status();
+          uint64_t mine = 0;
           while (status.ok()) {
             auto sample = (*it)->Next();
             if (!sample) {
@@ -172,6 +174,13 @@ Result<int> RunStream(const StreamCommandOptions& o) {
                                                std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                    std::chrono::steady_clock::now() - start)
                                                    .count());
+            }
+            if (++mine == std::max<uint32_t>(o.batch_size, 1) && first_batch_ns.load() < 0) {
+              int64_t expected = -1;
+              first_batch_ns.compare_exchange_strong(
+                  expected, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::steady_clock::now() - start)
+                                .count());
             }
             uint64_t n = 0;
             for (auto f : (*sample)->fields) {
@@ -226,6 +235,7 @@ Result<int> RunStream(const StreamCommandOptions& o) {
     j["landed_reads"] = delta("/ferry/stream/landed_reads");
     j["wait_s"] = static_cast<double>(delta("/ferry/stream/wait_ns")) / 1e9;
     j["time_to_first_sample_s"] = first_s;
+    j["time_to_first_batch_s"] = static_cast<double>(first_batch_ns.load()) / 1e9;
     j["predownload"] = Metric(after, "/ferry/stream/predownload");
     j["concurrency"] = Metric(after, "/ferry/stream/concurrency");
     // The part count of the next large download (the tuner's latest choice, in auto).

@@ -64,9 +64,11 @@ size_t ShardFiles(const fs::path& folder, uint64_t* bytes = nullptr) {
 
 class CacheCompatTest : public ::testing::Test {
  protected:
+  // Random access fetches whole shards, as Mosaic's does (by default ferry reads by range).
   StreamingOptions Remote() const {
     StreamingOptions o;
     o.streams = {{.remote = (tmp_ / "remote").string(), .local = (tmp_ / "cache").string()}};
+    o.download_on_access = true;
     return o;
   }
   testing::TempDir tmp_;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "base/little_endian.h"
@@ -113,10 +114,12 @@ class LandedReadTest : public ::testing::Test {
     ASSERT_LT(landed_, kShardSamples);
   }
 
-  std::unique_ptr<SampleIterator> Iterate() {
+  std::unique_ptr<SampleIterator> Iterate(bool shuffle = false, uint32_t batch_size = 1) {
     StreamingOptions o;
     o.streams = {
         {.remote = "heldfile://" + (tmp_ / "remote").string(), .local = (tmp_ / "cache").string()}};
+    o.order.shuffle = shuffle;
+    o.order.batch_size = batch_size;
     auto ds = StreamingDataset::Open(o);
     EXPECT_TRUE(ds.has_value()) << ds.status().ToString();
     if (!ds) return nullptr;
@@ -232,6 +235,46 @@ TEST_F(LandedReadTest, AKilledDownloadingProcessCostsARefetchNeverWrongBytes) {
   ASSERT_TRUE(end.has_value());
   EXPECT_FALSE(end->has_value());
   EXPECT_TRUE(ShardIsLocal());
+}
+
+// A cold start reads its first batch by range, all at once: a shuffled batch's samples lie all
+// over the shard, most of them past the bytes its download has landed.
+TEST_F(LandedReadTest, TheFirstShuffledBatchIsReadByRangeWhileItsShardDownloads) {
+  {
+    std::lock_guard lock(gate.mu);
+    gate.closed = true;
+  }
+  constexpr uint32_t kBatch = 48;
+  auto it = Iterate(/*shuffle=*/true, kBatch);
+  ASSERT_NE(it, nullptr);
+  const int64_t direct_reads = Metric("/ferry/stream/direct_reads");
+  std::set<int64_t> seen;
+  uint64_t past_gate = 0;
+  for (uint32_t i = 0; i < kBatch; ++i) {
+    auto s = it->Next();
+    ASSERT_TRUE(s.has_value() && s->has_value()) << s.status().ToString();
+    const uint64_t id = (*s)->id;
+    EXPECT_EQ(SampleId(**s), static_cast<int64_t>(id));
+    EXPECT_EQ((*s)->fields[0], std::string(kSampleBlob, static_cast<char>('a' + id % 26)));
+    seen.insert(static_cast<int64_t>(id));
+    past_gate += id >= landed_;
+  }
+  EXPECT_GT(past_gate, kBatch / 2) << "most of a shuffled batch lies past the landed bytes";
+  EXPECT_TRUE(WaitHeld());
+  EXPECT_FALSE(ShardIsLocal());
+  EXPECT_EQ(Metric("/ferry/stream/direct_reads") - direct_reads, kBatch);
+  {
+    std::lock_guard lock(gate.mu);
+    gate.closed = false;
+  }
+  gate.opened.notify_all();
+  for (;;) {
+    auto s = it->Next();
+    ASSERT_TRUE(s.has_value()) << s.status().ToString();
+    if (!s->has_value()) break;
+    EXPECT_TRUE(seen.insert(static_cast<int64_t>((*s)->id)).second) << (*s)->id;
+  }
+  EXPECT_EQ(seen.size(), kShardSamples);
 }
 
 // validate_hash needs the whole shard first: nothing is read from a download in progress.

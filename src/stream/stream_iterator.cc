@@ -70,7 +70,11 @@ bool StreamIterator::AwaitNext(std::chrono::milliseconds timeout) {
   const auto [key, index] = Resolve(*v);
   if ((current_ && current_key_ == key) || dataset_->Cached(key)) return true;
   const uint64_t position = cursor_.taken();  // Next's
-  if (dataset_->ReadsLanded(key) && !prefetcher_->AwaitFetched(key, position, {})) {
+  if (batch_ && position - batch_first_ < batch_->size()) {
+    if (!batch_->Await(position - batch_first_, timeout)) return false;
+    if (batch_->Has(position - batch_first_)) return true;
+  }
+  if (dataset_->RangeReadable(key) && !prefetcher_->AwaitFetched(key, position, {})) {
     auto landed =
         ReadWhileDownloading(key, index, position, std::chrono::steady_clock::now() + timeout);
     // An error is Next's to meet (it waits for the shard, and says what that ends with).
@@ -145,25 +149,25 @@ Result<std::optional<Sample>> StreamIterator::NextSample(bool first) {
       current_key_ = key;
     }
   }
+  const uint64_t position = cursor_.taken() - 1;
+  if (batch_ && position - batch_first_ >= batch_->size()) batch_.reset();  // passed it
   if (!current_ || current_key_ != key) {
-    if (first && !prefetcher_->Warm() && !prefetcher_->Ready(key) &&
+    if (first && !prefetcher_->Warm() && !prefetcher_->Ready(key) && dataset_->RangeReadable(key) &&
         !dataset_->cache(key.stream)->IsLocal(key.shard)) {
-      // Cold start, nothing local yet: read the first sample with ranged GETs rather than wait
-      // for a whole shard, while the shard itself is fetched. Only the first: each direct read
-      // costs a round trip, and one after another they would be slower than the shards.
+      // Cold start, nothing local yet: read the first batch by range rather than wait for its
+      // shards, while the shard of its first sample is fetched. Only the first batch: by range
+      // a sample costs a request, and batch after batch that is slower than the shards.
       prefetcher_->Request(key);
-      auto direct = dataset_->ReadDirect(key, index);
-      if (direct && *direct) return std::move(*direct);
-      // The shard is on its way: a failed ranged read costs the wait for it, not the sample.
-      if (!direct) {
-        Log().warn("reading the first sample by range failed, waiting for its shard: {}",
-                   direct.status().ToString());
-      }
+      StartBatch(key, index, position);
     }
-    if (dataset_->ReadsLanded(key)) {
-      FERRY_ASSIGN_OR_RETURN(auto landed,
-                             ReadWhileDownloading(key, index, cursor_.taken() - 1,
-                                                  std::chrono::steady_clock::time_point::max()));
+    if (auto sample = TakeFromBatch(position)) {
+      metrics::GetCounter("/ferry/stream/samples").Add();
+      return sample;
+    }
+    if (dataset_->RangeReadable(key)) {
+      FERRY_ASSIGN_OR_RETURN(
+          auto landed,
+          ReadWhileDownloading(key, index, position, std::chrono::steady_clock::time_point::max()));
       if (landed) {
         metrics::GetCounter("/ferry/stream/samples").Add();
         return landed;
@@ -176,6 +180,28 @@ Result<std::optional<Sample>> StreamIterator::NextSample(bool first) {
   FERRY_ASSIGN_OR_RETURN(Sample sample, dataset_->Read(current_, key, index));
   metrics::GetCounter("/ferry/stream/samples").Add();
   return std::optional<Sample>(std::move(sample));
+}
+
+void StreamIterator::StartBatch(const ShardKey& key, uint64_t index, uint64_t position) {
+  const size_t size =
+      std::clamp<uint64_t>(dataset_->options().order.batch_size, 1, RangeBatch::kMaxSamples);
+  std::vector<std::optional<std::pair<ShardKey, uint64_t>>> samples = {{{key, index}}};
+  for (uint64_t ahead = 0; samples.size() < size; ++ahead) {
+    const auto v = cursor_.Peek(ahead);
+    if (!v) break;
+    const auto sample = Resolve(*v);
+    const bool by_range = dataset_->RangeReadable(sample.first) &&
+                          !dataset_->cache(sample.first.stream)->IsLocal(sample.first.shard);
+    samples.push_back(by_range ? std::optional(sample) : std::nullopt);
+  }
+  batch_first_ = position;
+  batch_ = std::make_unique<RangeBatch>(dataset_, std::move(samples));
+}
+
+std::optional<Sample> StreamIterator::TakeFromBatch(uint64_t position) {
+  if (!batch_ || position - batch_first_ >= batch_->size()) return std::nullopt;
+  batch_->Await(position - batch_first_, std::nullopt);
+  return batch_->Take(position - batch_first_);
 }
 
 std::pair<ShardKey, uint64_t> StreamIterator::Resolve(uint64_t sample) const {

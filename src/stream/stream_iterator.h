@@ -1,9 +1,10 @@
 // StreamIterator: one worker's iterator over a StreamingDatasetImpl for one epoch. It walks the
 // worker's plan cursor; its Prefetcher fetches ahead of it the shards the cursor will need; it
 // reads from one open shard at a time, taken from the dataset's open shards or opened when its
-// fetch is done. At a cold start, the first sample is read by range while its shard downloads;
-// after it, a sample of a shard still downloading (by this process or another of the node) is
-// read from the bytes that have landed as soon as its own have, not after the whole shard.
+// fetch is done. At a cold start, the first batch (order.batch_size samples) is read by range,
+// all at once, while the shards download; after it, a sample of a shard still downloading (by this
+// process or another of the node) is read from the bytes that have landed as soon as its own have,
+// not after the whole shard.
 //
 // Thread-safety: used by one thread (the worker's). The prefetcher's threads only resolve plan
 // samples to shards, over the plan and mix, which do not change.
@@ -23,6 +24,7 @@
 #include "order/working_set.h"
 #include "stream/open_shards.h"
 #include "stream/prefetcher.h"
+#include "stream/range_batch.h"
 #include "stream/stream_mix.h"
 
 namespace ferry::internal_stream {
@@ -44,6 +46,12 @@ class StreamIterator : public SampleIterator {
  private:
   Result<std::optional<Sample>> NextSample(bool first);
 
+  // Starts reading by range the batch beginning with sample `index` of `key`, at `position`.
+  void StartBatch(const ShardKey& key, uint64_t index, uint64_t position);
+  // The batch's sample at `position`, waiting for its read; nullopt when the batch does not
+  // hold it (read it from its shard).
+  std::optional<Sample> TakeFromBatch(uint64_t position);
+
   // Sample `index` of `key` (needed at `position`) read from the bytes its download has landed,
   // waiting for them until `deadline`; nullopt when the shard has been fetched whole meanwhile
   // (open it), when it cannot be read so, or when the deadline came first.
@@ -62,6 +70,10 @@ class StreamIterator : public SampleIterator {
   ShardKey current_key_;
   bool first_ = true;              // no sample returned yet
   std::optional<Sample> pending_;  // the next sample, read ahead by AwaitNext
+  // At a cold start: the first batch's samples, read by range all at once, from position
+  // batch_first_ on.
+  std::unique_ptr<RangeBatch> batch_;
+  uint64_t batch_first_ = 0;
   // The downloads in progress read from, by shard (a few: those the cursor is waiting on).
   std::map<ShardKey, std::unique_ptr<internal_cache::DownloadProgressReader>> landing_;
   DrainEvery drain_;                        // when to hear of deleted shards

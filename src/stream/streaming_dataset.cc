@@ -334,27 +334,7 @@ Result<Sample> StreamingDatasetImpl::Read(const std::shared_ptr<const OpenShard>
   return sample;
 }
 
-Result<std::optional<Sample>> StreamingDatasetImpl::ReadDirect(const ShardKey& key,
-                                                               uint64_t index) const {
-  const StreamState& st = streams_[key.stream];
-  const ShardDescription& entry = indexes_[key.stream].shards[key.shard];
-  // Ranged reads cannot be checked against the shard's hash: with validate_hash, every sample
-  // comes from a verified, complete shard.
-  if (!options_.read_before_download || !st.remote || entry.zip_data || options_.validate_hash) {
-    return std::nullopt;
-  }
-  const std::string key_name = st.remote_prefix + entry.raw_data.basename;
-  const RangeRead read = [&](uint64_t offset, uint64_t length) {
-    return st.remote->GetRange(key_name, offset, length);
-  };
-  auto ranged = st.formats[key.shard]->ReadByRange(read, entry, static_cast<uint32_t>(index));
-  if (!ranged) return ranged.error().WithContext(st.remote->ToUrl(key_name));
-  if (!*ranged) return std::nullopt;
-  metrics::GetCounter("/ferry/stream/direct_reads").Add();
-  return std::optional<Sample>(FromRanged(key, index, std::move(**ranged)));
-}
-
-bool StreamingDatasetImpl::ReadsLanded(const ShardKey& key) const {
+bool StreamingDatasetImpl::RangeReadable(const ShardKey& key) const {
   const StreamState& st = streams_[key.stream];
   return options_.read_before_download && st.remote && !options_.validate_hash &&
          !indexes_[key.stream].shards[key.shard].zip_data && st.formats[key.shard]->ReadsByRange();
@@ -387,41 +367,58 @@ Result<std::optional<Sample>> StreamingDatasetImpl::ReadLanded(
 
 Result<std::optional<Sample>> StreamingDatasetImpl::GetByRange(const ShardKey& key,
                                                                uint64_t index) {
-  // The offset tables kept, at most: a few bytes per sample of the shards read so.
-  constexpr uint64_t kMaxSpanBytes = uint64_t{64} << 20;
-  const StreamState& st = streams_[key.stream];
-  if (options_.download_on_access || !ReadsLanded(key) || st.cache->IsLocal(key.shard)) {
+  if (options_.download_on_access || !RangeReadable(key) ||
+      streams_[key.stream].cache->IsLocal(key.shard)) {
     return std::nullopt;
   }
-  const ShardDescription& entry = indexes_[key.stream].shards[key.shard];
-  const std::string key_name = st.remote_prefix + entry.raw_data.basename;
-  std::shared_ptr<const SampleSpans> spans;
   {
     MutexLock lock(mu_);
-    RangedShard& ranged = ranged_[key];
-    if (++ranged.gets > kRangedGetsPerShard) return std::nullopt;  // walked: fetch it whole
-    spans = ranged.spans;
+    if (++ranged_[key].gets > kRangedGetsPerShard) return std::nullopt;  // walked: fetch it
   }
-  if (!spans) {
-    const RangeRead read = [&](uint64_t offset, uint64_t length) {
-      return st.remote->GetRange(key_name, offset, length);
-    };
-    auto got = st.formats[key.shard]->ReadSpans(read, entry);
-    if (!got) return got.status().WithContext(st.remote->ToUrl(key_name));
-    if (!*got) return std::nullopt;
-    spans = std::move(*got);
+  FERRY_ASSIGN_OR_RETURN(const auto spans, Spans(key));
+  if (!spans) return std::nullopt;
+  FERRY_ASSIGN_OR_RETURN(Sample sample, ReadBySpans(key, *spans, index));
+  return std::optional<Sample>(std::move(sample));
+}
+
+Result<std::shared_ptr<const SampleSpans>> StreamingDatasetImpl::Spans(const ShardKey& key) {
+  // The offset tables kept, at most: a few bytes per sample of the shards read so.
+  constexpr uint64_t kMaxSpanBytes = uint64_t{64} << 20;
+  {
     MutexLock lock(mu_);
-    // Over the bound, the tables kept go (the counts stay): a table costs one request again.
-    if (span_bytes_ + spans->memory_bytes() > kMaxSpanBytes) {
-      for (auto& [_, r] : ranged_) r.spans.reset();
-      span_bytes_ = 0;
-    }
-    if (!ranged_[key].spans) {
-      ranged_[key].spans = spans;
-      span_bytes_ += spans->memory_bytes();
+    if (auto it = ranged_.find(key); it != ranged_.end() && it->second.spans) {
+      return it->second.spans;
     }
   }
-  const auto [begin, end] = spans->Span(static_cast<uint32_t>(index));
+  const StreamState& st = streams_[key.stream];
+  const ShardDescription& entry = indexes_[key.stream].shards[key.shard];
+  const std::string key_name = st.remote_prefix + entry.raw_data.basename;
+  const RangeRead read = [&](uint64_t offset, uint64_t length) {
+    return st.remote->GetRange(key_name, offset, length);
+  };
+  auto spans = st.formats[key.shard]->ReadSpans(read, entry);
+  if (!spans) return spans.status().WithContext(st.remote->ToUrl(key_name));
+  if (!*spans) return spans;
+  MutexLock lock(mu_);
+  // Over the bound, the tables kept go (the counts stay): a table costs one request again.
+  if (span_bytes_ + (*spans)->memory_bytes() > kMaxSpanBytes) {
+    for (auto& [_, r] : ranged_) r.spans.reset();
+    span_bytes_ = 0;
+  }
+  RangedShard& ranged = ranged_[key];
+  if (!ranged.spans) {  // another thread may have read it meanwhile
+    ranged.spans = *spans;
+    span_bytes_ += (*spans)->memory_bytes();
+  }
+  return ranged.spans;
+}
+
+Result<Sample> StreamingDatasetImpl::ReadBySpans(const ShardKey& key, const SampleSpans& spans,
+                                                 uint64_t index) const {
+  const StreamState& st = streams_[key.stream];
+  const std::string key_name =
+      st.remote_prefix + indexes_[key.stream].shards[key.shard].raw_data.basename;
+  const auto [begin, end] = spans.Span(static_cast<uint32_t>(index));
   FERRY_ASSIGN_OR_RETURN(std::string record, st.remote->GetRange(key_name, begin, end - begin));
   if (record.size() != end - begin) {
     return DataLossError(fmt::format("{}: sample {} cut short: {} of {} bytes",
@@ -430,10 +427,10 @@ Result<std::optional<Sample>> StreamingDatasetImpl::GetByRange(const ShardKey& k
   }
   RangedSample ranged;
   ranged.owner = std::make_shared<const std::string>(std::move(record));
-  FERRY_RETURN_IF_ERROR(spans->Split(static_cast<uint32_t>(index), *ranged.owner, ranged.sample)
+  FERRY_RETURN_IF_ERROR(spans.Split(static_cast<uint32_t>(index), *ranged.owner, ranged.sample)
                             .WithContext(st.remote->ToUrl(key_name)));
   metrics::GetCounter("/ferry/stream/direct_reads").Add();
-  return std::optional<Sample>(FromRanged(key, index, std::move(ranged)));
+  return FromRanged(key, index, std::move(ranged));
 }
 
 Sample StreamingDatasetImpl::FromRanged(const ShardKey& key, uint64_t index,

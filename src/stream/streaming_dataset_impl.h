@@ -102,12 +102,15 @@ class StreamingDatasetImpl : public StreamingDataset,
   Result<Sample> Read(const std::shared_ptr<const OpenShard>& shard, const ShardKey& key,
                       uint64_t index) const;
 
-  // Sample `index` of a raw shard that is still being downloaded, read with ranged GETs.
-  Result<std::optional<Sample>> ReadDirect(const ShardKey& key, uint64_t index) const;
-
-  // True when samples of `key` may be read from the bytes its download has landed: a raw shard
-  // of a remote stream, in a format read by range, without validate_hash.
-  bool ReadsLanded(const ShardKey& key) const;
+  // True when samples of `key` may be read by range, from the remote or from the bytes its
+  // download has landed: a raw shard of a remote stream, in a format read by range, without
+  // validate_hash.
+  bool RangeReadable(const ShardKey& key) const;
+  // The spans of `key`'s samples, read by range once and kept (within kMaxSpanBytes); nullptr
+  // where its format cannot say. \pre RangeReadable(key)
+  Result<std::shared_ptr<const SampleSpans>> Spans(const ShardKey& key);
+  // Sample `index` of `key` read by range through its `spans`: one request.
+  Result<Sample> ReadBySpans(const ShardKey& key, const SampleSpans& spans, uint64_t index) const;
   // The download of `key` that some process of the node is running now, to read what it has
   // landed (src/cache/download_progress.h); nullptr when there is none.
   Result<std::unique_ptr<internal_cache::DownloadProgressReader>> OpenLanding(
@@ -166,7 +169,7 @@ class StreamingDatasetImpl : public StreamingDataset,
   uint64_t epoch_samples_ = 0;
   Mutex mu_;
   std::map<uint64_t, std::shared_ptr<const EpochMix>> mixes_ GUARDED_BY(mu_);
-  // GetByRange's: the spans read so far (within kMaxSpanBytes) and the samples read per shard.
+  // The spans read so far (within kMaxSpanBytes) and the samples GetByRange read per shard.
   struct RangedShard {
     std::shared_ptr<const SampleSpans> spans;
     uint32_t gets = 0;

@@ -113,8 +113,10 @@ struct StreamingOptions {
   bool keep_zip = false;
   std::optional<std::string> validate_hash;
   bool allow_unsafe_types = false;
-  /// An iterator's first sample, at a cold start, read by range while its raw shard downloads
-  /// (not with validate_hash, which needs the whole shard first).
+  /// Samples read before their raw shards are local (not with validate_hash, which needs the
+  /// whole shard first): an iterator's first batch (order.batch_size samples), at a cold start,
+  /// by range from the remote while the shards download; later samples of a shard still
+  /// downloading, from the bytes its download has landed (src/cache/download_progress.h).
   bool read_before_download = true;
   /// Get (random access, `ds[i]`) of a sample whose raw shard is not local: false (the default)
   /// reads the sample by range - the shard's offset table once, then one request per sample -
