@@ -241,35 +241,39 @@ Result<DatasetDescription> LoadIndex(ObjectStore* remote, const std::string& rem
     return internal_cache::LoadTarShardList(*remote, remote_prefix, layout, remote_url, origin,
                                             cached, std::move(tars), options);
   }
-  auto head = remote->Head(key);
-  if (!head) {
-    if (head.error().code() == StatusCode::kNotFound) {
-      auto tars = internal_cache::ListTarShards(*remote, remote_prefix, remote_url);
-      if (tars) {
-        return internal_cache::LoadTarShardList(*remote, remote_prefix, layout, remote_url, origin,
-                                                cached, std::move(*tars), options);
-      }
-      if (tars.error().code() != StatusCode::kNotFound) {
-        return internal_cache::NamingUrl(tars.error(), remote_url);
-      }
-      // The store's own words (a local path's "No such file or directory") come first.
-      return NotFoundError(fmt::format(
-          "{}: no index.json there ({}) and no .tar shards, so it is not a dataset: a folder "
-          "of files is read as it is with FileDataset (ferry.FileDataset), or converted once "
-          "with `ferry convert {} OUT`",
-          remote_url, head.error().message(), remote_url));
+  // No index.json there: a folder of tars, or not a dataset.
+  const auto missing = [&](const Status& error) -> Result<DatasetDescription> {
+    auto tars = internal_cache::ListTarShards(*remote, remote_prefix, remote_url);
+    if (tars) {
+      return internal_cache::LoadTarShardList(*remote, remote_prefix, layout, remote_url, origin,
+                                              cached, std::move(*tars), options);
     }
-    Status error = internal_cache::NamingUrl(head.error(), url);
-    if (cached) {
-      error = error.WithContext(fmt::format(
-          "checking the cached copy in {} (read it without the remote: offline=True, --offline)",
-          local.string()));
+    if (tars.error().code() != StatusCode::kNotFound) {
+      return internal_cache::NamingUrl(tars.error(), remote_url);
     }
-    return error;
-  }
-  const std::string version = ObjectVersion(*head);
-  if (cached && origin && !version.empty() && origin->index_version == version) {
-    return ParseIndexFile(*cached, layout.IndexPath().string());
+    // The store's own words (a local path's "No such file or directory") come first.
+    return NotFoundError(fmt::format(
+        "{}: no index.json there ({}) and no .tar shards, so it is not a dataset: a folder "
+        "of files is read as it is with FileDataset (ferry.FileDataset), or converted once "
+        "with `ferry convert {} OUT`",
+        remote_url, error.message(), remote_url));
+  };
+  // A cached copy is checked with a HEAD first; without one the GET's response gives the
+  // version, a round trip sooner.
+  if (cached) {
+    auto head = remote->Head(key);
+    if (!head) {
+      if (head.error().code() == StatusCode::kNotFound) return missing(head.error());
+      return internal_cache::NamingUrl(head.error(), url)
+          .WithContext(fmt::format(
+              "checking the cached copy in {} (read it without the remote: offline=True, "
+              "--offline)",
+              local.string()));
+    }
+    const std::string version = ObjectVersion(*head);
+    if (origin && !version.empty() && origin->index_version == version) {
+      return ParseIndexFile(*cached, layout.IndexPath().string());
+    }
   }
 
   // New, changed or never recorded: fetch it, with the version of what was read.
@@ -278,7 +282,10 @@ Result<DatasetDescription> LoadIndex(ObjectStore* remote, const std::string& rem
     text.append(chunk);
     return Status::Ok();
   });
-  if (!read) return internal_cache::NamingUrl(read.error(), url);
+  if (!read) {
+    if (read.error().code() == StatusCode::kNotFound && text.empty()) return missing(read.error());
+    return internal_cache::NamingUrl(read.error(), url);
+  }
   // Parsed before it lands: a broken remote index never becomes the local copy.
   FERRY_ASSIGN_OR_RETURN(DatasetDescription index, ParseIndexFile(text, url));
   FERRY_RETURN_IF_ERROR(internal_cache::CreateCacheFolders(local));

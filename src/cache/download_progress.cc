@@ -37,7 +37,8 @@ struct ProgressRecord {
   struct Part {
     uint64_t begin;
     uint64_t end;
-    uint64_t landed;  // bytes before this one have landed (begin..end)
+    uint64_t landed;   // bytes before this one have landed (begin..end)
+    uint64_t wake_at;  // the least mark a sleeping reader waits for (kNobody: none)
   } part[kMaxProgressParts];
 };
 
@@ -46,7 +47,8 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr uint64_t kMagic = 0x5052474459525246;  // "FRRYDGRP" little-endian
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
+constexpr uint64_t kNobody = UINT64_MAX;
 constexpr size_t kRecordBytes = 4096;
 static_assert(sizeof(ProgressRecord) <= kRecordBytes);
 constexpr uint32_t kRunning = 0;
@@ -99,7 +101,7 @@ Result<std::unique_ptr<DownloadProgressWriter>> DownloadProgressWriter::Create(
   record->dev = tmp_stat.st_dev;
   record->ino = tmp_stat.st_ino;
   for (size_t p = 0; p < parts.size(); ++p) {
-    record->part[p] = {parts[p].begin, parts[p].end, parts[p].begin};
+    record->part[p] = {parts[p].begin, parts[p].end, parts[p].begin, kNobody};
   }
   Atomic(record->magic).store(kMagic, std::memory_order_release);
   return std::unique_ptr<DownloadProgressWriter>(new DownloadProgressWriter(path, fd, record));
@@ -116,8 +118,13 @@ DownloadProgressWriter::~DownloadProgressWriter() {
 
 void DownloadProgressWriter::Landed(uint32_t part, uint64_t end) {
   // seq_cst, paired with the reader's: either it sees this mark, or this sees it waiting.
-  Atomic(record_->part[part].landed).store(end);
-  if (Atomic(record_->waiters).load() != 0) Wake();
+  ProgressRecord::Part& p = record_->part[part];
+  Atomic(p.landed).store(end);
+  // Only a mark a reader waits for wakes (not every chunk: thousands per shard).
+  if (Atomic(record_->waiters).load() != 0 && end >= Atomic(p.wake_at).load()) {
+    Atomic(p.wake_at).store(kNobody);
+    Wake();
+  }
 }
 
 void DownloadProgressWriter::Finish(bool complete) {
@@ -195,6 +202,23 @@ bool DownloadProgressReader::Landed(uint64_t offset, uint64_t length) const {
   return true;
 }
 
+void DownloadProgressReader::WaitFor(uint64_t offset, uint64_t length) const {
+  // The first part the range still waits on, and the mark it needs there. A want that the
+  // writer clears as another reader's is met is looked at again after kRecheck at the latest.
+  const uint64_t end = std::min(record_->size, offset + length);
+  for (uint32_t p = 0; p < record_->parts && offset < end; ++p) {
+    ProgressRecord::Part& part = record_->part[p];
+    if (offset >= part.end || end <= part.begin) continue;
+    const uint64_t need = std::min(end, part.end);
+    if (Atomic(part.landed).load() >= need) continue;
+    auto wake_at = Atomic(part.wake_at);
+    uint64_t current = wake_at.load();
+    while (need < current && !wake_at.compare_exchange_weak(current, need)) {
+    }
+    return;
+  }
+}
+
 bool DownloadProgressReader::Ended() const {
   return Atomic(record_->state).load() != kRunning || WriterGone();
 }
@@ -226,6 +250,7 @@ Result<std::string> DownloadProgressReader::Read(
     const auto wait = std::min<std::chrono::nanoseconds>(kRecheck, deadline - now);
     const timespec timeout{.tv_sec = static_cast<time_t>(wait.count() / 1'000'000'000),
                            .tv_nsec = static_cast<long>(wait.count() % 1'000'000'000)};
+    WaitFor(offset, length);
     Atomic(record_->waiters).fetch_add(1);
     const uint32_t seq = Atomic(record_->seq).load();
     if (!Landed(offset, length) && Atomic(record_->state).load() == kRunning) {

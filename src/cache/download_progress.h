@@ -16,8 +16,9 @@
 // holds the temporary open, so bytes it has seen land stay readable even once the file is
 // removed or renamed.
 //
-// Waiting readers sleep on a futex in the record (shared between processes); the writer makes
-// the wake-up system call only while someone waits.
+// Waiting readers sleep on a futex in the record (shared between processes), each telling the
+// writer the mark it waits for; the writer makes the wake-up system call only when a part
+// reaches the least such mark, not per chunk.
 //
 // What a landed mark does not promise: bytes of the object as it is at the end of the download
 // (an object rewritten during it fails the download - mixed etags - after a reader may have
@@ -111,6 +112,8 @@ class DownloadProgressReader {
                          ProgressRecord* record)
       : tmp_(std::move(tmp)), record_fd_(record_fd), tmp_fd_(tmp_fd), record_(record) {}
   bool WriterGone() const;
+  // Tells the writer the mark this reader is about to sleep for.
+  void WaitFor(uint64_t offset, uint64_t length) const;
 
   std::filesystem::path tmp_;
   int record_fd_ = -1;
