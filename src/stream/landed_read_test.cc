@@ -167,8 +167,9 @@ TEST_F(LandedReadTest, SamplesThatLandedAreServedWhileTheShardStillDownloads) {
   // All of them while the download waits at the gate: the shard is not in the cache folder.
   EXPECT_TRUE(WaitHeld());
   EXPECT_FALSE(ShardIsLocal());
-  // The first came by ranged GETs (a cold start); the others from the landed bytes.
-  EXPECT_EQ(Metric("/ferry/stream/landed_reads") - landed_reads, static_cast<int64_t>(landed_) - 1);
+  // The first came by ranged GETs (a cold start) or from the landed bytes, whichever was first;
+  // the others from the landed bytes.
+  EXPECT_GE(Metric("/ferry/stream/landed_reads") - landed_reads, static_cast<int64_t>(landed_) - 1);
   // The next one's bytes have not landed: not served (the wait of a Python iterator ends
   // unserved), and still not once the download is let go on.
   EXPECT_FALSE(it->AwaitNext(milliseconds(50)));
@@ -222,7 +223,7 @@ TEST_F(LandedReadTest, AKilledDownloadingProcessCostsARefetchNeverWrongBytes) {
   const int64_t landed_reads = Metric("/ferry/stream/landed_reads");
   for (uint64_t i = 0; i < landed_; ++i) ExpectNext(*it, i);
   // Served from the child's download: this process waits for its download lock meanwhile.
-  EXPECT_EQ(Metric("/ferry/stream/landed_reads") - landed_reads, static_cast<int64_t>(landed_) - 1);
+  EXPECT_GE(Metric("/ferry/stream/landed_reads") - landed_reads, static_cast<int64_t>(landed_) - 1);
   EXPECT_FALSE(ShardIsLocal());
   EXPECT_FALSE(it->AwaitNext(milliseconds(50)));
   // Killed while this process waits for bytes it never lands.

@@ -160,7 +160,7 @@ Result<std::optional<Sample>> StreamIterator::NextSample(bool first) {
       prefetcher_->Request(key);
       StartBatch(key, index, position);
     }
-    if (auto sample = TakeFromBatch(position)) {
+    if (auto sample = TakeFromBatch(key, index, position)) {
       metrics::GetCounter("/ferry/stream/samples").Add();
       return sample;
     }
@@ -198,10 +198,20 @@ void StreamIterator::StartBatch(const ShardKey& key, uint64_t index, uint64_t po
   batch_ = std::make_unique<RangeBatch>(dataset_, std::move(samples));
 }
 
-std::optional<Sample> StreamIterator::TakeFromBatch(uint64_t position) {
+std::optional<Sample> StreamIterator::TakeFromBatch(const ShardKey& key, uint64_t index,
+                                                    uint64_t position) {
   if (!batch_ || position - batch_first_ >= batch_->size()) return std::nullopt;
-  batch_->Await(position - batch_first_, std::nullopt);
-  return batch_->Take(position - batch_first_);
+  const size_t i = position - batch_first_;
+  // Whichever comes first: its ranged read, or its bytes landing in its shard's download - a
+  // shard read in order lands its first samples a round trip after its download starts, one
+  // sooner than an offset table and a record.
+  while (!batch_->Await(i, std::chrono::milliseconds(2))) {
+    if (!dataset_->RangeReadable(key)) continue;
+    auto landed = ReadWhileDownloading(
+        key, index, position, std::chrono::steady_clock::now() + std::chrono::milliseconds(1));
+    if (landed && *landed) return std::move(*landed);
+  }
+  return batch_->Take(i);
 }
 
 std::pair<ShardKey, uint64_t> StreamIterator::Resolve(uint64_t sample) const {

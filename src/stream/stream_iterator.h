@@ -48,9 +48,10 @@ class StreamIterator : public SampleIterator {
 
   // Starts reading by range the batch beginning with sample `index` of `key`, at `position`.
   void StartBatch(const ShardKey& key, uint64_t index, uint64_t position);
-  // The batch's sample at `position`, waiting for its read; nullopt when the batch does not
-  // hold it (read it from its shard).
-  std::optional<Sample> TakeFromBatch(uint64_t position);
+  // The batch's sample at `position` (sample `index` of `key`), waiting for its read or for its
+  // bytes to land, whichever is first; nullopt when the batch does not hold it (read it from its
+  // shard).
+  std::optional<Sample> TakeFromBatch(const ShardKey& key, uint64_t index, uint64_t position);
 
   // Sample `index` of `key` (needed at `position`) read from the bytes its download has landed,
   // waiting for them until `deadline`; nullopt when the shard has been fetched whole meanwhile

@@ -81,7 +81,9 @@ def test_a_shard_deleted_while_read_is_fetched_again_in_that_epoch(tmp_path):
     remote = _write(tmp_path / "remote", n=117, size_limit=256)
     local = tmp_path / "cache"
     shard0 = local / "shard.00000.mds"
-    ds = ferry.StreamingDataset(remote=str(remote), local=str(local), batch_size=1)
+    # Random access fetches whole shards, as Mosaic's does (ferry's default reads by range).
+    ds = ferry.StreamingDataset(remote=str(remote), local=str(local), batch_size=1,
+                                download_on_access=True)
     ids, removed = [], False
     for sample in ds:
         ids.append(sample["id"])
