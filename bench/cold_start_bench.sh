@@ -8,18 +8,20 @@
 # The ceiling is measured by a client that is not ferry: curl 7.88 (Debian's), its parallel
 # transfers (--parallel --parallel-max 16, SigV4-signed), fetching every shard of the dataset
 # through the same proxy into /dev/null, just before and just after each run; the run is held
-# against their mean. ferry-fetch-bench (ferry's own transport, 16 in flight) is measured beside
-# it for comparison.
+# against their mean; and the same into files in the bench folder (every byte written, as a cache
+# must), before each run. ferry-fetch-bench (ferry's own transport, 16 in flight, into memory) is
+# measured beside them.
 #
 #   bench/cold_start_bench.sh [--rtt 100] [--rounds 3] [--batch 64] [--size 64mb]
-#                             [--total-mbps 0] [--workers 1] [--base BUILD_DIR]
+#                             [--total-mbps 0] [--workers 1] [--shuffle 1] [--base BUILD_DIR]
 # --base runs another checkout's release build (its build/release) alternately with this one,
 # round by round (a before/after pair; its JSON may lack the newer fields). --workers runs that
-# many worker threads (--world 1,1,N), as a DataLoader's workers read.
+# many worker threads (--world 1,1,N), as a DataLoader's workers read. --shuffle 0 reads in shard
+# order (the first sample is then the first of a shard).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-rtt=100 rounds=3 batch=64 size=64mb total_mbps=0 workers=1 base=""
+rtt=100 rounds=3 batch=64 size=64mb total_mbps=0 workers=1 shuffle=1 base=""
 while [ $# -gt 0 ]; do
   case $1 in
     --rtt) rtt=$2; shift 2 ;;
@@ -28,46 +30,37 @@ while [ $# -gt 0 ]; do
     --size) size=$2; shift 2 ;;
     --total-mbps) total_mbps=$2; shift 2 ;;
     --workers) workers=$2; shift 2 ;;
+    --shuffle) shuffle=$2; shift 2 ;;
     --base) base=$2; shift 2 ;;
     *) echo "usage: $0 [--rtt MS] [--rounds N] [--batch B] [--size SIZE] [--total-mbps N]" \
-      "[--workers N] [--base BUILD_DIR]" >&2; exit 2 ;;
+      "[--workers N] [--shuffle 0|1] [--base BUILD_DIR]" >&2; exit 2 ;;
   esac
 done
 
 bin=build/release
 work=build/bench
-src=$work/images-10000
-if [ ! -f "$src.complete" ]; then
-  rm -rf "$src"
-  "$bin/bench/data/ferry-make-images" "$src" --count 10000 --classes 1000 --seed 7
-  touch "$src.complete"
-fi
-
+# shellcheck source=bench/bench_data.sh
+. bench/bench_data.sh
 # shellcheck source=bench/s3rver_env.sh
 . bench/s3rver_env.sh
-
+upload_bench_mds "$size"
 ds=$work/mds-$size
-if [ ! -f "$ds/index.json" ] || ! grep -q '"data"' "$ds/index.json"; then
-  "$bin/src/cli/ferry" convert "$src" "$ds" -q --size-limit "$size" --overwrite > /dev/null
-fi
-"$bin/src/cli/ferry" cp -r -q --jobs 8 "$ds" "s3://$bucket/$size" > /dev/null
 shards=("$ds"/shard.*.mds)
 shard_bytes=$(cat "${shards[@]}" | wc -c)
 
-half=$(awk -v r="$rtt" 'BEGIN { print r / 2 }')
-rm -f "$work/wan.port"
-"$bin/bench/ferry-wan" --target "127.0.0.1:$s3_port" --delay-ms "$half" \
-  --total-mbps "$total_mbps" --port-file "$work/wan.port" > "$work/wan.log" 2>&1 &
-wan_pid=$!
-for _ in $(seq 100); do [ -s "$work/wan.port" ] && break; sleep 0.05; done
-endpoint=http://127.0.0.1:$(cat "$work/wan.port")
-export AWS_ENDPOINT_URL=$endpoint
+start_wan "$rtt" "$total_mbps"
+endpoint=$AWS_ENDPOINT_URL
 
-# MB/s of every shard fetched by curl's parallel transfers, 16 at once.
+# MB/s of every shard fetched by curl's parallel transfers, 16 at once, into /dev/null - or,
+# given a folder, into files there (what a cache must do: write every byte).
 curl_ceiling() {
-  local args=() f start end
+  local args=() f start end out=${1:-}
   for f in "${shards[@]}"; do
-    args+=("$endpoint/$bucket/$size/$(basename "$f")" -o /dev/null)
+    if [ -n "$out" ]; then
+      args+=("$endpoint/$bucket/$size/$(basename "$f")" -o "$out/$(basename "$f")")
+    else
+      args+=("$endpoint/$bucket/$size/$(basename "$f")" -o /dev/null)
+    fi
   done
   start=$(date +%s.%N)
   curl -sS --fail --parallel --parallel-max 16 --aws-sigv4 "aws:amz:us-east-1:s3" \
@@ -75,6 +68,14 @@ curl_ceiling() {
     --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" "${args[@]}"
   end=$(date +%s.%N)
   awk -v b="$shard_bytes" -v s="$start" -v e="$end" 'BEGIN { printf "%.1f\n", b / 1e6 / (e - s) }'
+}
+curl_kept() {
+  local mbps
+  rm -rf "$work/kept" && mkdir -p "$work/kept"
+  mbps=$(curl_ceiling "$work/kept")
+  rm -rf "$work/kept"
+  sync  # its gigabyte written back now, not under the next measurement
+  echo "$mbps"
 }
 ferry_ceiling() {
   "$bin/bench/ferry-fetch-bench" many --bucket "$bucket" --prefix "$size/shard." --inflight 16 |
@@ -84,33 +85,35 @@ ferry_ceiling() {
 builds=("$bin")
 [ -n "$base" ] && builds=("$base/build/release" "$bin")
 curl_ceiling > /dev/null  # a warm-up pass (node's JIT, its file handles)
-printf '| build | round | curl ceiling MB/s (before, after) | ferry-fetch-bench MB/s | epoch 1 samples/s | epoch 1 MB/s | vs curl ceiling | first sample s | first batch of %s s | by range | landed |\n' "$batch"
-printf '|---|---|---|---|---|---|---|---|---|---|---|\n'
+printf '| build | round | curl ceiling MB/s (before, after) | curl into files MB/s | ferry-fetch-bench MB/s | epoch 1 samples/s | epoch 1 MB/s | vs curl ceiling | vs curl into files | first sample s | first batch of %s s | by range | landed |\n' "$batch"
+printf '|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
 for round in $(seq "$rounds"); do
   order=("${builds[@]}")
   # Alternate which build goes first.
   if [ $((round % 2)) -eq 0 ] && [ ${#builds[@]} -eq 2 ]; then order=("${builds[1]}" "${builds[0]}"); fi
   for build in "${order[@]}"; do
-    before=$(curl_ceiling)
+    kept=$(curl_kept)
     fetch=$(ferry_ceiling)
+    before=$(curl_ceiling)
     cache=$work/cold-cache
     rm -rf "$cache"
-    "$build/src/cli/ferry" stream "s3://$bucket/$size" --local "$cache" --epochs 1 --shuffle \
-      --touch --batch-size "$batch" --world "1,1,$workers" --json > "$work/cold.json"
+    "$build/src/cli/ferry" stream "s3://$bucket/$size" --local "$cache" --epochs 1 \
+      $([ "$shuffle" = 1 ] && echo --shuffle) --touch --batch-size "$batch" --world "1,1,$workers" --json > "$work/cold.json"
     after=$(curl_ceiling)
     rm -rf "$cache"
     sync
     name=$([ "$build" = "$bin" ] && echo this || echo base)
-    /usr/bin/python3 - "$work/cold.json" "$name" "$round" "$before" "$after" "$fetch" <<'PY'
+    /usr/bin/python3 - "$work/cold.json" "$name" "$round" "$before" "$after" "$fetch" "$kept" <<'PY'
 import json, sys
-path, name, rnd, before, after, fetch = sys.argv[1:]
+path, name, rnd, before, after, fetch, kept = sys.argv[1:]
 e = [json.loads(l) for l in open(path) if l.startswith("{")][0]
 ceiling = (float(before) + float(after)) / 2
 def get(key, fmt):
     return format(e[key], fmt) if key in e else "-"
 print(f"| {name} | {rnd} | {ceiling:.0f} ({float(before):.0f}, {float(after):.0f}) | "
-      f"{float(fetch):.0f} | {e['samples_per_s']:.0f} | {e['mb_per_s']:.0f} | "
-      f"{e['mb_per_s'] / ceiling:.2f} | {e['time_to_first_sample_s']:.3f} | "
+      f"{float(kept):.0f} | {float(fetch):.0f} | {e['samples_per_s']:.0f} | {e['mb_per_s']:.0f} | "
+      f"{e['mb_per_s'] / ceiling:.2f} | {e['mb_per_s'] / float(kept):.2f} | "
+      f"{e['time_to_first_sample_s']:.3f} | "
       f"{get('time_to_first_batch_s', '.3f')} | {get('direct_reads', 'd')} | "
       f"{get('landed_reads', 'd')} |")
 PY

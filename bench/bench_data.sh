@@ -1,0 +1,41 @@
+# shellcheck shell=bash
+# Sourced by the bench scripts (from the repository root, after setting bin and work): the
+# 10,000 synthetic JPEGs and their MDS datasets, made once and kept under $work.
+#   bench_mds SIZE          makes $work/mds-SIZE (64 MB or 256 MB shards, say) if missing
+#   upload_bench_mds SIZE   ... and copies it to s3://$bucket/SIZE (after s3rver_env.sh)
+#   start_wan RTT_MS TOTAL_MBPS   ferry-wan in front of s3rver (its PID in wan_pid, which
+#                                 s3rver_env.sh's exit stops); points AWS_ENDPOINT_URL at it
+bench_images() {
+  local src=$work/images-10000
+  if [ ! -f "$src.complete" ]; then
+    rm -rf "$src"
+    "$bin/bench/data/ferry-make-images" "$src" --count 10000 --classes 1000 --seed 7
+    touch "$src.complete"
+  fi
+}
+
+bench_mds() {
+  local ds=$work/mds-$1
+  bench_images
+  # Made again when missing, or kept from before convert named its column `data`.
+  if [ ! -f "$ds/index.json" ] || ! grep -q '"data"' "$ds/index.json"; then
+    "$bin/src/cli/ferry" convert "$work/images-10000" "$ds" -q --size-limit "$1" --overwrite \
+      > /dev/null
+  fi
+}
+
+upload_bench_mds() {
+  bench_mds "$1"
+  "$bin/src/cli/ferry" cp -r -q --jobs 8 "$work/mds-$1" "s3://$bucket/$1" > /dev/null
+}
+
+start_wan() {
+  local half
+  half=$(awk -v r="$1" 'BEGIN { print r / 2 }')
+  rm -f "$work/wan.port"
+  "$bin/bench/ferry-wan" --target "127.0.0.1:$s3_port" --delay-ms "$half" --total-mbps "$2" \
+    --port-file "$work/wan.port" > "$work/wan.log" 2>&1 &
+  wan_pid=$!
+  for _ in $(seq 100); do [ -s "$work/wan.port" ] && break; sleep 0.05; done
+  export AWS_ENDPOINT_URL=http://127.0.0.1:$(cat "$work/wan.port")
+}
