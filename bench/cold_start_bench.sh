@@ -10,18 +10,22 @@
 # through the same proxy into /dev/null, just before and just after each run; the run is held
 # against their mean; and the same into files in the bench folder (every byte written, as a cache
 # must), before each run. ferry-fetch-bench (ferry's own transport, 16 in flight, into memory) is
-# measured beside them.
+# measured beside them. CPU: user+sys seconds per GB of shards, of curl's runs just before (into
+# /dev/null, into files) and of the whole `ferry stream` process.
 #
 #   bench/cold_start_bench.sh [--rtt 100] [--rounds 3] [--batch 64] [--size 64mb]
 #                             [--total-mbps 0] [--workers 1] [--shuffle 1] [--base BUILD_DIR]
+#                             [--cache-dir DIR]
 # --base runs another checkout's release build (its build/release) alternately with this one,
 # round by round (a before/after pair; its JSON may lack the newer fields). --workers runs that
 # many worker threads (--world 1,1,N), as a DataLoader's workers read. --shuffle 0 reads in shard
-# order (the first sample is then the first of a shard).
+# order (the first sample is then the first of a shard). --cache-dir holds the cache folder and
+# curl's files (default build/bench; /dev/shm takes the VM's shared disk, whose write-back moves
+# figures by 2x from run to run, out of the measurement).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-rtt=100 rounds=3 batch=64 size=64mb total_mbps=0 workers=1 shuffle=1 base=""
+rtt=100 rounds=3 batch=64 size=64mb total_mbps=0 workers=1 shuffle=1 base="" dir=build/bench
 while [ $# -gt 0 ]; do
   case $1 in
     --rtt) rtt=$2; shift 2 ;;
@@ -31,9 +35,10 @@ while [ $# -gt 0 ]; do
     --total-mbps) total_mbps=$2; shift 2 ;;
     --workers) workers=$2; shift 2 ;;
     --shuffle) shuffle=$2; shift 2 ;;
+    --cache-dir) dir=$2; shift 2 ;;
     --base) base=$2; shift 2 ;;
     *) echo "usage: $0 [--rtt MS] [--rounds N] [--batch B] [--size SIZE] [--total-mbps N]" \
-      "[--workers N] [--shuffle 0|1] [--base BUILD_DIR]" >&2; exit 2 ;;
+      "[--workers N] [--shuffle 0|1] [--base BUILD_DIR] [--cache-dir DIR]" >&2; exit 2 ;;
   esac
 done
 
@@ -63,7 +68,7 @@ curl_ceiling() {
     fi
   done
   start=$(date +%s.%N)
-  curl -sS --fail --parallel --parallel-max 16 --aws-sigv4 "aws:amz:us-east-1:s3" \
+  /usr/bin/time -f "%U %S" -o "$work/curl.cpu" curl -sS --fail --parallel --parallel-max 16 --aws-sigv4 "aws:amz:us-east-1:s3" \
     -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" \
     --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" "${args[@]}"
   end=$(date +%s.%N)
@@ -71,9 +76,9 @@ curl_ceiling() {
 }
 curl_kept() {
   local mbps
-  rm -rf "$work/kept" && mkdir -p "$work/kept"
-  mbps=$(curl_ceiling "$work/kept")
-  rm -rf "$work/kept"
+  rm -rf "$dir/kept" && mkdir -p "$dir/kept"
+  mbps=$(curl_ceiling "$dir/kept")
+  rm -rf "$dir/kept"
   sync  # its gigabyte written back now, not under the next measurement
   echo "$mbps"
 }
@@ -85,27 +90,35 @@ ferry_ceiling() {
 builds=("$bin")
 [ -n "$base" ] && builds=("$base/build/release" "$bin")
 curl_ceiling > /dev/null  # a warm-up pass (node's JIT, its file handles)
-printf '| build | round | curl ceiling MB/s (before, after) | curl into files MB/s | ferry-fetch-bench MB/s | epoch 1 samples/s | epoch 1 MB/s | vs curl ceiling | vs curl into files | first sample s | first batch of %s s | by range | landed |\n' "$batch"
-printf '|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
+printf '| build | round | curl ceiling MB/s (before, after) | curl into files MB/s | ferry-fetch-bench MB/s | epoch 1 samples/s | epoch 1 MB/s | vs curl ceiling | vs curl into files | first sample s | first batch of %s s | by range | landed | curl cpu s/GB (user+sys) | curl into files cpu s/GB | ferry cpu s/GB |\n' "$batch"
+printf '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
 for round in $(seq "$rounds"); do
   order=("${builds[@]}")
   # Alternate which build goes first.
   if [ $((round % 2)) -eq 0 ] && [ ${#builds[@]} -eq 2 ]; then order=("${builds[1]}" "${builds[0]}"); fi
   for build in "${order[@]}"; do
     kept=$(curl_kept)
+    kept_cpu=$(cat "$work/curl.cpu")
     fetch=$(ferry_ceiling)
     before=$(curl_ceiling)
-    cache=$work/cold-cache
+    curl_cpu=$(cat "$work/curl.cpu")
+    cache=$dir/cold-cache
     rm -rf "$cache"
-    "$build/src/cli/ferry" stream "s3://$bucket/$size" --local "$cache" --epochs 1 \
+    /usr/bin/time -f "%U %S" -o "$work/ferry.cpu" \
+      "$build/src/cli/ferry" stream "s3://$bucket/$size" --local "$cache" --epochs 1 \
       $([ "$shuffle" = 1 ] && echo --shuffle) --touch --batch-size "$batch" --world "1,1,$workers" --json > "$work/cold.json"
     after=$(curl_ceiling)
     rm -rf "$cache"
     sync
     name=$([ "$build" = "$bin" ] && echo this || echo base)
-    /usr/bin/python3 - "$work/cold.json" "$name" "$round" "$before" "$after" "$fetch" "$kept" <<'PY'
+    /usr/bin/python3 - "$work/cold.json" "$name" "$round" "$before" "$after" "$fetch" "$kept" \
+      "$curl_cpu" "$kept_cpu" "$(cat "$work/ferry.cpu")" "$shard_bytes" <<'PY'
 import json, sys
-path, name, rnd, before, after, fetch, kept = sys.argv[1:]
+path, name, rnd, before, after, fetch, kept, curl_cpu, kept_cpu, ferry_cpu, nbytes = sys.argv[1:]
+gb = int(nbytes) / 1e9
+def per_gb(cpu):  # user+sys CPU seconds per GB of shards
+    user, sys_ = (float(x) for x in cpu.split())
+    return f"{user / gb:.2f}+{sys_ / gb:.2f}"
 e = [json.loads(l) for l in open(path) if l.startswith("{")][0]
 ceiling = (float(before) + float(after)) / 2
 def get(key, fmt):
@@ -115,7 +128,8 @@ print(f"| {name} | {rnd} | {ceiling:.0f} ({float(before):.0f}, {float(after):.0f
       f"{e['mb_per_s'] / ceiling:.2f} | {e['mb_per_s'] / float(kept):.2f} | "
       f"{e['time_to_first_sample_s']:.3f} | "
       f"{get('time_to_first_batch_s', '.3f')} | {get('direct_reads', 'd')} | "
-      f"{get('landed_reads', 'd')} |")
+      f"{get('landed_reads', 'd')} | {per_gb(curl_cpu)} | {per_gb(kept_cpu)} | "
+      f"{per_gb(ferry_cpu)} |")
 PY
   done
 done

@@ -18,8 +18,10 @@ packages=(
   python3-torch python3-boto3 python3-azure
   # pip install . / pip wheel . offline (Debian's backend), and the venv make test installs into
   python3-pip python3-setuptools python3-wheel python3-venv
-  # benchmarks: the torchvision pipeline ferry.DataLoader is compared with
-  python3-torchvision python3-matplotlib
+  # benchmarks: the torchvision pipeline ferry.DataLoader is compared with; what Mosaic
+  # Streaming (run from a checkout of its source, bench/dropin_vs_mosaic.sh) imports
+  python3-torchvision python3-matplotlib python3-zstd python3-xxhash python3-snappy
+  python3-catalogue python3-filelock
   # ferry.convert on data frames, and on a Dask cluster (tests start a LocalCluster)
   python3-pandas python3-dask python3-distributed
 )

@@ -142,9 +142,9 @@ class StreamingDataset(_NativeDataset):
             whether it changed (by default one HEAD per stream at open revalidates it): a cache
             filled earlier stays usable while the remote cannot be reached.
         download_on_access: ``ds[i]`` of a sample whose shard is not in the cache: False (the
-            default) reads the sample by range (the shard's offset table once, then one
-            request per sample) and fetches the shard whole only from its 8th sample read so in
-            this process on; True fetches the whole shard at the first access, as Mosaic does.
+            default) reads the sample by range (the shard's offset table, then the sample) and
+            fetches the shard whole from its second sample asked for in this process on; True
+            fetches the whole shard at the first access, as Mosaic does.
     Accepted for compatibility and not needed (docs/python.md says why): download_retry,
     download_timeout, partition_algo (``"relaxed"`` or ``"orig"``), sampling_granularity (>= 1),
     shuffle_block_size=None.
