@@ -3,8 +3,9 @@
 nothing decoded), batches of 64, two epochs into an empty cache folder, from s3rver through
 ferry-wan. Mosaic Streaming runs from a checkout of its source (--mosaic-src; never part of
 this repository) with its defaults and 8 workers; ferry.StreamingDataset the same loop with 2
-workers, and ferry.DataLoader (native threads) beside them. Methods alternate within
-each round. Prints a markdown table: epoch 1 and 2 samples/s and the time to the first batch.
+workers, and ferry.DataLoader (native threads) beside them. Methods alternate within each
+round, each run in a process of its own. Prints a markdown table: epoch 1 and 2 samples/s and
+the time to the first batch.
 
     PYTHONPATH=build/release/python /usr/bin/python3 bench/python/dropin_vs_mosaic.py URL \\
         --local DIR --mosaic-src PATH [--rounds 3] [--mosaic-workers 8] [--workers 2]
@@ -14,11 +15,13 @@ store settings come from the environment (AWS_*; S3_ENDPOINT_URL for Mosaic).
 """
 
 import argparse
+import json
 import importlib.abc
 import importlib.machinery
 import importlib.util
 import os
 import shutil
+import subprocess
 import sys
 import time
 import types
@@ -108,6 +111,21 @@ def run_ferry_native(url, local, batch, workers):
     return out[0], out[1], first
 
 
+def _one(args):
+    """One run, in a process of its own (--one): the libraries share nothing across runs."""
+    local = os.path.join(os.path.abspath(args.local), "cache")
+    shutil.rmtree(args.local, ignore_errors=True)
+    if args.one == "mosaic":
+        e1, e2, first = run_mosaic(_mosaic(args.mosaic_src), args.url, local, args.batch,
+                                   args.mosaic_workers)
+    elif args.one == "ferry-torch":
+        e1, e2, first = run_ferry_torch(args.url, local, args.batch, args.workers)
+    else:
+        e1, e2, first = run_ferry_native(args.url, local, args.batch, args.workers)
+    shutil.rmtree(args.local, ignore_errors=True)
+    print(json.dumps({"epoch1": e1, "epoch2": e2, "first_batch_s": first}))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("url")
@@ -117,26 +135,32 @@ def main():
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--mosaic-workers", type=int, default=8)
+    parser.add_argument("--one", choices=["mosaic", "ferry-torch", "ferry-native"],
+                        help=argparse.SUPPRESS)
     args = parser.parse_args()
-    streaming = _mosaic(args.mosaic_src)
+    if args.one:
+        _one(args)
+        return
     methods = [
-        (f"Mosaic Streaming, DataLoader {args.mosaic_workers} workers",
-         lambda local: run_mosaic(streaming, args.url, local, args.batch, args.mosaic_workers)),
-        (f"ferry.StreamingDataset, DataLoader {args.workers} workers",
-         lambda local: run_ferry_torch(args.url, local, args.batch, args.workers)),
-        (f"ferry.DataLoader, {args.workers} threads",
-         lambda local: run_ferry_native(args.url, local, args.batch, args.workers)),
+        ("mosaic", f"Mosaic Streaming, DataLoader {args.mosaic_workers} workers"),
+        ("ferry-torch", f"ferry.StreamingDataset, DataLoader {args.workers} workers"),
+        ("ferry-native", f"ferry.DataLoader, {args.workers} threads"),
     ]
     print("| method | round | epoch 1 samples/s | epoch 2 samples/s | first batch s |")
     print("|---|---|---|---|---|")
     for rnd in range(1, args.rounds + 1):
         order = methods[rnd % len(methods):] + methods[:rnd % len(methods)]
-        for name, run in order:
-            local = os.path.join(args.local, "cache")
-            shutil.rmtree(args.local, ignore_errors=True)
-            e1, e2, first = run(local)
-            print(f"| {name} | {rnd} | {e1:.0f} | {e2:.0f} | {first:.2f} |", flush=True)
-            shutil.rmtree(args.local, ignore_errors=True)
+        for key, name in order:
+            run = subprocess.run([sys.executable, __file__, *sys.argv[1:], "--one", key],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            sys.stderr.write(run.stderr)
+            if run.returncode != 0:  # said in the table, and the rounds go on
+                last = (run.stderr.strip().splitlines() or ["(no output)"])[-1]
+                print(f"| {name} | {rnd} | failed: {last} | | |", flush=True)
+                continue
+            r = json.loads(run.stdout.strip().splitlines()[-1])
+            print(f"| {name} | {rnd} | {r['epoch1']:.0f} | {r['epoch2']:.0f} | "
+                  f"{r['first_batch_s']:.2f} |", flush=True)
 
 
 if __name__ == "__main__":
