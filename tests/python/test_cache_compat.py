@@ -198,7 +198,14 @@ def test_a_shard_being_read_is_not_evicted(tmp_path):
     remote = _write(tmp_path / "remote")
     ds = ferry.StreamingDataset(remote=str(remote), local=str(tmp_path / "cache"), batch_size=1)
     it = iter(ds)
-    next(it), next(it)  # the first comes by range, the second from shard 0's file
+    next(it)  # by range, or from the bytes its download has landed
+    shard0 = tmp_path / "cache" / "shard.00000.mds"
+    deadline = time.monotonic() + 10
+    while not shard0.exists():
+        assert time.monotonic() < deadline, "shard 0 was never fetched"
+        time.sleep(0.01)
+    time.sleep(0.1)  # its fetch has ended: the next sample opens (and pins) the shard's file
+    next(it)
     with pytest.raises(RuntimeError, match="shard.00000.mds"):
         ds.evict_shard(0)
     assert (tmp_path / "cache" / "shard.00000.mds").exists()
