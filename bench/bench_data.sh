@@ -3,8 +3,11 @@
 # 10,000 synthetic JPEGs and their MDS datasets, made once and kept under $work.
 #   bench_mds SIZE          makes $work/mds-SIZE (64 MB or 256 MB shards, say) if missing
 #   upload_bench_mds SIZE   ... and copies it to s3://$bucket/SIZE (after s3rver_env.sh)
-#   start_wan RTT_MS TOTAL_MBPS   ferry-wan in front of s3rver (its PID in wan_pid, which
-#                                 s3rver_env.sh's exit stops); points AWS_ENDPOINT_URL at it
+#   start_wan RTT_MS TOTAL_MBPS [PORT]   ferry-wan in front of s3rver (or of 127.0.0.1:PORT; its
+#                                 PID in wan_pid, which s3rver_env.sh's exit stops); points
+#                                 AWS_ENDPOINT_URL at it
+#   start_nginx ROOT              nginx (Debian's, scripts/fetch-nginx.sh) serving the files under
+#                                 ROOT on a free loopback port, nginx_port (PID in nginx_pid)
 bench_images() {
   local src=$work/images-10000
   if [ ! -f "$src.complete" ]; then
@@ -33,9 +36,49 @@ start_wan() {
   local half
   half=$(awk -v r="$1" 'BEGIN { print r / 2 }')
   rm -f "$work/wan.port"
-  "$bin/bench/ferry-wan" --target "127.0.0.1:$s3_port" --delay-ms "$half" --total-mbps "$2" \
+  "$bin/bench/ferry-wan" --target "127.0.0.1:${3:-$s3_port}" --delay-ms "$half" --total-mbps "$2" \
     --port-file "$work/wan.port" > "$work/wan.log" 2>&1 &
   wan_pid=$!
   for _ in $(seq 100); do [ -s "$work/wan.port" ] && break; sleep 0.05; done
   export AWS_ENDPOINT_URL=http://127.0.0.1:$(cat "$work/wan.port")
+}
+
+start_nginx() {
+  local nginx prefix
+  nginx=$(scripts/fetch-nginx.sh | tail -n 1)
+  prefix=$(realpath "$work")/nginx
+  rm -rf "$prefix" && mkdir -p "$prefix/tmp"
+  nginx_port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  # Static files with ranges, etags and sendfile: what a CDN or a plain HTTP origin serves.
+  cat > "$prefix/nginx.conf" <<CONF
+worker_processes 1;
+daemon off;
+pid $prefix/nginx.pid;
+error_log $prefix/error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  keepalive_requests 100000;
+  client_body_temp_path $prefix/tmp;
+  proxy_temp_path $prefix/tmp;
+  fastcgi_temp_path $prefix/tmp;
+  uwsgi_temp_path $prefix/tmp;
+  scgi_temp_path $prefix/tmp;
+  default_type application/octet-stream;
+  server {
+    listen 127.0.0.1:$nginx_port;
+    root $(realpath "$1");
+  }
+}
+CONF
+  "$nginx" -p "$prefix" -c "$prefix/nginx.conf" &
+  nginx_pid=$!
+  for _ in $(seq 100); do
+    curl -s -o /dev/null "http://127.0.0.1:$nginx_port/" && return 0
+    sleep 0.05
+  done
+  echo "nginx did not start: $(cat "$prefix/error.log")" >&2
+  return 1
 }

@@ -15,17 +15,20 @@
 #
 #   bench/cold_start_bench.sh [--rtt 100] [--rounds 3] [--batch 64] [--size 64mb]
 #                             [--total-mbps 0] [--workers 1] [--shuffle 1] [--base BUILD_DIR]
-#                             [--cache-dir DIR]
+#                             [--cache-dir DIR] [--origin s3rver|nginx]
 # --base runs another checkout's release build (its build/release) alternately with this one,
 # round by round (a before/after pair; its JSON may lack the newer fields). --workers runs that
 # many worker threads (--world 1,1,N), as a DataLoader's workers read. --shuffle 0 reads in shard
 # order (the first sample is then the first of a shard). --cache-dir holds the cache folder and
 # curl's files (default build/bench; /dev/shm takes the VM's shared disk, whose write-back moves
-# figures by 2x from run to run, out of the measurement).
+# figures by 2x from run to run, out of the measurement). --origin nginx serves the shards from
+# nginx (Debian's, unpacked by scripts/fetch-nginx.sh; static files with sendfile) instead of
+# s3rver, read over http:// by ferry and curl alike, so that the server is not the ceiling
+# (ferry-fetch-bench, S3 only, is left out).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-rtt=100 rounds=3 batch=64 size=64mb total_mbps=0 workers=1 shuffle=1 base="" dir=build/bench
+rtt=100 rounds=3 batch=64 size=64mb total_mbps=0 workers=1 shuffle=1 base="" dir=build/bench origin=s3rver
 while [ $# -gt 0 ]; do
   case $1 in
     --rtt) rtt=$2; shift 2 ;;
@@ -36,9 +39,11 @@ while [ $# -gt 0 ]; do
     --workers) workers=$2; shift 2 ;;
     --shuffle) shuffle=$2; shift 2 ;;
     --cache-dir) dir=$2; shift 2 ;;
+    --origin) origin=$2; shift 2 ;;
     --base) base=$2; shift 2 ;;
     *) echo "usage: $0 [--rtt MS] [--rounds N] [--batch B] [--size SIZE] [--total-mbps N]" \
-      "[--workers N] [--shuffle 0|1] [--base BUILD_DIR] [--cache-dir DIR]" >&2; exit 2 ;;
+      "[--workers N] [--shuffle 0|1] [--base BUILD_DIR] [--cache-dir DIR]" \
+      "[--origin s3rver|nginx]" >&2; exit 2 ;;
   esac
 done
 
@@ -48,29 +53,49 @@ work=build/bench
 . bench/bench_data.sh
 # shellcheck source=bench/s3rver_env.sh
 . bench/s3rver_env.sh
-upload_bench_mds "$size"
 ds=$work/mds-$size
+if [ "$origin" = nginx ]; then
+  bench_mds "$size"
+  start_nginx "$work"
+else
+  upload_bench_mds "$size"
+fi
 shards=("$ds"/shard.*.mds)
 shard_bytes=$(cat "${shards[@]}" | wc -c)
 
-start_wan "$rtt" "$total_mbps"
+if [ "$origin" = nginx ]; then
+  start_wan "$rtt" "$total_mbps" "$nginx_port"
+  url=$AWS_ENDPOINT_URL/mds-$size
+  sign=()
+else
+  start_wan "$rtt" "$total_mbps"
+  url=s3://$bucket/$size
+  sign=(--aws-sigv4 "aws:amz:us-east-1:s3" -H "x-amz-content-sha256: UNSIGNED-PAYLOAD"
+    --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY")
+fi
 endpoint=$AWS_ENDPOINT_URL
 
+shard_url() {
+  if [ "$origin" = nginx ]; then
+    echo "$url/$(basename "$1")"
+  else
+    echo "$endpoint/$bucket/$size/$(basename "$1")"
+  fi
+}
 # MB/s of every shard fetched by curl's parallel transfers, 16 at once, into /dev/null - or,
 # given a folder, into files there (what a cache must do: write every byte).
 curl_ceiling() {
   local args=() f start end out=${1:-}
   for f in "${shards[@]}"; do
     if [ -n "$out" ]; then
-      args+=("$endpoint/$bucket/$size/$(basename "$f")" -o "$out/$(basename "$f")")
+      args+=("$(shard_url "$f")" -o "$out/$(basename "$f")")
     else
-      args+=("$endpoint/$bucket/$size/$(basename "$f")" -o /dev/null)
+      args+=("$(shard_url "$f")" -o /dev/null)
     fi
   done
   start=$(date +%s.%N)
-  /usr/bin/time -f "%U %S" -o "$work/curl.cpu" curl -sS --fail --parallel --parallel-max 16 --aws-sigv4 "aws:amz:us-east-1:s3" \
-    -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" \
-    --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" "${args[@]}"
+  /usr/bin/time -f "%U %S" -o "$work/curl.cpu" curl -sS --fail --parallel --parallel-max 16 \
+    ${sign[@]+"${sign[@]}"} "${args[@]}"
   end=$(date +%s.%N)
   awk -v b="$shard_bytes" -v s="$start" -v e="$end" 'BEGIN { printf "%.1f\n", b / 1e6 / (e - s) }'
 }
@@ -83,6 +108,7 @@ curl_kept() {
   echo "$mbps"
 }
 ferry_ceiling() {
+  [ "$origin" = nginx ] && { echo 0; return; }
   "$bin/bench/ferry-fetch-bench" many --bucket "$bucket" --prefix "$size/shard." --inflight 16 |
     awk '{ for (i = 1; i <= NF; i++) if ($i == "MB/s") print $(i - 1) }'
 }
@@ -105,7 +131,7 @@ for round in $(seq "$rounds"); do
     cache=$dir/cold-cache
     rm -rf "$cache"
     /usr/bin/time -f "%U %S" -o "$work/ferry.cpu" \
-      "$build/src/cli/ferry" stream "s3://$bucket/$size" --local "$cache" --epochs 1 \
+      "$build/src/cli/ferry" stream "$url" --local "$cache" --epochs 1 \
       $([ "$shuffle" = 1 ] && echo --shuffle) --touch --batch-size "$batch" --world "1,1,$workers" --json > "$work/cold.json"
     after=$(curl_ceiling)
     rm -rf "$cache"

@@ -1,10 +1,11 @@
 # shellcheck shell=bash
 # Sourced by the bench scripts (from the repository root): starts the test servers, points the
-# S3 environment at s3rver, and on exit stops them - and the ferry-wan proxy whose PID the
-# script keeps in wan_pid. Sets bucket and s3_port.
-wan_pid=""
+# S3 environment at s3rver, and on exit stops them - and the ferry-wan proxy and nginx whose PIDs
+# the script keeps in wan_pid and nginx_pid. Sets bucket and s3_port.
+wan_pid="" nginx_pid=""
 stop_bench_servers() {
   [ -n "$wan_pid" ] && kill "$wan_pid" 2>/dev/null || true
+  [ -n "$nginx_pid" ] && kill "$nginx_pid" 2>/dev/null || true
   scripts/test-servers.sh stop >/dev/null 2>&1 || true
 }
 trap stop_bench_servers EXIT
