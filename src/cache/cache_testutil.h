@@ -31,6 +31,7 @@
 #include "ferry/storage/object_store.h"
 #include "ferry/storage/registry.h"
 #include "format/hash.h"
+#include "storage/forwarding_store_testutil.h"
 
 namespace ferry::testing {
 
@@ -110,29 +111,24 @@ struct TestStoreOptions {
 };
 
 /// An ObjectStore decorator that records, slows down and fails reads of another store.
-class TestStore : public ObjectStore {
+class TestStore : public ForwardingStore {
  public:
   TestStore(std::shared_ptr<ObjectStore> inner, TestStoreOptions options)
-      : inner_(std::move(inner)), options_(std::move(options)) {}
+      : ForwardingStore(std::move(inner)), options_(std::move(options)) {}
 
-  std::string_view scheme() const override { return inner_->scheme(); }
-  std::string ToUrl(std::string_view key) const override { return inner_->ToUrl(key); }
-  std::optional<std::filesystem::path> LocalPath(std::string_view key) const override {
-    return inner_->LocalPath(key);
-  }
   Result<ObjectInfo> Head(std::string_view key) override {
     Record(fmt::format("head {}\n", key));
     if (options_.fail_head) FERRY_RETURN_IF_ERROR(options_.fail_head(key));
-    return inner_->Head(key);
+    return inner().Head(key);
   }
   Result<ObjectInfo> Read(std::string_view key, ByteRange range, const ByteSink& sink) override {
     Record(fmt::format("read {} {} {}\n", key, range.offset,
                        range.length ? std::to_string(*range.length) : "-"));
     if (options_.fail_read) FERRY_RETURN_IF_ERROR(options_.fail_read(key, range));
     if (options_.chunk_bytes == 0 && options_.chunk_delay.count() == 0) {
-      return inner_->Read(key, range, sink);
+      return inner().Read(key, range, sink);
     }
-    return inner_->Read(key, range, [&](std::string_view chunk) -> Status {
+    return inner().Read(key, range, [&](std::string_view chunk) -> Status {
       const size_t step = options_.chunk_bytes == 0 ? chunk.size() : options_.chunk_bytes;
       while (!chunk.empty()) {
         const std::string_view piece = chunk.substr(0, step);
@@ -143,13 +139,6 @@ class TestStore : public ObjectStore {
       return Status::Ok();
     });
   }
-  Status Write(std::string_view key, const ByteSource& source) override {
-    return inner_->Write(key, source);
-  }
-  Result<ListResult> List(std::string_view prefix, bool recursive) override {
-    return inner_->List(prefix, recursive);
-  }
-  Status Remove(std::string_view key) override { return inner_->Remove(key); }
 
  private:
   void Record(const std::string& line) {
@@ -161,7 +150,6 @@ class TestStore : public ObjectStore {
     ::close(fd);
   }
 
-  std::shared_ptr<ObjectStore> inner_;
   TestStoreOptions options_;
 };
 

@@ -18,6 +18,7 @@
 #include "ferry/metrics/metrics.h"
 #include "ferry/storage/registry.h"
 #include "ferry/stream/streaming_dataset.h"
+#include "storage/forwarding_store_testutil.h"
 #include "stream/stream_testutil.h"
 
 namespace ferry {
@@ -41,16 +42,13 @@ struct Gate {
 };
 Gate gate;
 
-class HeldStore : public ObjectStore {
+class HeldStore : public testing::ForwardingStore {
  public:
-  explicit HeldStore(std::shared_ptr<ObjectStore> inner) : inner_(std::move(inner)) {}
-  std::string_view scheme() const override { return "heldfile"; }
-  std::string ToUrl(std::string_view key) const override { return "held" + inner_->ToUrl(key); }
-  Result<ObjectInfo> Head(std::string_view key) override { return inner_->Head(key); }
+  using ForwardingStore::ForwardingStore;
   Result<ObjectInfo> Read(std::string_view key, ByteRange range, const ByteSink& sink) override {
-    if (range.length && *range.length <= (64u << 10)) return inner_->Read(key, range, sink);
+    if (range.length && *range.length <= (64u << 10)) return inner().Read(key, range, sink);
     uint64_t at = range.offset;
-    return inner_->Read(key, range, [&](std::string_view chunk) -> Status {
+    return inner().Read(key, range, [&](std::string_view chunk) -> Status {
       while (!chunk.empty()) {
         const bool before = at < kGateAt;
         const size_t take = before ? std::min<uint64_t>(chunk.size(), kGateAt - at) : chunk.size();
@@ -69,21 +67,10 @@ class HeldStore : public ObjectStore {
       return Status::Ok();
     });
   }
-  Status Write(std::string_view key, const ByteSource& source) override {
-    return inner_->Write(key, source);
-  }
-  Result<ListResult> List(std::string_view prefix, bool recursive) override {
-    return inner_->List(prefix, recursive);
-  }
-  Status Remove(std::string_view key) override { return inner_->Remove(key); }
-
- private:
-  std::shared_ptr<ObjectStore> inner_;
 };
 
 Result<StoreAndKey> OpenHeldStore(std::string_view url) {
-  FERRY_ASSIGN_OR_RETURN(StoreAndKey local, OpenUrl(url.substr(std::string_view("held").size())));
-  return StoreAndKey{std::make_shared<HeldStore>(local.store), local.key};
+  return testing::OpenWrapped<HeldStore>(url, "held");
 }
 const StoreRegistration kHeldStore("heldfile", &OpenHeldStore);
 

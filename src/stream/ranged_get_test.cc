@@ -12,6 +12,7 @@
 #include "ferry/format/mds_writer.h"
 #include "ferry/storage/registry.h"
 #include "ferry/stream/streaming_dataset.h"
+#include "storage/forwarding_store_testutil.h"
 #include "stream/stream_testutil.h"
 
 namespace ferry {
@@ -28,34 +29,20 @@ struct LoggedRead {
 std::mutex log_mu;
 std::vector<LoggedRead> read_log;
 
-class LoggingStore : public ObjectStore {
+class LoggingStore : public testing::ForwardingStore {
  public:
-  explicit LoggingStore(std::shared_ptr<ObjectStore> inner) : inner_(std::move(inner)) {}
-  std::string_view scheme() const override { return "logfile"; }
-  std::string ToUrl(std::string_view key) const override { return "log" + inner_->ToUrl(key); }
-  Result<ObjectInfo> Head(std::string_view key) override { return inner_->Head(key); }
+  using ForwardingStore::ForwardingStore;
   Result<ObjectInfo> Read(std::string_view key, ByteRange range, const ByteSink& sink) override {
     {
       std::lock_guard lock(log_mu);
       read_log.push_back({std::string(key), range.offset, range.length});
     }
-    return inner_->Read(key, range, sink);
+    return inner().Read(key, range, sink);
   }
-  Status Write(std::string_view key, const ByteSource& source) override {
-    return inner_->Write(key, source);
-  }
-  Result<ListResult> List(std::string_view prefix, bool recursive) override {
-    return inner_->List(prefix, recursive);
-  }
-  Status Remove(std::string_view key) override { return inner_->Remove(key); }
-
- private:
-  std::shared_ptr<ObjectStore> inner_;
 };
 
 Result<StoreAndKey> OpenLoggingStore(std::string_view url) {
-  FERRY_ASSIGN_OR_RETURN(StoreAndKey local, OpenUrl(url.substr(std::string_view("log").size())));
-  return StoreAndKey{std::make_shared<LoggingStore>(local.store), local.key};
+  return testing::OpenWrapped<LoggingStore>(url, "log");
 }
 const StoreRegistration kLoggingStore("logfile", &OpenLoggingStore);
 

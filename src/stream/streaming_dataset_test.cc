@@ -18,6 +18,7 @@
 #include "ferry/format/mds_writer.h"
 #include "ferry/metrics/metrics.h"
 #include "ferry/storage/registry.h"
+#include "storage/forwarding_store_testutil.h"
 #include "stream/stream_testutil.h"
 
 namespace ferry {
@@ -63,12 +64,9 @@ using testing::FileRequests;
 
 // A local folder behind a slow link: whole-object reads (shard downloads) take 300 ms, ranged
 // reads are immediate. "slowfile:///abs/path". Counts the downloads in progress at once.
-class SlowStore : public ObjectStore {
+class SlowStore : public testing::ForwardingStore {
  public:
-  explicit SlowStore(std::shared_ptr<ObjectStore> inner) : inner_(std::move(inner)) {}
-  std::string_view scheme() const override { return "slowfile"; }
-  std::string ToUrl(std::string_view key) const override { return "slow" + inner_->ToUrl(key); }
-  Result<ObjectInfo> Head(std::string_view key) override { return inner_->Head(key); }
+  using ForwardingStore::ForwardingStore;
   Result<ObjectInfo> Read(std::string_view key, ByteRange range, const ByteSink& sink) override {
     if (range.offset == 0 && !range.length) {
       ++started;
@@ -76,25 +74,14 @@ class SlowStore : public ObjectStore {
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
       downloads.Leave();
     }
-    return inner_->Read(key, range, sink);
+    return inner().Read(key, range, sink);
   }
   static inline std::atomic<int> started{0};
   static inline testing::InFlightCounter downloads;
-  Status Write(std::string_view key, const ByteSource& source) override {
-    return inner_->Write(key, source);
-  }
-  Result<ListResult> List(std::string_view prefix, bool recursive) override {
-    return inner_->List(prefix, recursive);
-  }
-  Status Remove(std::string_view key) override { return inner_->Remove(key); }
-
- private:
-  std::shared_ptr<ObjectStore> inner_;  // a file store: its URLs are file://...
 };
 
 Result<StoreAndKey> OpenSlowStore(std::string_view url) {
-  FERRY_ASSIGN_OR_RETURN(StoreAndKey local, OpenUrl(url.substr(std::string_view("slow").size())));
-  return StoreAndKey{std::make_shared<SlowStore>(local.store), local.key};
+  return testing::OpenWrapped<SlowStore>(url, "slow");
 }
 const StoreRegistration kSlowStore("slowfile", &OpenSlowStore);
 
