@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# Sourced by the bench scripts (from the repository root, after setting bin and work): the
-# 10,000 synthetic JPEGs and their MDS datasets, made once and kept under $work.
+# Sourced by the bench scripts (from the repository root): the 10,000 synthetic JPEGs and their
+# MDS datasets, made once and kept under $work (build/bench), made with the tools of $bin
+# (build/release); both set here.
 #   bench_mds SIZE          makes $work/mds-SIZE (64 MB or 256 MB shards, say) if missing
 #   upload_bench_mds SIZE   ... and copies it to s3://$bucket/SIZE (after s3rver_env.sh)
 #   start_wan RTT_MS TOTAL_MBPS [PORT]   ferry-wan in front of s3rver (or of 127.0.0.1:PORT; its
@@ -8,6 +9,9 @@
 #                                 AWS_ENDPOINT_URL at it
 #   start_nginx ROOT              nginx (Debian's, scripts/fetch-nginx.sh) serving the files under
 #                                 ROOT on a free loopback port, nginx_port (PID in nginx_pid)
+bin=build/release
+work=build/bench
+
 bench_images() {
   local src=$work/images-10000
   if [ ! -f "$src.complete" ]; then

@@ -23,8 +23,6 @@ done
   exit 2
 }
 
-bin=build/release
-work=build/bench
 # shellcheck source=bench/bench_data.sh
 . bench/bench_data.sh
 bench_images

@@ -16,8 +16,6 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-bin=build/release
-work=build/bench
 # shellcheck source=bench/bench_data.sh
 . bench/bench_data.sh
 # shellcheck source=bench/s3rver_env.sh

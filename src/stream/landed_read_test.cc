@@ -42,6 +42,19 @@ struct Gate {
 };
 Gate gate;
 
+void CloseGate() {
+  std::lock_guard lock(gate.mu);
+  gate.closed = true;
+}
+
+void OpenGate() {
+  {
+    std::lock_guard lock(gate.mu);
+    gate.closed = false;
+  }
+  gate.opened.notify_all();
+}
+
 class HeldStore : public testing::ForwardingStore {
  public:
   using ForwardingStore::ForwardingStore;
@@ -143,10 +156,7 @@ class LandedReadTest : public ::testing::Test {
 };
 
 TEST_F(LandedReadTest, SamplesThatLandedAreServedWhileTheShardStillDownloads) {
-  {
-    std::lock_guard lock(gate.mu);
-    gate.closed = true;
-  }
+  CloseGate();
   auto it = Iterate();
   ASSERT_NE(it, nullptr);
   const int64_t landed_reads = Metric("/ferry/stream/landed_reads");
@@ -160,11 +170,7 @@ TEST_F(LandedReadTest, SamplesThatLandedAreServedWhileTheShardStillDownloads) {
   // The next one's bytes have not landed: not served (the wait of a Python iterator ends
   // unserved), and still not once the download is let go on.
   EXPECT_FALSE(it->AwaitNext(milliseconds(50)));
-  {
-    std::lock_guard lock(gate.mu);
-    gate.closed = false;
-  }
-  gate.opened.notify_all();
+  OpenGate();
   EXPECT_TRUE(it->AwaitNext(milliseconds(10'000)));
   for (uint64_t i = landed_; i < kShardSamples; ++i) ExpectNext(*it, i);
   auto end = it->Next();
@@ -180,10 +186,7 @@ TEST_F(LandedReadTest, AKilledDownloadingProcessCostsARefetchNeverWrongBytes) {
   testing::Children children;
   testing::Pipe started;
   const pid_t child = children.Spawn([&] {
-    {
-      std::lock_guard lock(gate.mu);
-      gate.closed = true;  // in the child only: its download stops at the gate
-    }
+    CloseGate();  // in the child only: its download stops at the gate
     auto it = Iterate();
     if (!it) return 1;
     started.Send();
@@ -228,10 +231,7 @@ TEST_F(LandedReadTest, AKilledDownloadingProcessCostsARefetchNeverWrongBytes) {
 // A cold start reads its first batch by range, all at once: a shuffled batch's samples lie all
 // over the shard, most of them past the bytes its download has landed.
 TEST_F(LandedReadTest, TheFirstShuffledBatchIsReadByRangeWhileItsShardDownloads) {
-  {
-    std::lock_guard lock(gate.mu);
-    gate.closed = true;
-  }
+  CloseGate();
   constexpr uint32_t kBatch = 48;
   auto it = Iterate(/*shuffle=*/true, kBatch);
   ASSERT_NE(it, nullptr);
@@ -251,11 +251,7 @@ TEST_F(LandedReadTest, TheFirstShuffledBatchIsReadByRangeWhileItsShardDownloads)
   EXPECT_TRUE(WaitHeld());
   EXPECT_FALSE(ShardIsLocal());
   EXPECT_EQ(Metric("/ferry/stream/direct_reads") - direct_reads, kBatch);
-  {
-    std::lock_guard lock(gate.mu);
-    gate.closed = false;
-  }
-  gate.opened.notify_all();
+  OpenGate();
   for (;;) {
     auto s = it->Next();
     ASSERT_TRUE(s.has_value()) << s.status().ToString();
@@ -273,10 +269,7 @@ TEST_F(LandedReadTest, ValidateHashWaitsForTheWholeShard) {
   o.validate_hash = "xxh64";
   auto ds = StreamingDataset::Open(o);
   ASSERT_TRUE(ds.has_value()) << ds.status().ToString();
-  {
-    std::lock_guard lock(gate.mu);
-    gate.closed = true;
-  }
+  CloseGate();
   auto it = (*ds)->Iterate({.world = WorldShape{1, 1, 1}});
   ASSERT_TRUE(it.has_value());
   ASSERT_TRUE(WaitHeld());
@@ -285,11 +278,7 @@ TEST_F(LandedReadTest, ValidateHashWaitsForTheWholeShard) {
   for (const auto& e : fs::directory_iterator(locks, ec)) {
     EXPECT_NE(e.path().extension(), ".progress") << e.path();
   }
-  {
-    std::lock_guard lock(gate.mu);
-    gate.closed = false;
-  }
-  gate.opened.notify_all();
+  OpenGate();
   for (uint64_t i = 0; i < kShardSamples; ++i) ExpectNext(**it, i);
 }
 

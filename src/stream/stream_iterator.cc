@@ -56,6 +56,7 @@ StreamIterator::StreamIterator(std::shared_ptr<StreamingDatasetImpl> dataset,
 Result<std::optional<Sample>> StreamIterator::Next() {
   const bool first = std::exchange(first_, false);
   auto sample = NextSample(first);
+  if (sample && *sample) metrics::GetCounter("/ferry/stream/samples").Add();
   // However the first sample came (by range, from a local shard) or failed: a cold start may
   // now fetch at full width.
   if (first) prefetcher_->FirstSampleRead();
@@ -135,10 +136,7 @@ Result<std::optional<Sample>> StreamIterator::NextSample(bool first) {
   if (!v) return std::optional<Sample>();
   prefetcher_->Advance(cursor_.taken() - 1);  // the position of the sample being read
   const auto [key, index] = Resolve(*v);
-  if (pending_) {
-    metrics::GetCounter("/ferry/stream/samples").Add();
-    return std::optional<Sample>(*std::exchange(pending_, std::nullopt));
-  }
+  if (pending_) return std::optional<Sample>(*std::exchange(pending_, std::nullopt));
   // Its file was deleted from the cache folder: fetch it again (as Mosaic does) rather than
   // read on from a mapping of a file that is gone.
   if (drain_.Due()) dataset_->DrainDeletions();
@@ -160,25 +158,18 @@ Result<std::optional<Sample>> StreamIterator::NextSample(bool first) {
       prefetcher_->Request(key);
       StartBatch(key, index, position);
     }
-    if (auto sample = TakeFromBatch(key, index, position)) {
-      metrics::GetCounter("/ferry/stream/samples").Add();
-      return sample;
-    }
+    if (auto sample = TakeFromBatch(key, index, position)) return sample;
     if (dataset_->RangeReadable(key)) {
       FERRY_ASSIGN_OR_RETURN(
           auto landed,
           ReadWhileDownloading(key, index, position, std::chrono::steady_clock::time_point::max()));
-      if (landed) {
-        metrics::GetCounter("/ferry/stream/samples").Add();
-        return landed;
-      }
+      if (landed) return landed;
     }
     FERRY_ASSIGN_OR_RETURN(ShardHandle handle, prefetcher_->Wait(key));
     FERRY_ASSIGN_OR_RETURN(current_, dataset_->Open(key, std::move(handle)));
     current_key_ = key;
   }
   FERRY_ASSIGN_OR_RETURN(Sample sample, dataset_->Read(current_, key, index));
-  metrics::GetCounter("/ferry/stream/samples").Add();
   return std::optional<Sample>(std::move(sample));
 }
 
