@@ -282,6 +282,25 @@ TEST_F(ShardCacheTest, OpeningRemovesTheTemporariesOfKilledDownloadsOnly) {
   EXPECT_FALSE(fs::exists(live));
 }
 
+TEST_F(ShardCacheTest, OpeningFindsTheTemporariesInEachFolderOfAMergedDataset) {
+  WriteRemote();
+  // The shards of a merged dataset live in the folders of its parts.
+  for (size_t k = 0; k < index_.shards.size(); ++k) {
+    index_.shards[k].raw_data.basename = fmt::format("part_{}/{}", k % 2, RawShardBasename(k));
+  }
+  fs::create_directories(Cache() / "part_0");
+  fs::create_directories(Cache() / "part_1");
+  const fs::path in_part_0 = Cache() / "part_0" / (RawShardBasename(0) + ".ferry-tmp");
+  const fs::path in_part_1 = Cache() / "part_1" / (RawShardBasename(1) + ".ferry-tmp");
+  // Not of a shard the index describes: another dataset's, or the user's; left alone.
+  const fs::path stranger = Cache() / "part_1" / "notes.txt.ferry-tmp";
+  for (const fs::path& path : {in_part_0, in_part_1, stranger}) std::ofstream(path) << "x";
+  auto cache = Open();
+  EXPECT_FALSE(fs::exists(in_part_0));
+  EXPECT_FALSE(fs::exists(in_part_1));
+  EXPECT_TRUE(fs::exists(stranger));
+}
+
 // A reader that goes away (an iterator closed mid-epoch) stops its download at once; what it
 // had written is removed, and the next Acquire downloads the shard whole.
 TEST_F(ShardCacheTest, AStopRequestEndsADownloadAndPublishesNothing) {

@@ -221,7 +221,7 @@ Result<int> ConvertDataset(const DatasetConversion& c) {
   options.allow_unsafe_types = true;  // pkl payloads are copied, never unpickled
   FERRY_ASSIGN_OR_RETURN(const std::shared_ptr<StreamingDataset> ds,
                          StreamingDataset::Open(options));
-  const std::string from = ds->indexes().front().shards.front().format;
+  const std::string from = ds->indexes().front()->shards.front().format;
   if (from == "mds" && c.to == "mds") {
     return InvalidArgumentError(
         fmt::format("{} is an MDS dataset already (ferry cp copies it)", c.src));

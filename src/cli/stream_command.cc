@@ -140,7 +140,7 @@ Result<int> RunStream(const StreamCommandOptions& o) {
   if (!o.json) {
     std::printf("dataset: %llu samples in %zu shards; rank %u of %u, %u workers\n",
                 static_cast<unsigned long long>(dataset->num_samples()),
-                dataset->indexes()[0].shards.size(), o.rank, ranks, world.workers_per_rank);
+                dataset->indexes()[0]->shards.size(), o.rank, ranks, world.workers_per_rank);
   }
   for (uint64_t epoch = 0; epoch < o.epochs; ++epoch) {
     const auto before = metrics::Values();

@@ -62,7 +62,7 @@ class FileStreamView final : public StreamingDataset {
                             .raw_data = {.basename = "files", .bytes = 0},
                             .samples = files_->files().size(),
                             .format = "file"});
-    indexes_.push_back(std::move(index));
+    indexes_.push_back(std::make_shared<const DatasetDescription>(std::move(index)));
     options_.streams.push_back({.remote = files_->options().root,
                                 .local = files_->options().local,
                                 .split = "",
@@ -77,7 +77,9 @@ class FileStreamView final : public StreamingDataset {
 
   uint64_t num_samples() const override { return files_->files().size(); }
   uint64_t epoch_samples() const override { return files_->files().size(); }
-  const std::vector<DatasetDescription>& indexes() const override { return indexes_; }
+  const std::vector<std::shared_ptr<const DatasetDescription>>& indexes() const override {
+    return indexes_;
+  }
   const StreamingOptions& options() const override { return options_; }
 
   // Files come whole and small: the stop is not heard.
@@ -109,7 +111,7 @@ class FileStreamView final : public StreamingDataset {
  private:
   std::shared_ptr<FileDataset> files_;
   std::shared_ptr<const ShardConfig> config_;
-  std::vector<DatasetDescription> indexes_;
+  std::vector<std::shared_ptr<const DatasetDescription>> indexes_;
   StreamingOptions options_;
 };
 

@@ -35,7 +35,7 @@ TEST(FileStreamView, TheBatchLoaderDecodesEveryFileOnceWithItsLabel) {
   }
   auto files = FileDataset::Open({.root = (tmp / "root").string(), .shuffle = true}).value();
   auto view = ViewAsStream(files, 4).value();
-  ASSERT_EQ(view->indexes().front().shards.front().config->column_encodings[0].text(), "jpeg");
+  ASSERT_EQ(view->indexes().front()->shards.front().config->column_encodings[0].text(), "jpeg");
   EXPECT_EQ(view->Plan({}, 0, 0).error().code(), StatusCode::kUnimplemented);
 
   ImagePipelineOptions crop;

@@ -85,9 +85,9 @@ Result<std::unique_ptr<BatchLoader>> BatchLoader::Start(std::shared_ptr<Streamin
                     dataset->options().order.batch_size, options.batch_size));
   }
   const ShardConfig* config = nullptr;
-  for (const DatasetDescription& index : dataset->indexes()) {
-    if (!index.shards.empty()) {
-      config = index.shards.front().config.get();
+  for (const auto& index : dataset->indexes()) {
+    if (!index->shards.empty()) {
+      config = index->shards.front().config.get();
       break;
     }
   }

@@ -181,8 +181,8 @@ Result<DecodedSample> Decode(Sample sample) {
 
 // The columns the dataset declares (its `columns`): those of its first shard.
 const ShardConfig* DeclaredColumns(const StreamingDataset& ds) {
-  for (const DatasetDescription& index : ds.indexes()) {
-    if (!index.shards.empty()) return index.shards.front().config.get();
+  for (const auto& index : ds.indexes()) {
+    if (!index->shards.empty()) return index->shards.front().config.get();
   }
   return nullptr;
 }
@@ -296,8 +296,8 @@ void RegisterDataset(py::module_& m) {
                              [](const PyDataset& self) {
                                const StreamingDataset& ds = self.get();
                                std::vector<std::pair<std::string, std::string>> out;
-                               for (const DatasetDescription& index : ds.indexes()) {
-                                 for (const ShardDescription& shard : index.shards) {
+                               for (const auto& index : ds.indexes()) {
+                                 for (const ShardDescription& shard : index->shards) {
                                    const ShardConfig& c = *shard.config;
                                    for (size_t i = 0; i < c.column_names.size(); ++i) {
                                      out.emplace_back(c.column_names[i],
@@ -389,7 +389,7 @@ void RegisterDataset(py::module_& m) {
                                py::list out;
                                const auto& indexes = self.get().indexes();
                                for (size_t s = 0; s < indexes.size(); ++s) {
-                                 for (const ShardDescription& shard : indexes[s].shards) {
+                                 for (const ShardDescription& shard : indexes[s]->shards) {
                                    out.append(ShardToPython(s, shard));
                                  }
                                }

@@ -181,7 +181,7 @@ TEST_F(CacheCompatTest, AShardDeletedFromALocalDatasetIsNotFoundNamingIt) {
   o.streams = {{.local = (tmp_ / "data").string()}};
   auto ds = StreamingDataset::Open(o).value();
   ASSERT_TRUE(ds->Get(0).has_value());
-  const fs::path last = tmp_ / "data" / ds->indexes()[0].shards.back().raw_data.basename;
+  const fs::path last = tmp_ / "data" / ds->indexes()[0]->shards.back().raw_data.basename;
   ASSERT_TRUE(fs::remove(last));
   auto sample = ds->Get(999);
   EXPECT_EQ(sample.status().code(), StatusCode::kNotFound);

@@ -133,12 +133,14 @@ Status StreamingDatasetImpl::Init() {
           fmt::format("Stream contains no samples: {}", (local / "index.json").string()));
     }
     first_id += n;
-    indexes_.push_back(index);
-    for (size_t k = 0; k < index.shards.size(); ++k) {
+    const size_t shards = index.shards.size();
+    // One copy per process, shared with the cache: an index of 100,000 shards is some 30 MB.
+    indexes_.push_back(std::make_shared<const DatasetDescription>(std::move(index)));
+    for (size_t k = 0; k < shards; ++k) {
       st.disk_bytes += DiskBytes(static_cast<uint32_t>(s), static_cast<uint32_t>(k));
     }
     FERRY_ASSIGN_OR_RETURN(
-        st.cache, ShardCache::Open(st.remote, st.remote_prefix, std::move(index), cache_options));
+        st.cache, ShardCache::Open(st.remote, st.remote_prefix, indexes_.back(), cache_options));
     // The folder holds its index.json (and ferry's records) beside the shards.
     other_bytes_ = std::max(other_bytes_, st.cache->OtherBytes());
     if (options_.cache_limit && st.disk_bytes + st.cache->OtherBytes() > *options_.cache_limit) {
@@ -206,7 +208,7 @@ std::vector<StreamShards> StreamingDatasetImpl::StreamLayout(const EpochMix& mix
 }
 
 uint64_t StreamingDatasetImpl::DiskBytes(uint32_t stream, uint32_t shard) const {
-  const ShardDescription& e = indexes_[stream].shards[shard];
+  const ShardDescription& e = indexes_[stream]->shards[shard];
   return e.raw_bytes() + (options_.keep_zip && e.zip_data ? e.stored_bytes() : 0);
 }
 
@@ -297,7 +299,7 @@ Result<std::shared_ptr<const OpenShard>> StreamingDatasetImpl::Open(const ShardK
                                                                     ShardHandle handle) {
   if (auto shard = Cached(key)) return shard;
   StartWatch();
-  const ShardDescription& entry = indexes_[key.stream].shards[key.shard];
+  const ShardDescription& entry = indexes_[key.stream]->shards[key.shard];
   const ShardFormat& format = *streams_[key.stream].formats[key.shard];
   auto opened = format.Open(handle.path(), entry);
   // Deleted since the cache looked (by someone else: it is pinned against eviction): fetched
@@ -337,13 +339,13 @@ Result<Sample> StreamingDatasetImpl::Read(const std::shared_ptr<const OpenShard>
 bool StreamingDatasetImpl::RangeReadable(const ShardKey& key) const {
   const StreamState& st = streams_[key.stream];
   return options_.read_before_download && st.remote && !options_.validate_hash &&
-         !indexes_[key.stream].shards[key.shard].zip_data && st.formats[key.shard]->ReadsByRange();
+         !indexes_[key.stream]->shards[key.shard].zip_data && st.formats[key.shard]->ReadsByRange();
 }
 
 Result<std::unique_ptr<internal_cache::DownloadProgressReader>> StreamingDatasetImpl::OpenLanding(
     const ShardKey& key) const {
   const internal_cache::CacheLayout layout(streams_[key.stream].local);
-  const std::string& basename = indexes_[key.stream].shards[key.shard].raw_data.basename;
+  const std::string& basename = indexes_[key.stream]->shards[key.shard].raw_data.basename;
   FERRY_ASSIGN_OR_RETURN(
       auto landing, internal_cache::DownloadProgressReader::Open(layout.ProgressPath(basename),
                                                                  layout.TemporaryPath(basename)));
@@ -354,7 +356,7 @@ Result<std::unique_ptr<internal_cache::DownloadProgressReader>> StreamingDataset
 Result<std::optional<Sample>> StreamingDatasetImpl::ReadLanded(
     const internal_cache::DownloadProgressReader& landing, const ShardKey& key, uint64_t index,
     std::chrono::steady_clock::time_point deadline) const {
-  const ShardDescription& entry = indexes_[key.stream].shards[key.shard];
+  const ShardDescription& entry = indexes_[key.stream]->shards[key.shard];
   const RangeRead read = [&](uint64_t offset, uint64_t length) {
     return landing.Read(offset, length, deadline);
   };
@@ -391,7 +393,7 @@ Result<std::shared_ptr<const SampleSpans>> StreamingDatasetImpl::Spans(const Sha
     }
   }
   const StreamState& st = streams_[key.stream];
-  const ShardDescription& entry = indexes_[key.stream].shards[key.shard];
+  const ShardDescription& entry = indexes_[key.stream]->shards[key.shard];
   const std::string key_name = st.remote_prefix + entry.raw_data.basename;
   const RangeRead read = [&](uint64_t offset, uint64_t length) {
     return st.remote->GetRange(key_name, offset, length);
@@ -417,7 +419,7 @@ Result<Sample> StreamingDatasetImpl::ReadBySpans(const ShardKey& key, const Samp
                                                  uint64_t index) const {
   const StreamState& st = streams_[key.stream];
   const std::string key_name =
-      st.remote_prefix + indexes_[key.stream].shards[key.shard].raw_data.basename;
+      st.remote_prefix + indexes_[key.stream]->shards[key.shard].raw_data.basename;
   const auto [begin, end] = spans.Span(static_cast<uint32_t>(index));
   FERRY_ASSIGN_OR_RETURN(std::string record, st.remote->GetRange(key_name, begin, end - begin));
   if (record.size() != end - begin) {
@@ -501,13 +503,13 @@ std::vector<std::filesystem::path> StreamingDatasetImpl::LimitedCacheFolders() c
 }
 
 uint64_t StreamingDatasetImpl::ShardBytes(const ShardKey& key) const {
-  const ShardDescription& e = indexes_[key.stream].shards[key.shard];
+  const ShardDescription& e = indexes_[key.stream]->shards[key.shard];
   return e.stored_bytes();
 }
 
 double StreamingDatasetImpl::MeanSamplesPerShard() const {
   size_t shards = 0;
-  for (const DatasetDescription& index : indexes_) shards += index.shards.size();
+  for (const auto& index : indexes_) shards += index->shards.size();
   return shards == 0 ? 0 : static_cast<double>(num_samples_) / static_cast<double>(shards);
 }
 
@@ -526,8 +528,8 @@ void StreamingDatasetImpl::StartWatch() {
   std::unordered_map<std::string, ShardKey> files;
   for (uint32_t s = 0; s < streams_.size(); ++s) {
     if (!streams_[s].remote) continue;
-    for (uint32_t k = 0; k < indexes_[s].shards.size(); ++k) {
-      files[(streams_[s].local / indexes_[s].shards[k].raw_data.basename).string()] = {s, k};
+    for (uint32_t k = 0; k < indexes_[s]->shards.size(); ++k) {
+      files[(streams_[s].local / indexes_[s]->shards[k].raw_data.basename).string()] = {s, k};
     }
   }
   open_shards_.Watch(files);

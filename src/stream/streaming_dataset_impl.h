@@ -60,7 +60,9 @@ class StreamingDatasetImpl : public StreamingDataset,
 
   uint64_t num_samples() const override { return num_samples_; }
   uint64_t epoch_samples() const override { return epoch_samples_; }
-  const std::vector<DatasetDescription>& indexes() const override { return indexes_; }
+  const std::vector<std::shared_ptr<const DatasetDescription>>& indexes() const override {
+    return indexes_;
+  }
   const StreamingOptions& options() const override { return options_; }
   std::vector<StreamWeight> stream_weights() const override { return weights_; }
 
@@ -162,7 +164,7 @@ class StreamingDatasetImpl : public StreamingDataset,
 
   const StreamingOptions options_;
   std::vector<StreamState> streams_;
-  std::vector<DatasetDescription> indexes_;
+  std::vector<std::shared_ptr<const DatasetDescription>> indexes_;
   internal_cache::CacheBudget budget_;
   std::atomic<bool> warned_fit_{false};
   uint64_t num_samples_ = 0;

@@ -175,7 +175,7 @@ TEST_F(StreamingDatasetTest, AShuffledOrderKeepsEveryDownloadSlotBusy) {
   o.order.shuffle = true;
   o.download_concurrency = 16;
   auto ds = StreamingDataset::Open(o).value();
-  ASSERT_GT(ds->indexes()[0].shards.size(), 16u);
+  ASSERT_GT(ds->indexes()[0]->shards.size(), 16u);
   SlowStore::downloads.most = 0;
   auto it = ds->Iterate({.epoch = 0}).value();
   EXPECT_EQ(ReadAll(*it).size(), 1000u);
@@ -194,7 +194,7 @@ TEST_F(StreamingDatasetTest, AShuffledColdStartWidensOnceTheFirstSampleIsRead) {
     o.streams[0].local = (tmp_ / ("cache" + std::to_string(skip))).string();
     o.order.shuffle = true;
     auto ds = StreamingDataset::Open(o).value();
-    ASSERT_GT(ds->indexes()[0].shards.size(), 16u);
+    ASSERT_GT(ds->indexes()[0]->shards.size(), 16u);
     SlowStore::started = 0;
     auto it = ds->Iterate({.epoch = 0, .skip = skip}).value();
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -242,7 +242,7 @@ TEST_F(StreamingDatasetTest, TheByteBudgetBoundsTheDownloadsInFlight) {
   uint64_t largest = 0;
   {
     auto probe = StreamingDataset::Open(o).value();
-    for (const auto& shard : probe->indexes()[0].shards) {
+    for (const auto& shard : probe->indexes()[0]->shards) {
       largest = std::max(largest, shard.raw_data.bytes);
     }
   }
@@ -264,8 +264,8 @@ TEST_F(StreamingDatasetTest, ACacheThatHoldsTheDatasetKeepsItsShardsOpen) {
   size_t shards = 0;
   {
     auto probe = StreamingDataset::Open(o).value();
-    shards = probe->indexes()[0].shards.size();
-    for (const auto& shard : probe->indexes()[0].shards) total += shard.raw_data.bytes;
+    shards = probe->indexes()[0]->shards.size();
+    for (const auto& shard : probe->indexes()[0]->shards) total += shard.raw_data.bytes;
   }
   // A 16th of it would hold two shards; the folder holds index.json (and ferry's records) too.
   o.cache_limit = total + total / 20 +

@@ -109,6 +109,11 @@ class ShardCache {
                                                   std::string remote_prefix,
                                                   DatasetDescription index,
                                                   ShardCacheOptions options);
+  /// The same, sharing `index` with the caller (who then keeps no copy of its own).
+  static Result<std::unique_ptr<ShardCache>> Open(std::shared_ptr<ObjectStore> remote,
+                                                  std::string remote_prefix,
+                                                  std::shared_ptr<const DatasetDescription> index,
+                                                  ShardCacheOptions options);
   virtual ~ShardCache() = default;
 
   virtual const DatasetDescription& index() const = 0;

@@ -177,7 +177,8 @@ class StreamingDataset {
   virtual uint64_t num_samples() const = 0;
   /// Samples of one epoch after mixing (before padding to whole world batches).
   virtual uint64_t epoch_samples() const = 0;
-  virtual const std::vector<DatasetDescription>& indexes() const = 0;
+  /// Each stream's description, as its cache holds it (one copy per process).
+  virtual const std::vector<std::shared_ptr<const DatasetDescription>>& indexes() const = 0;
   /// Per stream, what it gives every epoch. A dataset of one stream that takes all of its
   /// samples need not override it.
   virtual std::vector<StreamWeight> stream_weights() const {
