@@ -136,4 +136,8 @@ std::filesystem::path CacheLayout::OriginPath() const {
   return root_ / std::string(kBookkeepingFolder) / "origin.json";
 }
 
+std::filesystem::path CacheLayout::BinaryIndexPath() const {
+  return root_ / std::string(kBookkeepingFolder) / "index.bin";
+}
+
 }  // namespace ferry::internal_cache

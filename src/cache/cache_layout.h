@@ -14,6 +14,8 @@
 //                                       a download runs while it holds one (download_slots.h)
 //   <root>/.ferry/origin.json           the remote the folder was filled from and the version of
 //                                       its index.json that the cached copy is (cached_index.h)
+//   <root>/.ferry/index.bin             index.json in binary form, which every process but the
+//                                       first reads instead (src/format/binary_index.h)
 //
 // A shard file has exactly one temporary name, and only the holder of the shard's download lock
 // writes it: whoever takes the lock next knows that a file under that name is the leftover of a
@@ -97,6 +99,8 @@ class CacheLayout {
 
   /// Where the folder's remote and index version are recorded (src/cache/cached_index.h).
   std::filesystem::path OriginPath() const;
+  /// The binary form of index.json (src/format/binary_index.h).
+  std::filesystem::path BinaryIndexPath() const;
 
  private:
   std::filesystem::path root_;

@@ -10,11 +10,13 @@
 #include "base/file_util.h"
 #include "base/human_size.h"
 #include "base/log.h"
+#include "base/mapped_file.h"
 #include "cache/file_lock.h"
 #include "cache/shard_downloader.h"
 #include "cache/tar_shard_list.h"
 #include "ferry/cache/shard_cache.h"
 #include "ferry/format/local_dataset.h"
+#include "format/binary_index.h"
 #include "format/webdataset_index.h"
 #include "storage/http/http_types.h"
 #include "storage/object_key.h"
@@ -50,6 +52,51 @@ Status WriteCacheOrigin(const CacheLayout& layout, const CacheOrigin& origin) {
   nlohmann::json json = {{"remote", origin.remote}, {"index_version", origin.index_version}};
   if (!origin.shard_versions.empty()) json["shard_versions"] = origin.shard_versions;
   return WriteFileAtomically(path, json.dump() + "\n", Modes().file);
+}
+
+namespace {
+
+void WriteBinaryIndexOf(const CacheLayout& layout, const internal_format::BinaryIndexSource& source,
+                        const DatasetDescription& index) {
+  const fs::path path = layout.BinaryIndexPath();
+  Status written = CreateCacheFolders(path.parent_path());
+  if (written.ok()) {
+    written =
+        WriteFileAtomically(path, internal_format::EncodeBinaryIndex(index, source), Modes().file);
+  }
+  if (!written.ok()) {
+    Log().debug("cache: {}: the binary index is not written, each process parses index.json: {}",
+                layout.root().string(), written.ToString());
+  }
+}
+
+}  // namespace
+
+Result<DatasetDescription> ReadCachedIndex(const CacheLayout& layout) {
+  const fs::path json_path = layout.IndexPath();
+  FERRY_ASSIGN_OR_RETURN(const internal_format::BinaryIndexSource source,
+                         internal_format::DescribeIndexFile(json_path));
+  const fs::path binary_path = layout.BinaryIndexPath();
+  if (auto binary = MappedFile::Open(binary_path)) {
+    auto decoded = internal_format::DecodeBinaryIndex(binary->data(), source, binary_path.string());
+    if (decoded) return decoded;
+    // Of an index.json since replaced: normal. Damaged: a power cut, as the cache does not
+    // fsync; the JSON is the truth either way.
+    if (decoded.error().code() == StatusCode::kDataLoss) {
+      Log().warn("cache: {}; parsing index.json again", decoded.error().message());
+    }
+  }
+  // The binary form is made of the bytes parsed, which another process may have replaced since
+  // they were described.
+  FERRY_ASSIGN_OR_RETURN(const std::string text, ReadFileToString(json_path));
+  FERRY_ASSIGN_OR_RETURN(DatasetDescription index, ParseIndexFile(text, json_path.string()));
+  WriteBinaryIndex(layout, text, index);
+  return index;
+}
+
+void WriteBinaryIndex(const CacheLayout& layout, std::string_view text,
+                      const DatasetDescription& index) {
+  WriteBinaryIndexOf(layout, internal_format::DescribeIndexSource(text), index);
 }
 
 std::vector<std::string> FilesNoLongerDescribed(const DatasetDescription& before,
@@ -121,12 +168,13 @@ Status Replace(const CacheLayout& layout, const std::string& remote_url, const s
   auto cached = ReadFileToString(layout.IndexPath());
   if (cached && *cached == text) return WriteCacheOrigin(layout, {remote_url, version});
   if (cached) {
-    if (auto old = ParseIndexFile(*cached, layout.IndexPath().string())) {
+    if (auto old = ReadCachedIndex(layout)) {
       DropFiles(layout, FilesNoLongerDescribed(*old, index),
                 fmt::format("the index.json of {} changed since it was cached", remote_url));
     }
   }
   FERRY_RETURN_IF_ERROR(WriteFileAtomically(layout.IndexPath(), text, Modes().file));
+  WriteBinaryIndex(layout, text, index);
   return WriteCacheOrigin(layout, {remote_url, version});
 }
 
@@ -144,14 +192,11 @@ Result<DatasetDescription> LoadTarShardList(ObjectStore& remote, const std::stri
                                             const CacheLayout& layout,
                                             const std::string& remote_url,
                                             const std::optional<CacheOrigin>& origin,
-                                            const Result<std::string>& cached,
-                                            std::vector<ObjectInfo> tars,
+                                            bool has_cached, std::vector<ObjectInfo> tars,
                                             const LoadIndexOptions& options) {
   const std::string version = TarListingVersion(tars);
   std::map<std::string, std::string> versions = TarVersions(tars, prefix);
-  if (cached && origin && origin->index_version == version) {
-    return ParseIndexFile(*cached, layout.IndexPath().string());
-  }
+  if (has_cached && origin && origin->index_version == version) return ReadCachedIndex(layout);
   FERRY_RETURN_IF_ERROR(CreateCacheFolders(layout.root()));
   {
     FERRY_ASSIGN_OR_RETURN(FileLock lock, LockCacheFolder(layout));
@@ -166,8 +211,8 @@ Result<DatasetDescription> LoadTarShardList(ObjectStore& remote, const std::stri
         AddTarFiles(name, stale);
       }
     }
-    if (cached) {
-      if (auto old = ParseIndexFile(*cached, layout.IndexPath().string())) {
+    if (has_cached) {
+      if (auto old = ReadCachedIndex(layout)) {
         for (const ShardDescription& shard : old->shards) {
           const FileInfo& listed = shard.zip_data ? *shard.zip_data : shard.raw_data;
           if (versions.contains(listed.basename)) continue;
@@ -192,7 +237,10 @@ Result<DatasetDescription> LoadTarShardList(ObjectStore& remote, const std::stri
   FERRY_RETURN_IF_ERROR(WriteCacheOrigin(layout, {remote_url, version, std::move(versions)}));
   Log().info("cache: {}: listed {} tar shards of {} in its index.json", layout.root().string(),
              list.shards.size(), remote_url);
-  return ParseIndexFile(text, layout.IndexPath().string());
+  FERRY_ASSIGN_OR_RETURN(DatasetDescription listed,
+                         ParseIndexFile(text, layout.IndexPath().string()));
+  WriteBinaryIndex(layout, text, listed);
+  return listed;
 }
 
 }  // namespace
@@ -218,8 +266,9 @@ Result<DatasetDescription> LoadIndex(ObjectStore* remote, const std::string& rem
         "after it)",
         local.string(), origin->remote, remote_url));
   }
-  auto cached = ReadFileToString(layout.IndexPath());
-  if (!cached && cached.error().code() != StatusCode::kNotFound) return cached.error();
+  std::error_code stat_error;
+  const bool cached = std::filesystem::exists(layout.IndexPath(), stat_error);
+  if (stat_error) return ErrnoToStatus(stat_error.value(), "stat", layout.IndexPath());
   if (options.offline) {
     if (!cached) {
       return NotFoundError(fmt::format(
@@ -231,7 +280,7 @@ Result<DatasetDescription> LoadIndex(ObjectStore* remote, const std::string& rem
       Log().warn("cache: {}: read offline, its index.json cannot be told to be {}'s",
                  local.string(), remote_url);
     }
-    return ParseIndexFile(*cached, layout.IndexPath().string());
+    return internal_cache::ReadCachedIndex(layout);
   }
 
   if (!options.tar_names.empty()) {
@@ -272,7 +321,7 @@ Result<DatasetDescription> LoadIndex(ObjectStore* remote, const std::string& rem
     }
     const std::string version = ObjectVersion(*head);
     if (origin && !version.empty() && origin->index_version == version) {
-      return ParseIndexFile(*cached, layout.IndexPath().string());
+      return internal_cache::ReadCachedIndex(layout);
     }
   }
 

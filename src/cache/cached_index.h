@@ -14,6 +14,10 @@
 //   - offline, reads the cached copy without asking.
 // A folder filled before the record existed has no record: its index is compared with the
 // remote's and adopted (or replaced, as above).
+// Every process reads the cached index.json through its binary form, .ferry/index.bin
+// (src/format/binary_index.h): the first one to parse the JSON writes it, the others decode it in
+// milliseconds. It names the JSON bytes it was made from; for other bytes, or damaged, the JSON
+// is parsed again and the binary form replaced.
 // A remote folder of WebDataset tars without index.json gets a list made by reading each shard
 // once (src/cache/tar_shard_list.h); its version is that of the folder's listing (a LIST instead
 // of the HEAD), and a changed listing reads again - after dropping their cached files - only
@@ -25,6 +29,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cache/cache_layout.h"
@@ -46,6 +51,15 @@ struct CacheOrigin {
 /// The record, nullopt when the folder has none; kDataLoss for one that is not ours.
 Result<std::optional<CacheOrigin>> ReadCacheOrigin(const CacheLayout& layout);
 Status WriteCacheOrigin(const CacheLayout& layout, const CacheOrigin& origin);
+
+/// The description of the folder's index.json, through its binary form (see the file comment).
+/// kNotFound when the folder has no index.json. A folder that cannot be written is only read.
+Result<DatasetDescription> ReadCachedIndex(const CacheLayout& layout);
+
+/// Writes the binary form of `index`, parsed from the index.json `text` of the folder, for the
+/// processes that open the folder next. A failure is logged: the JSON is still there.
+void WriteBinaryIndex(const CacheLayout& layout, std::string_view text,
+                      const DatasetDescription& index);
 
 /// Basenames of the shard files (raw and compressed) that `before` names and `after` does not
 /// describe exactly (see the file comment).

@@ -5,6 +5,7 @@
 #include "cache/cached_index.h"
 
 #include "cache/shard_cache_fixture_testutil.h"
+#include "format/binary_index.h"
 
 namespace ferry::shard_cache_test {
 namespace {
@@ -99,6 +100,54 @@ TEST_F(CachedIndexTest, ShardsWithoutADigestInCommonCannotBeTrustedAndGo) {
   after.shards[1].raw_data.bytes += 1;
   EXPECT_EQ(internal_cache::FilesNoLongerDescribed(before, after),
             std::vector<std::string>{before.shards[1].raw_data.basename});
+}
+
+TEST_F(CachedIndexTest, ProcessesAfterTheFirstReadTheBinaryFormOfTheJsonTheyHave) {
+  WriteRemote();
+  auto store = Store();
+  auto first = LoadIndex(store.get(), prefix_, Cache());
+  ASSERT_TRUE(first.has_value()) << first.status().ToString();
+  const fs::path binary = Cache() / ".ferry" / "index.bin";
+  ASSERT_TRUE(fs::exists(binary)) << "the process that parsed the JSON leaves the binary form";
+  const std::string json = testing::FileText(Cache() / "index.json");
+  const auto source = internal_format::DescribeIndexSource(json);
+  auto decoded = internal_format::DecodeBinaryIndex(testing::FileText(binary), source, "bin");
+  ASSERT_TRUE(decoded.has_value()) << decoded.status().ToString();
+  EXPECT_EQ(*decoded, *first);
+  EXPECT_EQ(*first, index_);
+
+  // The next open takes the binary form: one that says something else of the same JSON is what
+  // it returns (nothing a writer does; it shows which file was read).
+  DatasetDescription marked = *first;
+  marked.shards[0].samples += 1000;
+  ASSERT_TRUE(WriteFileAtomically(binary, internal_format::EncodeBinaryIndex(marked, source)).ok());
+  auto second = LoadIndex(store.get(), prefix_, Cache());
+  ASSERT_TRUE(second.has_value()) << second.status().ToString();
+  EXPECT_EQ(second->shards[0].samples, index_.shards[0].samples + 1000);
+  auto offline = LoadIndex(store.get(), prefix_, Cache(), {.offline = true});
+  ASSERT_TRUE(offline.has_value()) << offline.status().ToString();
+  EXPECT_EQ(*offline, *second);
+
+  // Cut short (a power cut: the cache does not fsync), it is parsed again from the JSON and
+  // written whole.
+  const std::string whole = internal_format::EncodeBinaryIndex(index_, source);
+  ASSERT_TRUE(WriteFileAtomically(binary, whole.substr(0, whole.size() / 2)).ok());
+  auto third = LoadIndex(store.get(), prefix_, Cache());
+  ASSERT_TRUE(third.has_value()) << third.status().ToString();
+  EXPECT_EQ(*third, index_);
+  EXPECT_EQ(testing::FileText(binary), whole);
+
+  // Of a JSON since replaced, the binary form is made again from the new one.
+  fs::remove_all(Remote());
+  WriteRemote({.samples = 60});
+  auto changed = LoadIndex(store.get(), prefix_, Cache());
+  ASSERT_TRUE(changed.has_value()) << changed.status().ToString();
+  EXPECT_EQ(*changed, index_);
+  const auto new_source =
+      internal_format::DescribeIndexSource(testing::FileText(Cache() / "index.json"));
+  auto redone = internal_format::DecodeBinaryIndex(testing::FileText(binary), new_source, "bin");
+  ASSERT_TRUE(redone.has_value()) << redone.status().ToString();
+  EXPECT_EQ(*redone, index_);
 }
 
 TEST_F(CachedIndexTest, AFolderFromBeforeTheRecordIsAdoptedWhenItMatches) {

@@ -104,7 +104,8 @@ uint64_t MeasureDiskUsage(const CacheLayout& layout, const DatasetDescription& i
 }
 
 uint64_t MeasureOtherBytes(const CacheLayout& layout) {
-  return StatFile(layout.IndexPath()).bytes + StatFile(layout.OriginPath()).bytes +
+  return StatFile(layout.IndexPath()).bytes + StatFile(layout.BinaryIndexPath()).bytes +
+         StatFile(layout.OriginPath()).bytes +
          std::max(kLedgerBytes, StatFile(layout.CacheLockPath()).bytes);
 }
 

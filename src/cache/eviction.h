@@ -74,8 +74,9 @@ uint64_t MeasureDiskUsage(const CacheLayout& layout, const DatasetDescription& i
 /// What the usage ledger takes in cache.lock (it is padded to this size).
 inline constexpr uint64_t kLedgerBytes = 64;
 
-/// Bytes of the files besides shards that a cache_limit holds too: index.json, the record of
-/// the folder's remote (.ferry/origin.json) and the usage ledger (kLedgerBytes, counted whether
+/// Bytes of the files besides shards that a cache_limit holds too: index.json and its binary
+/// form (.ferry/index.bin), the record of the folder's remote (.ferry/origin.json) and the usage
+/// ledger (kLedgerBytes, counted whether
 /// or not it is written yet). The lock files are empty.
 uint64_t MeasureOtherBytes(const CacheLayout& layout);
 

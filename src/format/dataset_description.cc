@@ -54,6 +54,12 @@ uint64_t ShardDescription::stored_bytes() const {
   return bytes;
 }
 
+bool operator==(const ShardDescription& a, const ShardDescription& b) {
+  return (a.config == b.config || (a.config && b.config && *a.config == *b.config)) &&
+         a.raw_data == b.raw_data && a.zip_data == b.zip_data && a.companions == b.companions &&
+         a.samples == b.samples && a.format == b.format;
+}
+
 uint64_t DatasetDescription::num_samples() const {
   uint64_t n = 0;
   for (const auto& s : shards) n += s.samples;

@@ -63,6 +63,7 @@ struct ShardConfig {
 struct CompanionFile {
   FileInfo raw;
   std::optional<FileInfo> zip;
+  friend bool operator==(const CompanionFile&, const CompanionFile&) = default;
 };
 
 /// One file of a shard as stored: the raw form a reader opens, and the compressed form fetched
@@ -92,12 +93,16 @@ struct ShardDescription {
   uint64_t raw_bytes() const;
   /// The bytes fetched: each file's compressed form where it has one, else its raw form.
   uint64_t stored_bytes() const;
+
+  /// Equal fields, the configs compared by value.
+  friend bool operator==(const ShardDescription& a, const ShardDescription& b);
 };
 
 struct DatasetDescription {
   std::vector<ShardDescription> shards;
 
   uint64_t num_samples() const;
+  friend bool operator==(const DatasetDescription&, const DatasetDescription&) = default;
 };
 
 }  // namespace ferry

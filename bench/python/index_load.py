@@ -1,0 +1,138 @@
+"""What opening a huge index costs each process (issue 26): a dataset of --shards shards and
+--samples samples per shard (its index.json only: opening reads no shard), opened by one process
+after another as the ranks and DataLoader workers of a node do. Each open runs in a process of
+its own, after `import torch` (which every such process pays anyway, and which is not counted):
+
+  ferry, first on the node   StreamingDataset(remote=..., local=CACHE) into an empty cache
+                             folder: fetches index.json, parses it, writes .ferry/index.bin
+  ferry, each other process  the same with the folder filled: one stat of the remote index,
+                             then the binary form
+  ferry, JSON per process    ferry-index-load-bench json: the index.json parsed alone, no
+                             dataset around it: what every process paid without the binary
+                             form
+  Mosaic Streaming           its StreamingDataset on the same index.json (--mosaic-src, a
+                             checkout of its source; never part of this repository), which
+                             every process parses
+
+Prints a markdown table with, per method, the median seconds, the resident MB the open added
+and kept, and its peak over the start (with their ranges over --rounds rounds; methods
+alternate within a round).
+
+    PYTHONPATH=build/release/python /usr/bin/python3 bench/python/index_load.py DIR \\
+        --bench build/release/bench/ferry-index-load-bench [--mosaic-src PATH] [--rounds 3]
+
+DIR is a folder with the index.json (bench/index_load.sh writes one).
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def _rss_mb():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _peak_mb():
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def one(method, remote, cache, mosaic_src):
+    """Opens the dataset once in this process; prints {"seconds", "rss_added_mb",
+    "peak_added_mb", "samples"}."""
+    import torch  # noqa: F401  (paid by every training process; not what is measured)
+
+    if method == "mosaic":
+        sys.path.insert(0, os.path.dirname(__file__))
+        from dropin_vs_mosaic import _mosaic
+        streaming = _mosaic(mosaic_src)
+    else:
+        import ferry
+    before = _rss_mb()
+    start = time.perf_counter()
+    if method == "mosaic":
+        ds = streaming.StreamingDataset(local=remote, batch_size=64, shuffle=True)
+    else:
+        ds = ferry.StreamingDataset(remote=f"file://{remote}", local=cache, batch_size=64,
+                                    shuffle=True)
+    seconds = time.perf_counter() - start
+    print(json.dumps({"seconds": seconds, "rss_added_mb": _rss_mb() - before,
+                      "peak_added_mb": max(0.0, _peak_mb() - before), "samples": len(ds)}))
+
+
+def _run(cmd):
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("dir")
+    parser.add_argument("--bench", required=True, help="the ferry-index-load-bench binary")
+    parser.add_argument("--mosaic-src")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    parser.add_argument("--cache", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    remote = os.path.abspath(args.dir)
+    if args.one:
+        one(args.one, remote, args.cache, args.mosaic_src)
+        return
+
+    work = tempfile.mkdtemp(prefix="ferry-index-load-")
+    cache = os.path.join(work, "cache")
+    me = [sys.executable, os.path.abspath(__file__), remote, "--bench", args.bench]
+    methods = [
+        ("ferry, first on the node",
+         lambda: (shutil.rmtree(cache, ignore_errors=True),
+                  _run(me + ["--one", "ferry", "--cache", cache]))[1]),
+        ("ferry, each other process", lambda: _run(me + ["--one", "ferry", "--cache", cache])),
+        ("ferry, JSON parsed per process", lambda: _run([args.bench, "json", remote])),
+    ]
+    if args.mosaic_src:
+        methods.append(("Mosaic Streaming", lambda: _run(
+            me + ["--one", "mosaic", "--cache", cache, "--mosaic-src", args.mosaic_src])))
+    results = {name: [] for name, _ in methods}
+    samples = None
+    try:
+        for rnd in range(args.rounds):
+            # "each other process" needs the first's folder: the two stay in that order.
+            order = methods[:2] + (methods[2:][rnd % 2:] + methods[2:][:rnd % 2])
+            for name, run in order:
+                r = run()
+                samples = samples or r["samples"]
+                if r["samples"] != samples:
+                    raise SystemExit(f"{name}: {r['samples']} samples, not {samples}")
+                results[name].append(r)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    size = os.path.getsize(os.path.join(remote, "index.json"))
+    print(f"index.json of {size / 1e6:.0f} MB, {samples:,} samples; {args.rounds} rounds")
+    print()
+    print("| method | open s | resident MB added, kept | resident MB added, peak |")
+    print("|---|---|---|---|")
+
+    def cell(values, digits):
+        return (f"{statistics.median(values):.{digits}f} "
+                f"({min(values):.{digits}f}-{max(values):.{digits}f})")
+
+    for name, runs in results.items():
+        print(f"| {name} | {cell([r['seconds'] for r in runs], 3)} "
+              f"| {cell([r['rss_added_mb'] for r in runs], 0)} "
+              f"| {cell([r['peak_added_mb'] for r in runs], 0)} |")
+
+
+if __name__ == "__main__":
+    main()
