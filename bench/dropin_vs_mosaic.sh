@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The drop-in loop against Mosaic Streaming (issue 26): bench/python/dropin_vs_mosaic.py over the
 # 10,000 synthetic JPEGs (bench/data) as raw bytes in 64 MB MDS shards on s3rver, through
-# ferry-wan at one RTT (pure delay). Mosaic Streaming runs from a checkout of its source, given
+# ferry-wan at one RTT (pure delay), and torch's own ceiling for handing such samples from
+# DataLoader workers to the loop (the same sizes made in memory). Mosaic Streaming runs from a checkout of its source, given
 # by path and never committed (e.g. `git clone https://github.com/mosaicml/streaming`); its
 # Python dependencies come from Debian (scripts/install-deps.sh).
 #   bench/dropin_vs_mosaic.sh --mosaic-src PATH [--rtt 100] [--rounds 3]
@@ -49,5 +50,5 @@ export S3_ENDPOINT_URL=$AWS_ENDPOINT_URL
 
 PYTHONPATH=$bin/python /usr/bin/python3 bench/python/dropin_vs_mosaic.py \
   "s3://$bucket/64mb-bytes" --local "$work/dropin-cache" --mosaic-src "$mosaic" \
-  --rounds "$rounds"
+  --rounds "$rounds" --ceiling "$ds"
 rm -rf "$work/dropin-cache"

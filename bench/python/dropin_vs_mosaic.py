@@ -3,12 +3,16 @@
 nothing decoded), batches of 64, two epochs into an empty cache folder, from s3rver through
 ferry-wan. Mosaic Streaming runs from a checkout of its source (--mosaic-src; never part of
 this repository) with its defaults and 8 workers; ferry.StreamingDataset the same loop with 2
-workers, and ferry.DataLoader (native threads) beside them. Methods alternate within each
-round, each run in a process of its own. Prints a markdown table: epoch 1 and 2 samples/s and
-the time to the first batch.
+workers, and ferry.DataLoader (native threads) beside them. With --ceiling DIR (the same
+dataset in a local folder) a fourth method measures torch's own ceiling for the hand-off: the
+same loop over samples of the same sizes made in memory (a fresh `bytes` per sample, as a
+dataset reading its cache makes), which no dataset under torch's DataLoader can beat. Methods
+alternate within each round, each run in a process of its own. Prints a markdown table: epoch
+1 and 2 samples/s and the time to the first batch.
 
     PYTHONPATH=build/release/python /usr/bin/python3 bench/python/dropin_vs_mosaic.py URL \\
-        --local DIR --mosaic-src PATH [--rounds 3] [--mosaic-workers 8] [--workers 2]
+        --local DIR --mosaic-src PATH [--rounds 3] [--mosaic-workers 8] [--workers 2] \\
+        [--ceiling DIR]
 
 URL is an MDS dataset with a `data` bytes column (bench/dropin_vs_mosaic.sh writes one); the
 store settings come from the environment (AWS_*; S3_ENDPOINT_URL for Mosaic).
@@ -111,6 +115,29 @@ def run_ferry_native(url, local, batch, workers):
     return out[0], out[1], first
 
 
+class _InMemory(torch.utils.data.IterableDataset):
+    """Samples of the given sizes, each a fresh `bytes` cut from one random buffer, split
+    between the DataLoader's workers as a streaming dataset splits them."""
+
+    def __init__(self, sizes):
+        self.sizes = sizes
+
+    def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        worker, workers = (info.id, info.num_workers) if info else (0, 1)
+        buffer = memoryview(os.urandom(max(self.sizes)))
+        for i in range(worker, len(self.sizes), workers):
+            yield {"data": bytes(buffer[:self.sizes[i]]), "label": i}
+
+
+def run_torch_ceiling(folder, batch, workers):
+    import ferry
+    sizes = [len(s["data"]) for s in ferry.StreamingDataset(local=folder, batch_size=batch)]
+    loader = torch.utils.data.DataLoader(_InMemory(sizes), batch_size=batch, num_workers=workers,
+                                         collate_fn=_collate)
+    return _epochs(loader, batch)
+
+
 def _one(args):
     """One run, in a process of its own (--one): the libraries share nothing across runs."""
     local = os.path.join(os.path.abspath(args.local), "cache")
@@ -118,6 +145,8 @@ def _one(args):
     if args.one == "mosaic":
         e1, e2, first = run_mosaic(_mosaic(args.mosaic_src), args.url, local, args.batch,
                                    args.mosaic_workers)
+    elif args.one == "torch-ceiling":
+        e1, e2, first = run_torch_ceiling(args.ceiling, args.batch, args.workers)
     elif args.one == "ferry-torch":
         e1, e2, first = run_ferry_torch(args.url, local, args.batch, args.workers)
     else:
@@ -135,7 +164,9 @@ def main():
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--mosaic-workers", type=int, default=8)
-    parser.add_argument("--one", choices=["mosaic", "ferry-torch", "ferry-native"],
+    parser.add_argument("--ceiling", help="the dataset in a local folder: measure torch's own "
+                        "ceiling for the hand-off of samples of its sizes")
+    parser.add_argument("--one", choices=["mosaic", "ferry-torch", "ferry-native", "torch-ceiling"],
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -146,6 +177,9 @@ def main():
         ("ferry-torch", f"ferry.StreamingDataset, DataLoader {args.workers} workers"),
         ("ferry-native", f"ferry.DataLoader, {args.workers} threads"),
     ]
+    if args.ceiling:
+        methods.append(("torch-ceiling",
+                        f"in-memory bytes, DataLoader {args.workers} workers (torch's ceiling)"))
     print("| method | round | epoch 1 samples/s | epoch 2 samples/s | first batch s |")
     print("|---|---|---|---|---|")
     for rnd in range(1, args.rounds + 1):
