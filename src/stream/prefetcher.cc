@@ -10,6 +10,8 @@ namespace ferry::internal_stream {
 namespace {
 
 constexpr uint32_t kMaxAutoConcurrency = 16;
+// Shards fetched at once while a cold start reads its first batch by range.
+constexpr uint32_t kColdBatchConcurrency = 2;
 // How far past the worker an auto look-ahead may reach while it looks for shards to fetch.
 constexpr uint64_t kMaxLookahead = uint64_t{1} << 20;
 constexpr uint64_t kSeekSlack = 4096;
@@ -32,6 +34,7 @@ Prefetcher::Prefetcher(WorkerCursor lookahead, std::function<ShardKey(uint64_t)>
   // A resumed cursor starts part-way through its sequence: positions count from there.
   taken_ = looked_ = first_looked_ = scanned_ = found_at_ = last_advance_taken_ =
       lookahead_.taken();
+  cold_batch_ = options_.cold_batch;
   const uint32_t threads =
       std::max<uint32_t>(1, options_.concurrency.value_or(kMaxAutoConcurrency));
   for (uint32_t i = 0; i < threads; ++i) {
@@ -57,7 +60,8 @@ uint64_t Prefetcher::WindowSamples() const {
 bool Prefetcher::Seeks() const { return !options_.predownload && !options_.cache_limited; }
 
 uint32_t Prefetcher::Concurrency() const {
-  return options_.concurrency ? *options_.concurrency : auto_concurrency_;
+  if (options_.concurrency) return *options_.concurrency;
+  return cold_batch_ ? std::min(auto_concurrency_, kColdBatchConcurrency) : auto_concurrency_;
 }
 
 void Prefetcher::Retune() {
@@ -82,7 +86,7 @@ void Prefetcher::Retune() {
   // local), so the bytes the fetches bring decide as well.
   const double by_bytes = link_.FetchesFor(link_.bandwidth());
   double shards = std::max(window / per_shard, by_bytes);
-  if (!warm_ && first_sample_read_) shards = std::max(shards, static_cast<double>(cold_shards_));
+  if (!warm_ && first_batch_read_) shards = std::max(shards, static_cast<double>(cold_shards_));
   // More than the node's download slots would only wait for them (and count their waits as
   // fetch time).
   const double most = std::min(kMaxAutoConcurrency, options_.node_download_concurrency);
@@ -321,9 +325,10 @@ uint64_t Prefetcher::PlannerSteps() {
   return planner_steps_;
 }
 
-void Prefetcher::FirstSampleRead() {
+void Prefetcher::FirstBatchRead() {
   MutexLock lock(mu_);
-  first_sample_read_ = true;
+  first_batch_read_ = true;
+  cold_batch_ = false;
   dirty_ = true;
   changed_.notify_all();
 }

@@ -211,7 +211,7 @@ TEST(PrefetcherTest, AColdStartFetchesTheShardsTheFirstSamplesNeedOnceTheFirstIs
     t.cache.AwaitHolding(4);
     std::this_thread::sleep_for(200ms);
     EXPECT_EQ(t.cache.holding(), 4) << "before the first sample";
-    prefetcher->FirstSampleRead();
+    prefetcher->FirstBatchRead();
     if (shuffle) {
       t.cache.AwaitHolding(16);
       EXPECT_EQ(t.cache.holding(), 16);
@@ -223,6 +223,28 @@ TEST(PrefetcherTest, AColdStartFetchesTheShardsTheFirstSamplesNeedOnceTheFirstIs
   }
 }
 
+TEST(PrefetcherTest, AColdFirstBatchReadByRangeFetchesTwoShardsUntilItIsRead) {
+  // Bodies beside the batch's ranged reads would crowd them: two at once, not four, then the
+  // full width of the cold start once the batch is read. An explicit concurrency is kept.
+  for (const bool explicit_concurrency : {false, true}) {
+    SCOPED_TRACE(explicit_concurrency ? "concurrency 6" : "auto");
+    OneWorker t(40, 100, /*shuffle=*/true);
+    t.cache.HoldFetches();
+    PrefetchOptions options{.cache_limited = false, .samples_per_shard = 100, .cold_batch = true};
+    if (explicit_concurrency) options.concurrency = 6;
+    auto prefetcher = t.Start(options, /*shard_bytes=*/1000);
+    const int before = explicit_concurrency ? 6 : 2;
+    t.cache.AwaitHolding(before);
+    std::this_thread::sleep_for(200ms);
+    EXPECT_EQ(t.cache.holding(), before) << "while the first batch is read by range";
+    prefetcher->FirstBatchRead();
+    const int after = explicit_concurrency ? 6 : 16;
+    t.cache.AwaitHolding(after);
+    std::this_thread::sleep_for(100ms);
+    EXPECT_EQ(t.cache.holding(), after);
+  }
+}
+
 TEST(PrefetcherTest, AutoConcurrencyStaysWithinTheNodesDownloadSlots) {
   // More fetches than the node's slots would only wait for them: with three slots, a shuffled
   // cold start fetches three shards at once, not sixteen.
@@ -230,7 +252,7 @@ TEST(PrefetcherTest, AutoConcurrencyStaysWithinTheNodesDownloadSlots) {
   t.cache.HoldFetches();
   auto prefetcher = t.Start(
       {.cache_limited = false, .samples_per_shard = 100, .node_download_concurrency = 3}, 1000);
-  prefetcher->FirstSampleRead();
+  prefetcher->FirstBatchRead();
   t.cache.AwaitHolding(3);
   std::this_thread::sleep_for(200ms);
   EXPECT_EQ(t.cache.holding(), 3);

@@ -29,6 +29,12 @@ StreamIterator::StreamIterator(std::shared_ptr<StreamingDatasetImpl> dataset,
   prefetch.samples_per_shard = dataset_->MeanSamplesPerShard();
   prefetch.node_download_concurrency =
       dataset_->options().node_download_concurrency.value_or(UINT32_MAX);
+  // NextSample reads the first batch by range when its first sample's shard is not local.
+  if (const auto v = cursor_.Peek(0)) {
+    const ShardKey first = Resolve(*v).first;
+    prefetch.cold_batch =
+        dataset_->RangeReadable(first) && !dataset_->cache(first.stream)->IsLocal(first.shard);
+  }
   // What is fetched ahead is pinned: it gets what the cache budget leaves beside the order's
   // working set and the open shards, shared by all the readers of a folder (the node's
   // workers).
@@ -57,9 +63,12 @@ Result<std::optional<Sample>> StreamIterator::Next() {
   const bool first = std::exchange(first_, false);
   auto sample = NextSample(first);
   if (sample && *sample) metrics::GetCounter("/ferry/stream/samples").Add();
-  // However the first sample came (by range, from a local shard) or failed: a cold start may
-  // now fetch at full width.
-  if (first) prefetcher_->FirstSampleRead();
+  // However the first batch came (by range, from local shards) or failed - or the first sample,
+  // where no batch was read by range: a cold start may now fetch at full width.
+  if (!widened_ && (!batch_ || !sample.ok() || cursor_.taken() - batch_first_ >= batch_->size())) {
+    widened_ = true;
+    prefetcher_->FirstBatchRead();
+  }
   return sample;
 }
 

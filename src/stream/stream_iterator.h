@@ -70,6 +70,7 @@ class StreamIterator : public SampleIterator {
   std::shared_ptr<const OpenShard> current_;
   ShardKey current_key_;
   bool first_ = true;              // no sample returned yet
+  bool widened_ = false;           // the prefetcher was told the first batch was read
   std::optional<Sample> pending_;  // the next sample, read ahead by AwaitNext
   // At a cold start: the first batch's samples, read by range all at once, from position
   // batch_first_ on.

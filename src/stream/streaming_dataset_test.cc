@@ -182,28 +182,38 @@ TEST_F(StreamingDatasetTest, AShuffledOrderKeepsEveryDownloadSlotBusy) {
   EXPECT_EQ(SlowStore::downloads.most.load(), 16);
 }
 
-// With every setting at its default, a shuffled cold start fetches four shards while the first
-// sample is read by range, then every shard the next four shards' worth of samples touch (at
+// With every setting at its default, a shuffled cold start fetches two shards while its first
+// batch is read by range, then every shard the next four shards' worth of samples touch (at
 // most 16) - long before a download has ended (300 ms each here) and taught it anything. Also
 // for a resumed worker.
-TEST_F(StreamingDatasetTest, AShuffledColdStartWidensOnceTheFirstSampleIsRead) {
+TEST_F(StreamingDatasetTest, AShuffledColdStartWidensOnceTheFirstBatchIsRead) {
   for (const uint64_t skip : {uint64_t{0}, uint64_t{400}}) {
     SCOPED_TRACE(skip);
     StreamingOptions o = Remote();
     o.streams[0].remote = "slowfile://" + (tmp_ / "remote").string();
     o.streams[0].local = (tmp_ / ("cache" + std::to_string(skip))).string();
     o.order.shuffle = true;
+    o.order.batch_size = 5;
     auto ds = StreamingDataset::Open(o).value();
     ASSERT_GT(ds->indexes()[0]->shards.size(), 16u);
     SlowStore::started = 0;
+    SlowStore::downloads.most = 0;
     auto it = ds->Iterate({.epoch = 0, .skip = skip}).value();
+    for (int i = 0; i < 4; ++i) {
+      auto sample = it->Next();
+      ASSERT_TRUE(sample.has_value() && *sample) << sample.status().ToString();
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    EXPECT_EQ(SlowStore::started.load(), 4) << "before the first sample";
-    auto first = it->Next();
-    ASSERT_TRUE(first.has_value() && *first) << first.status().ToString();
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    EXPECT_GE(SlowStore::started.load(), 16) << "after it";
-    EXPECT_EQ(ReadAll(*it).size(), 999u - skip);
+    EXPECT_LE(SlowStore::downloads.most.load(), 2) << "while the first batch is read";
+    auto fifth = it->Next();
+    ASSERT_TRUE(fifth.has_value() && *fifth) << fifth.status().ToString();
+    // The bodies of the widened start: all sixteen at once, before the first two end.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (SlowStore::downloads.most.load() < 16 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    EXPECT_EQ(SlowStore::downloads.most.load(), 16) << "after it";
+    EXPECT_EQ(ReadAll(*it).size(), 995u - skip);
   }
 }
 
