@@ -4,6 +4,8 @@
 # (build/release); both set here.
 #   bench_mds SIZE          makes $work/mds-SIZE (64 MB or 256 MB shards, say) if missing
 #   upload_bench_mds SIZE   ... and copies it to s3://$bucket/SIZE (after s3rver_env.sh)
+#   bench_mds_bytes         makes $work/mds-64mb-bytes if missing: the JPEGs as a `bytes`
+#                           column (nothing decoded by any reader) and their class as `label`
 #   start_wan RTT_MS TOTAL_MBPS [PORT]   ferry-wan in front of s3rver (or of 127.0.0.1:PORT; its
 #                                 PID in wan_pid, which s3rver_env.sh's exit stops); points
 #                                 AWS_ENDPOINT_URL at it
@@ -29,6 +31,23 @@ bench_mds() {
     "$bin/src/cli/ferry" convert "$work/images-10000" "$ds" -q --size-limit "$1" --overwrite \
       > /dev/null
   fi
+}
+
+bench_mds_bytes() {
+  local ds=$work/mds-64mb-bytes
+  bench_images
+  [ -f "$ds/index.json" ] && return
+  PYTHONPATH=$bin/python /usr/bin/python3 - "$work/images-10000" "$ds" <<'PY'
+import pathlib, sys
+import ferry
+src, out = pathlib.Path(sys.argv[1]), sys.argv[2]
+classes = sorted(p.name for p in src.iterdir() if p.is_dir())
+with ferry.MDSWriter(out=out, columns={"data": "bytes", "label": "int"},
+                     size_limit="64mb") as writer:
+    for label, name in enumerate(classes):
+        for f in sorted((src / name).iterdir()):
+            writer.write({"data": f.read_bytes(), "label": label})
+PY
 }
 
 upload_bench_mds() {

@@ -26,22 +26,8 @@ done
 
 # shellcheck source=bench/bench_data.sh
 . bench/bench_data.sh
-bench_images
+bench_mds_bytes
 ds=$work/mds-64mb-bytes
-if [ ! -f "$ds/index.json" ]; then
-  # The JPEGs as a `bytes` column: neither library decodes anything.
-  PYTHONPATH=$bin/python /usr/bin/python3 - "$work/images-10000" "$ds" <<'PY'
-import pathlib, sys
-import ferry
-src, out = pathlib.Path(sys.argv[1]), sys.argv[2]
-classes = sorted(p.name for p in src.iterdir() if p.is_dir())
-with ferry.MDSWriter(out=out, columns={"data": "bytes", "label": "int"},
-                     size_limit="64mb") as writer:
-    for label, name in enumerate(classes):
-        for f in sorted((src / name).iterdir()):
-            writer.write({"data": f.read_bytes(), "label": label})
-PY
-fi
 # shellcheck source=bench/s3rver_env.sh
 . bench/s3rver_env.sh
 "$bin/src/cli/ferry" cp -r -q --jobs 8 "$ds" "s3://$bucket/64mb-bytes" > /dev/null
