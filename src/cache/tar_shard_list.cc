@@ -4,13 +4,13 @@
 #include <xxhash.h>
 
 #include <algorithm>
-#include <atomic>
 #include <memory>
 #include <optional>
 #include <thread>
 
 #include "base/log.h"
 #include "base/mapped_file.h"
+#include "base/run_each.h"
 #include "storage/http/http_types.h"
 
 namespace ferry::internal_cache {
@@ -82,19 +82,12 @@ Result<DatasetDescription> DescribeTarShards(const std::vector<ObjectInfo>& tars
                                              const std::string& prefix, uint32_t jobs,
                                              const TarCounter& count) {
   std::vector<std::optional<Result<internal_format::TarShardCount>>> counts(tars.size());
-  std::atomic<size_t> next{0};
   std::stop_source failed;
-  auto work = [&] {
-    for (size_t k = next++; k < tars.size() && !failed.stop_requested(); k = next++) {
-      counts[k] = count(k, failed.get_token());
-      if (!counts[k]->ok()) failed.request_stop();
-    }
-  };
-  {
-    std::vector<std::jthread> workers;
-    const size_t n = std::min<size_t>(std::max<uint32_t>(jobs, 1), tars.size());
-    for (size_t i = 0; i < n; ++i) workers.emplace_back(work);
-  }
+  RunEach(tars.size(), jobs, [&](size_t k) {
+    if (failed.stop_requested()) return;
+    counts[k] = count(k, failed.get_token());
+    if (!counts[k]->ok()) failed.request_stop();
+  });
   // The first failure in shard order, so that the error does not depend on thread timing more
   // than it must (a shard after it may not have been counted at all); not a count that the
   // failure itself cancelled.

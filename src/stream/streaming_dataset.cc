@@ -12,6 +12,7 @@
 #include "base/human_size.h"
 #include "base/log.h"
 #include "base/mutex.h"
+#include "base/run_each.h"
 #include "cache/cache_budget.h"
 #include "cache/cache_layout.h"
 #include "cache/download_slots.h"
@@ -31,6 +32,13 @@
 
 namespace ferry {
 namespace internal_stream {
+namespace {
+
+// Index loads at once when a dataset has many streams: each is a round trip or two (a HEAD of a
+// cached index, a GET of a new one), which a thousand streams must not wait for in turn.
+constexpr size_t kIndexLoadsAtOnce = 64;
+
+}  // namespace
 
 Status StreamingDatasetImpl::Init() {
   if (options_.streams.empty()) return InvalidArgumentError("no streams given");
@@ -49,8 +57,14 @@ Status StreamingDatasetImpl::Init() {
   if (options_.predownload == 0u) {
     return InvalidArgumentError("predownload must be at least 1 (or unset: auto), not 0");
   }
-  uint64_t first_id = 0;
-  bool fits = true;  // every stream fits its cache_limit whole (or there is none)
+  // Each stream's store, folders and cache settings, then the indexes, kIndexLoadsAtOnce at a
+  // time, then the rest in stream order (the first stream's error is the one reported).
+  struct PreparedStream {
+    StreamState st;
+    std::vector<std::string> tar_names;  // a shard pattern's tars, in its order
+    ShardCacheOptions cache_options;
+  };
+  std::vector<PreparedStream> prepared;
   for (size_t s = 0; s < options_.streams.size(); ++s) {
     const StreamSpec& spec = options_.streams[s];
     if (spec.local.empty()) {
@@ -96,11 +110,27 @@ Status StreamingDatasetImpl::Init() {
     cache_options.validate_hash = options_.validate_hash;
     cache_options.download_parts = options_.download_parts;
     cache_options.node_download_concurrency = options_.node_download_concurrency;
-    FERRY_ASSIGN_OR_RETURN(DatasetDescription index,
-                           LoadIndex(st.remote.get(), st.remote_prefix, local,
-                                     {.offline = options_.offline,
-                                      .tar_scan = cache_options,
-                                      .tar_names = std::move(tar_names)}));
+    prepared.push_back({.st = std::move(st),
+                        .tar_names = std::move(tar_names),
+                        .cache_options = std::move(cache_options)});
+  }
+  std::vector<std::optional<Result<DatasetDescription>>> loaded(prepared.size());
+  RunEach(prepared.size(), kIndexLoadsAtOnce, [&](size_t s) {
+    PreparedStream& p = prepared[s];
+    loaded[s] = LoadIndex(p.st.remote.get(), p.st.remote_prefix, p.st.local,
+                          {.offline = options_.offline,
+                           .tar_scan = p.cache_options,
+                           .tar_names = std::move(p.tar_names)});
+  });
+
+  uint64_t first_id = 0;
+  bool fits = true;  // every stream fits its cache_limit whole (or there is none)
+  for (size_t s = 0; s < prepared.size(); ++s) {
+    const StreamSpec& spec = options_.streams[s];
+    StreamState& st = prepared[s].st;
+    const std::filesystem::path& local = st.local;
+    const ShardCacheOptions& cache_options = prepared[s].cache_options;
+    FERRY_ASSIGN_OR_RETURN(DatasetDescription index, std::move(*loaded[s]));
     for (size_t k = 0; k < index.shards.size(); ++k) {
       auto format = FindShardFormat(index.shards[k].format);
       if (!format) {

@@ -85,6 +85,35 @@ Result<StoreAndKey> OpenSlowStore(std::string_view url) {
 }
 const StoreRegistration kSlowStore("slowfile", &OpenSlowStore);
 
+// Reads and HEADs of an index.json take 100 ms, counted while they last: whether a dataset's
+// streams load their indexes one after another or together.
+class SlowIndexStore : public testing::ForwardingStore {
+ public:
+  using ForwardingStore::ForwardingStore;
+  Result<ObjectInfo> Read(std::string_view key, ByteRange range, const ByteSink& sink) override {
+    Slow(key);
+    return inner().Read(key, range, sink);
+  }
+  Result<ObjectInfo> Head(std::string_view key) override {
+    Slow(key);
+    return inner().Head(key);
+  }
+  static inline testing::InFlightCounter loads;
+
+ private:
+  static void Slow(std::string_view key) {
+    if (!key.ends_with("index.json")) return;
+    loads.Enter();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    loads.Leave();
+  }
+};
+
+Result<StoreAndKey> OpenSlowIndexStore(std::string_view url) {
+  return testing::OpenWrapped<SlowIndexStore>(url, "slowindex");
+}
+const StoreRegistration kSlowIndexStore("slowindexfile", &OpenSlowIndexStore);
+
 class StreamingDatasetTest : public ::testing::Test {
  protected:
   void SetUp() override { WriteDataset(tmp_ / "remote", 1000, 37); }
@@ -215,6 +244,31 @@ TEST_F(StreamingDatasetTest, AShuffledColdStartWidensOnceTheFirstBatchIsRead) {
     EXPECT_EQ(SlowStore::downloads.most.load(), 16) << "after it";
     EXPECT_EQ(ReadAll(*it).size(), 995u - skip);
   }
+}
+
+// A dataset of many streams loads their indexes together (each a round trip or two), and the
+// first stream's error in stream order is the one reported.
+TEST_F(StreamingDatasetTest, ManyStreamsLoadTheirIndexesTogether) {
+  StreamingOptions o;
+  for (int s = 0; s < 12; ++s) {
+    const fs::path remote = tmp_ / "streams" / fmt::format("s{}", s);
+    WriteDataset(remote, 20 + s, 37);
+    o.streams.push_back({.remote = "slowindexfile://" + remote.string(),
+                         .local = (tmp_ / "caches" / fmt::format("s{}", s)).string()});
+  }
+  SlowIndexStore::loads.most = 0;
+  auto ds = StreamingDataset::Open(o);
+  ASSERT_TRUE(ds.has_value()) << ds.status().ToString();
+  EXPECT_EQ((*ds)->num_samples(), 12u * 20 + 66);
+  EXPECT_GE(SlowIndexStore::loads.most.load(), 4) << "the index loads overlap";
+
+  // Streams 3 and 7 have no dataset: stream 3 is named, whichever failed first.
+  for (const int gone : {3, 7}) fs::remove_all(tmp_ / "streams" / fmt::format("s{}", gone));
+  for (auto& stream : o.streams) stream.local += "-again";
+  auto failed = StreamingDataset::Open(o);
+  ASSERT_FALSE(failed.has_value());
+  EXPECT_NE(failed.status().message().find("/s3"), std::string::npos) << failed.status().ToString();
+  EXPECT_EQ(failed.status().message().find("/s7"), std::string::npos) << failed.status().ToString();
 }
 
 // AwaitNext lets a caller wait for the next sample's download in slices (Python checks for
