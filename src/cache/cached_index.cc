@@ -160,11 +160,9 @@ void DropFiles(const CacheLayout& layout, const std::vector<std::string>& names,
 }
 
 // Replaces the cached index with `text` (the remote's, version `version`), dropping the shard
-// files the old one described and the new one does not; under cache.lock.
+// files the old one described and the new one does not; the caller holds cache.lock.
 Status Replace(const CacheLayout& layout, const std::string& remote_url, const std::string& text,
                const DatasetDescription& index, const std::string& version) {
-  FERRY_ASSIGN_OR_RETURN(FileLock lock, LockCacheFolder(layout));
-  // Another process opening the folder at the same time may have done it already.
   auto cached = ReadFileToString(layout.IndexPath());
   if (cached && *cached == text) return WriteCacheOrigin(layout, {remote_url, version});
   if (cached) {
@@ -325,23 +323,63 @@ Result<DatasetDescription> LoadIndex(ObjectStore* remote, const std::string& rem
     }
   }
 
-  // New, changed or never recorded: fetch it, with the version of what was read.
+  // New, changed or never recorded: fetched, with the version of what was read, by one process
+  // of the node at a time (under cache.lock): the ranks and workers that open the folder at
+  // once wait for the first, then find its copy - one GET and one parse per node, not one per
+  // process. A folder made for it is removed again if the remote holds no index.json.
+  std::error_code ec;
+  const bool folder_existed = std::filesystem::exists(local, ec);
+  FERRY_RETURN_IF_ERROR(internal_cache::CreateCacheFolders(local));
+  const auto undo_folder = [&] {
+    if (!folder_existed) std::filesystem::remove_all(local, ec);
+  };
+  std::optional<internal_cache::FileLock> lock;
+  {
+    auto locked = internal_cache::LockCacheFolder(layout);
+    if (!locked) {
+      undo_folder();
+      return locked.error();
+    }
+    lock.emplace(std::move(*locked));
+  }
+  FERRY_ASSIGN_OR_RETURN(const std::optional<internal_cache::CacheOrigin> now,
+                         internal_cache::ReadCacheOrigin(layout));
+  const bool fetched_meanwhile = now && now->remote == remote_url && !now->index_version.empty() &&
+                                 (!origin || origin->index_version != now->index_version) &&
+                                 std::filesystem::exists(layout.IndexPath(), ec);
+  if (fetched_meanwhile) {
+    auto head = remote->Head(key);
+    if (head && ObjectVersion(*head) == now->index_version) {
+      return internal_cache::ReadCachedIndex(layout);
+    }
+  }
   std::string text;
   auto read = remote->Read(key, {}, [&](std::string_view chunk) {
     text.append(chunk);
     return Status::Ok();
   });
   if (!read) {
-    if (read.error().code() == StatusCode::kNotFound && text.empty()) return missing(read.error());
+    lock.reset();  // the listing of tars below takes it again
+    if (read.error().code() == StatusCode::kNotFound && text.empty()) {
+      auto listed = missing(read.error());
+      // Not a dataset at all; tars read part-way stay cached for the next attempt.
+      if (!listed && listed.error().code() == StatusCode::kNotFound) undo_folder();
+      return listed;
+    }
+    undo_folder();
     return internal_cache::NamingUrl(read.error(), url);
   }
   // Parsed before it lands: a broken remote index never becomes the local copy.
-  FERRY_ASSIGN_OR_RETURN(DatasetDescription index, ParseIndexFile(text, url));
-  FERRY_RETURN_IF_ERROR(internal_cache::CreateCacheFolders(local));
+  auto parsed = ParseIndexFile(text, url);
+  if (!parsed) {
+    lock.reset();
+    undo_folder();
+    return parsed.error();
+  }
   FERRY_RETURN_IF_ERROR(
-      internal_cache::Replace(layout, remote_url, text, index, ObjectVersion(*read)));
+      internal_cache::Replace(layout, remote_url, text, *parsed, ObjectVersion(*read)));
   Log().debug("cache: fetched {} into {}", url, local.string());
-  return index;
+  return std::move(*parsed);
 }
 
 }  // namespace ferry

@@ -7,8 +7,9 @@
 //   - for another remote is an error naming both: the shards of one dataset must never be served
 //     as those of another (two datasets often share shard names);
 //   - asks the remote for the index's version (a HEAD); the same version reads the cached copy;
-//     another one fetches the index, and - under the folder's cache.lock, so that the processes
-//     opening it together agree - drops the cached shard files the new index does not describe
+//     another one (or none cached) fetches the index under the folder's cache.lock, so that the
+//     processes opening it together fetch it once (those that waited find the new copy and
+//     check it with a HEAD), drops the cached shard files the new index does not describe
 //     exactly (same name, size and a digest in common: without digests there is no telling a
 //     rewritten shard of the same size, so it goes), then replaces index.json and the record;
 //   - offline, reads the cached copy without asking.

@@ -150,6 +150,30 @@ TEST_F(CachedIndexTest, ProcessesAfterTheFirstReadTheBinaryFormOfTheJsonTheyHave
   EXPECT_EQ(*redone, index_);
 }
 
+TEST_F(CachedIndexTest, ProcessesOpeningAnEmptyFolderAtOnceFetchTheIndexOnce) {
+  // The ranks and workers of a node start together: one fetches and parses index.json, the
+  // others wait for it on cache.lock and then find its copy (a HEAD each). Threads here: each
+  // takes the lock through a descriptor of its own, as processes do.
+  WriteRemote();
+  auto store = Store({.chunk_bytes = 1024, .chunk_delay = std::chrono::milliseconds(50)});
+  std::vector<Result<DatasetDescription>> loaded(4, DatasetDescription{});
+  {
+    std::vector<std::jthread> openers;
+    for (size_t i = 0; i < loaded.size(); ++i) {
+      openers.emplace_back([&, i] { loaded[i] = LoadIndex(store.get(), prefix_, Cache()); });
+    }
+  }
+  for (const auto& l : loaded) {
+    ASSERT_TRUE(l.has_value()) << l.status().ToString();
+    EXPECT_EQ(*l, index_);
+  }
+  EXPECT_EQ(Reads("index.json"), 1) << "one GET for the node";
+  EXPECT_LE(Heads(ReadLog(), prefix_ + "/index.json"), 3);
+  // A prefix without a dataset leaves no cache folder behind.
+  EXPECT_FALSE(LoadIndex(store.get(), prefix_ + "/nothing", Cache() / "none").has_value());
+  EXPECT_FALSE(fs::exists(Cache() / "none"));
+}
+
 TEST_F(CachedIndexTest, AFolderFromBeforeTheRecordIsAdoptedWhenItMatches) {
   WriteRemote();
   FillCache();
