@@ -4,13 +4,14 @@
 # written as one dataset and as Mosaic's merge_index writes --parts sub-datasets, each opened
 # by ferry (the node's first process, then the others through the binary form), by a bare
 # parse of the JSON, and - with --mosaic-src, a checkout of Mosaic Streaming's source passed by
-# path, never committed - by Mosaic Streaming.
+# path, never committed - by Mosaic Streaming; and 8 processes opening an empty cache folder at
+# once (with --base, also an older checkout's build/release module).
 #   bench/index_load.sh [--shards 100000] [--samples 100] [--parts 2000] [--rounds 3]
-#                       [--mosaic-src PATH]
+#                       [--mosaic-src PATH] [--base DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-shards=100000 samples=100 parts=2000 rounds=3 mosaic=()
+shards=100000 samples=100 parts=2000 rounds=3 mosaic=() base=()
 while [ $# -gt 0 ]; do
   case $1 in
     --shards) shards=$2; shift 2 ;;
@@ -18,7 +19,9 @@ while [ $# -gt 0 ]; do
     --parts) parts=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --mosaic-src) mosaic=(--mosaic-src "$2"); shift 2 ;;
-    *) echo "usage: $0 [--shards N] [--samples N] [--parts N] [--rounds N] [--mosaic-src PATH]" >&2
+    --base) base=(--base "$(cd "$2" && pwd)/build/release/python"); shift 2 ;;
+    *) echo "usage: $0 [--shards N] [--samples N] [--parts N] [--rounds N] [--mosaic-src PATH]" \
+         "[--base DIR]" >&2
        exit 2 ;;
   esac
 done
@@ -33,7 +36,7 @@ for layout in one merged; do
   echo "### $([ "$layout" = one ] && echo "one dataset" || echo "merged from $parts sub-datasets")"
   echo
   PYTHONPATH=$bin/python /usr/bin/python3 bench/python/index_load.py "$dir" --bench "$tool" \
-    --rounds "$rounds" "${mosaic[@]}"
+    --rounds "$rounds" "${mosaic[@]}" "${base[@]}"
   echo
   rm -rf "$dir"
 done

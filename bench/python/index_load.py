@@ -13,6 +13,10 @@ its own, after `import torch` (which every such process pays anyway, and which i
   Mosaic Streaming           its StreamingDataset on the same index.json (--mosaic-src, a
                              checkout of its source; never part of this repository), which
                              every process parses
+  N at once, empty folder    --together N processes opening an empty cache folder at the same
+                             moment, as the ranks and workers of a job start (the slowest open,
+                             the median kept and the largest peak); with --base, the same with
+                             an older ferry module (its build/release/python) beside it
 
 Prints a markdown table with, per method, the median seconds, the resident MB the open added
 and kept, and its peak over the start (with their ranges over --rounds rounds; methods
@@ -76,12 +80,33 @@ def _run(cmd):
     return json.loads(out.strip().splitlines()[-1])
 
 
+def _together(cmd, n, cache, pythonpath):
+    """Starts n copies of cmd at once into the empty folder `cache`; one result for them all."""
+    shutil.rmtree(cache, ignore_errors=True)
+    env = {**os.environ, "PYTHONPATH": pythonpath}
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=env) for _ in range(n)]
+    runs = []
+    for p in procs:
+        out, err = p.communicate()
+        if p.returncode != 0:
+            raise SystemExit(err.strip()[-2000:])
+        runs.append(json.loads(out.strip().splitlines()[-1]))
+    shutil.rmtree(cache, ignore_errors=True)
+    return {"seconds": max(r["seconds"] for r in runs),
+            "rss_added_mb": statistics.median(r["rss_added_mb"] for r in runs),
+            "peak_added_mb": max(r["peak_added_mb"] for r in runs),
+            "samples": runs[0]["samples"]}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("dir")
     parser.add_argument("--bench", required=True, help="the ferry-index-load-bench binary")
     parser.add_argument("--mosaic-src")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--together", type=int, default=8)
+    parser.add_argument("--base", help="an older ferry module's folder (build/release/python)")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--cache", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -100,6 +125,12 @@ def main():
         ("ferry, each other process", lambda: _run(me + ["--one", "ferry", "--cache", cache])),
         ("ferry, JSON parsed per process", lambda: _run([args.bench, "json", remote])),
     ]
+    one_ferry = me + ["--one", "ferry", "--cache", cache]
+    methods.append((f"ferry, {args.together} at once, empty folder", lambda: _together(
+        one_ferry, args.together, cache, os.environ.get("PYTHONPATH", ""))))
+    if args.base:
+        methods.append((f"ferry base build, {args.together} at once, empty folder",
+                        lambda: _together(one_ferry, args.together, cache, args.base)))
     if args.mosaic_src:
         methods.append(("Mosaic Streaming", lambda: _run(
             me + ["--one", "mosaic", "--cache", cache, "--mosaic-src", args.mosaic_src])))
@@ -108,7 +139,8 @@ def main():
     try:
         for rnd in range(args.rounds):
             # "each other process" needs the first's folder: the two stay in that order.
-            order = methods[:2] + (methods[2:][rnd % 2:] + methods[2:][:rnd % 2])
+            rest = methods[2:]
+            order = methods[:2] + rest[rnd % len(rest):] + rest[:rnd % len(rest)]
             for name, run in order:
                 r = run()
                 samples = samples or r["samples"]
