@@ -186,7 +186,9 @@ struct LoadIndexOptions {
 /// `local` (src/cache/cached_index.h): the folder records which remote filled it, and another
 /// remote is kFailedPrecondition naming both; the cached copy is revalidated against the remote's
 /// (its etag, or its modification time) - one HEAD when unchanged - and a changed index replaces
-/// it, dropping the cached shards it no longer describes. A remote folder of WebDataset tars
+/// it, dropping the cached shards it no longer describes. A new index is fetched by one process
+/// of the node at a time (under the folder's cache.lock), and every process but the one that
+/// parsed it reads its binary form (.ferry/index.bin). A remote folder of WebDataset tars
 /// without index.json gets a shard list made by reading each tar once, kept in `local` while the
 /// folder's listing stays the same (src/cache/cached_index.h). No index.json and no tars at the
 /// remote is kNotFound saying how to read a folder of files instead. Without a remote, reads
