@@ -326,7 +326,8 @@ Result<DatasetDescription> LoadIndex(ObjectStore* remote, const std::string& rem
   // New, changed or never recorded: fetched, with the version of what was read, by one process
   // of the node at a time (under cache.lock): the ranks and workers that open the folder at
   // once wait for the first, then find its copy - one GET and one parse per node, not one per
-  // process. A folder made for it is removed again if the remote holds no index.json.
+  // process. A folder made for it is removed again when the remote holds no dataset there (a
+  // mistyped URL), which every process opening it finds alike; a transient failure keeps it.
   std::error_code ec;
   const bool folder_existed = std::filesystem::exists(local, ec);
   FERRY_RETURN_IF_ERROR(internal_cache::CreateCacheFolders(local));
@@ -335,12 +336,9 @@ Result<DatasetDescription> LoadIndex(ObjectStore* remote, const std::string& rem
   };
   std::optional<internal_cache::FileLock> lock;
   {
-    auto locked = internal_cache::LockCacheFolder(layout);
-    if (!locked) {
-      undo_folder();
-      return locked.error();
-    }
-    lock.emplace(std::move(*locked));
+    FERRY_ASSIGN_OR_RETURN(internal_cache::FileLock locked,
+                           internal_cache::LockCacheFolder(layout));
+    lock.emplace(std::move(locked));
   }
   FERRY_ASSIGN_OR_RETURN(const std::optional<internal_cache::CacheOrigin> now,
                          internal_cache::ReadCacheOrigin(layout));
@@ -366,14 +364,13 @@ Result<DatasetDescription> LoadIndex(ObjectStore* remote, const std::string& rem
       if (!listed && listed.error().code() == StatusCode::kNotFound) undo_folder();
       return listed;
     }
-    undo_folder();
     return internal_cache::NamingUrl(read.error(), url);
   }
   // Parsed before it lands: a broken remote index never becomes the local copy.
   auto parsed = ParseIndexFile(text, url);
   if (!parsed) {
     lock.reset();
-    undo_folder();
+    undo_folder();  // not a dataset ferry reads, for any process
     return parsed.error();
   }
   FERRY_RETURN_IF_ERROR(
