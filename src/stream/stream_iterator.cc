@@ -32,8 +32,7 @@ StreamIterator::StreamIterator(std::shared_ptr<StreamingDatasetImpl> dataset,
   // NextSample reads the first batch by range when its first sample's shard is not local.
   if (const auto v = cursor_.Peek(0)) {
     const ShardKey first = Resolve(*v).first;
-    prefetch.cold_batch =
-        dataset_->RangeReadable(first) && !dataset_->cache(first.stream)->IsLocal(first.shard);
+    prefetch.cold_batch = ReadableByRangeNow(first);
   }
   // What is fetched ahead is pinned: it gets what the cache budget leaves beside the order's
   // working set and the open shards, shared by all the readers of a folder (the node's
@@ -159,8 +158,7 @@ Result<std::optional<Sample>> StreamIterator::NextSample(bool first) {
   const uint64_t position = cursor_.taken() - 1;
   if (batch_ && position - batch_first_ >= batch_->size()) batch_.reset();  // passed it
   if (!current_ || current_key_ != key) {
-    if (first && !prefetcher_->Warm() && !prefetcher_->Ready(key) && dataset_->RangeReadable(key) &&
-        !dataset_->cache(key.stream)->IsLocal(key.shard)) {
+    if (first && !prefetcher_->Warm() && !prefetcher_->Ready(key) && ReadableByRangeNow(key)) {
       // Cold start, nothing local yet: read the first batch by range rather than wait for its
       // shards, while the shard of its first sample is fetched. Only the first batch: by range
       // a sample costs a request, and batch after batch that is slower than the shards.
@@ -190,9 +188,7 @@ void StreamIterator::StartBatch(const ShardKey& key, uint64_t index, uint64_t po
     const auto v = cursor_.Peek(ahead);
     if (!v) break;
     const auto sample = Resolve(*v);
-    const bool by_range = dataset_->RangeReadable(sample.first) &&
-                          !dataset_->cache(sample.first.stream)->IsLocal(sample.first.shard);
-    samples.push_back(by_range ? std::optional(sample) : std::nullopt);
+    samples.push_back(ReadableByRangeNow(sample.first) ? std::optional(sample) : std::nullopt);
   }
   batch_first_ = position;
   batch_ = std::make_unique<RangeBatch>(dataset_, std::move(samples));
@@ -212,6 +208,10 @@ std::optional<Sample> StreamIterator::TakeFromBatch(const ShardKey& key, uint64_
     if (landed && *landed) return std::move(*landed);
   }
   return batch_->Take(i);
+}
+
+bool StreamIterator::ReadableByRangeNow(const ShardKey& key) const {
+  return dataset_->RangeReadable(key) && !dataset_->cache(key.stream)->IsLocal(key.shard);
 }
 
 std::pair<ShardKey, uint64_t> StreamIterator::Resolve(uint64_t sample) const {

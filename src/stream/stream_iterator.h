@@ -62,6 +62,9 @@ class StreamIterator : public SampleIterator {
 
   // The shard and in-shard index of a plan sample.
   std::pair<ShardKey, uint64_t> Resolve(uint64_t sample) const;
+  // A sample of `key` is read by range when it must be read before its shard: a raw format
+  // whose offsets can be read, and the shard not in the cache folder.
+  bool ReadableByRangeNow(const ShardKey& key) const;
 
   std::shared_ptr<StreamingDatasetImpl> dataset_;
   std::shared_ptr<const EpochPlan> plan_;
