@@ -163,8 +163,11 @@ void DropFiles(const CacheLayout& layout, const std::vector<std::string>& names,
 // files the old one described and the new one does not; the caller holds cache.lock.
 Status Replace(const CacheLayout& layout, const std::string& remote_url, const std::string& text,
                const DatasetDescription& index, const std::string& version) {
-  auto cached = ReadFileToString(layout.IndexPath());
-  if (cached && *cached == text) return WriteCacheOrigin(layout, {remote_url, version});
+  // The copy is told by its size and digest, as the binary form is: it is not read whole.
+  auto cached = internal_format::DescribeIndexFile(layout.IndexPath());
+  if (cached && *cached == internal_format::DescribeIndexSource(text)) {
+    return WriteCacheOrigin(layout, {remote_url, version});
+  }
   if (cached) {
     if (auto old = ReadCachedIndex(layout)) {
       DropFiles(layout, FilesNoLongerDescribed(*old, index),
