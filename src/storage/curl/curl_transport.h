@@ -2,7 +2,9 @@
 // code in ferry that knows libcurl.
 //
 // One I/O thread (a std::jthread) drives every transfer: Submit queues the request and wakes the
-// thread, which adds it to the multi handle; completions run on that thread. Connections are
+// thread, which adds it to the multi handle; completions run on that thread. The thread waits in
+// epoll on the sockets libcurl names (its socket interface), so a wakeup costs the sockets that
+// are ready, not a poll of every transfer's. Connections are
 // kept alive and reused across requests to the same host (the multi handle's connection cache),
 // so hundreds of requests can be in flight without a thread each.
 //

@@ -25,10 +25,13 @@ struct Outcome {
 };
 
 // A GET from `server` whose sink counts the bytes and, from `delay` on, says stop.
-Outcome GetThenStop(const StallingServer& server, milliseconds delay) {
+// `low_speed_bytes` 0: no stall limit, so libcurl keeps no timer of its own for the transfer.
+Outcome GetThenStop(const StallingServer& server, milliseconds delay,
+                    uint32_t low_speed_bytes = Timeouts{}.low_speed_bytes) {
   Request request;
   request.url = server.Url("object");
   request.timeouts.low_speed_seconds = 60;  // the stall timeout must not be what ends it
+  request.timeouts.low_speed_bytes = low_speed_bytes;
   std::atomic<bool> stop{false};
   Clock::time_point stopped_at;
   std::jthread stopper([&] {
@@ -62,6 +65,20 @@ TEST(CurlTransportTest, ASinkToldToStopEndsAStalledTransfer) {
     EXPECT_LT(outcome.seconds_after_stop, 10);
     EXPECT_EQ(server.requests(), 1);
   }
+}
+
+// Without a stall limit libcurl sets no timer for a quiet transfer; the loop's sweep still
+// runs it about once a second, so the sink hears the stop.
+TEST(CurlTransportTest, ASinkToldToStopEndsAStalledTransferWithoutAStallLimit) {
+  const StallingServer server(StallingServer::Stall::kMidBody);
+  const Outcome outcome = GetThenStop(server, milliseconds(300), /*low_speed_bytes=*/0);
+  ASSERT_FALSE(outcome.result.has_value());
+  EXPECT_EQ(outcome.result.error().code(), StatusCode::kCancelled)
+      << outcome.result.error().ToString();
+  EXPECT_EQ(outcome.bytes, StallingServer::kBytesBeforeStall);
+  // Within the sweep's second or two; without it, libcurl's connect timeout (10 s from the
+  // start) was what woke the transfer.
+  EXPECT_LT(outcome.seconds_after_stop, 5);
 }
 
 // The sink's first error is the transfer's result, whatever the sink says when libcurl asks it
