@@ -120,6 +120,7 @@ class Dataset:
         epoch: int,
         resume_from: int = ...,
         skip: int = ...,
+        handoff: Optional[Tuple[type, int]] = ...,
     ) -> SampleIterator: ...
     @property
     def shards(self) -> List[Dict[str, Any]]: ...

@@ -16,13 +16,14 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _ferry
+from . import _ferry, _handoff
 from ._values import decoder
 from .errors import DataLossError, IndexDecodeError, InvalidArgumentError, MissingIndexError
 from .shards import ShardInfo
 from .stream import Stream, _count, _size, streams_registry
 from .util import _is_remote_url, number_abbrev_to_int
-from .world import _check_same_plan, _NativeDataset, _replicated, _worker
+from .world import (_check_same_plan, _in_dataloader_worker, _NativeDataset, _replicated,
+                    _worker)
 
 
 # The shard formats ferry reads (ShardFormatNames).
@@ -270,6 +271,7 @@ class StreamingDataset(_NativeDataset):
         self._epoch_offset = 0  # sample_in_epoch this process resumed from
         self._initial_nodes = None  # physical nodes of the run a loaded state came from
         self._current = None  # (sample id, values) iteration hands a subclass's __getitem__
+        self._handoff_token = _handoff.register(self)  # python/ferry/_handoff.py
         self._workers = 1  # DataLoader workers per rank (StreamingDataLoader tells the parent)
         self._batch = self.batch_size or 1  # the loader's batches (ferry.DataLoader's own)
         if predownload is not None and batch_size is not None and predownload < batch_size:
@@ -613,7 +615,12 @@ class StreamingDataset(_NativeDataset):
         world = (nodes, ranks_per_node, workers)
         plan_worker, resume_from, skip = self._start(world, worker_id, epoch)
         native = self._native()
-        it = native.iterate(world, (node, rank, plan_worker), epoch, resume_from, skip)
+        # In a DataLoader worker, what it yields is pickled to the main process: fields read
+        # from cache files go as their place in the file (python/ferry/_handoff.py).
+        handoff = ((_handoff.SampleBytes, self._handoff_token)
+                   if _in_dataloader_worker() and _handoff.enabled() else None)
+        it = native.iterate(world, (node, rank, plan_worker), epoch, resume_from, skip,
+                            handoff)
         try:
             if not self._overridden():
                 for sample_id, _, values in it:

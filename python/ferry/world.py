@@ -133,6 +133,10 @@ def _world() -> Tuple[int, int, int, int]:
     return world_size // local_world, local_world, rank // local_world, local_rank
 
 
+def _in_dataloader_worker() -> bool:
+    return torch.utils.data.get_worker_info() is not None
+
+
 def _worker() -> Tuple[int, int]:
     info = torch.utils.data.get_worker_info()
     return (info.id, info.num_workers) if info is not None else (0, 1)

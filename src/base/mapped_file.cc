@@ -36,13 +36,14 @@ Result<MappedFile> MappedFile::Open(const std::filesystem::path& path) {
     }
   }
   ::close(fd);  // the mapping keeps the file alive
-  return MappedFile(addr, size, path);
+  return MappedFile(addr, size, path, static_cast<uint64_t>(st.st_ino));
 }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
     : addr_(std::exchange(other.addr_, nullptr)),
       size_(std::exchange(other.size_, 0)),
-      path_(std::move(other.path_)) {}
+      path_(std::move(other.path_)),
+      inode_(other.inode_) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
@@ -50,6 +51,7 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     addr_ = std::exchange(other.addr_, nullptr);
     size_ = std::exchange(other.size_, 0);
     path_ = std::move(other.path_);
+    inode_ = other.inode_;
   }
   return *this;
 }

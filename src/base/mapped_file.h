@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <string_view>
 
@@ -28,15 +29,18 @@ class MappedFile {
   std::string_view data() const { return {static_cast<const char*>(addr_), size_}; }
   size_t size() const { return size_; }
   const std::filesystem::path& path() const { return path_; }
+  /// The inode mapped: which file `path` named when it was opened.
+  uint64_t inode() const { return inode_; }
 
  private:
-  MappedFile(void* addr, size_t size, std::filesystem::path path)
-      : addr_(addr), size_(size), path_(std::move(path)) {}
+  MappedFile(void* addr, size_t size, std::filesystem::path path, uint64_t inode)
+      : addr_(addr), size_(size), path_(std::move(path)), inode_(inode) {}
   void Reset();
 
   void* addr_ = nullptr;
   size_t size_ = 0;
   std::filesystem::path path_;
+  uint64_t inode_ = 0;
 };
 
 }  // namespace ferry

@@ -12,7 +12,11 @@ Result<MdsShardReader> MdsShardReader::Open(const std::filesystem::path& path,
   FERRY_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
   auto owner = std::make_shared<MappedFile>(std::move(file));
   const std::string_view data = owner->data();
-  return Validate(std::move(owner), data, entry, path.string());
+  MappedShardFile mapped{.path = path, .inode = owner->inode(), .bytes = data};
+  FERRY_ASSIGN_OR_RETURN(MdsShardReader reader,
+                         Validate(std::move(owner), data, entry, path.string()));
+  reader.mapped_file_ = std::move(mapped);
+  return reader;
 }
 
 Result<MdsShardReader> MdsShardReader::FromBuffer(std::string data, const ShardDescription& entry,

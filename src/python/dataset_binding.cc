@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ferry/format/encoding.h"
+#include "ferry/format/shard_reader.h"
 #include "ferry/stream/streaming_dataset.h"
 #include "files/file_stream_view.h"
 #include "python/bindings.h"
@@ -187,13 +188,41 @@ const ShardConfig* DeclaredColumns(const StreamingDataset& ds) {
   return nullptr;
 }
 
+// How a DataLoader worker hands byte-like fields to the main process: as instances of `type` (a
+// bytes subclass whose pickling, in multiprocessing's pickler, names the field's place in its
+// cache file instead of carrying its bytes; python/ferry/_handoff.py), each with `_at` = (path,
+// inode, offset, sample id, column, token). Only fields read from a shard file as stored.
+struct Handoff {
+  py::object type;
+  py::object token;
+};
+
+py::object HandoffBytes(const Handoff& handoff, const Sample& sample, size_t column) {
+  const std::string_view field = sample.fields[column];
+  const MappedShardFile& file = *sample.file;
+  py::object out = handoff.type(
+      py::memoryview::from_memory(field.data(), static_cast<py::ssize_t>(field.size())));
+  out.attr("_at") = py::make_tuple(py::bytes(file.path.native()), file.inode,
+                                   static_cast<uint64_t>(field.data() - file.bytes.data()),
+                                   sample.id, column, handoff.token);
+  return out;
+}
+
+bool InFile(const Sample& sample, std::string_view field) {
+  if (sample.file == nullptr || field.empty()) return false;
+  const std::string_view bytes = sample.file->bytes;
+  return field.data() >= bytes.data() && field.data() + field.size() <= bytes.data() + bytes.size();
+}
+
 // (id, stream, values): the values as a list in the order of the declared columns, or - for a
 // sample whose fields are its own (a WebDataset sample: its key and one field per extension) -
 // as a dict of field name to value.
-py::tuple ToPython(const DecodedSample& d, const ShardConfig* declared) {
+py::tuple ToPython(const DecodedSample& d, const ShardConfig* declared,
+                   const Handoff* handoff = nullptr) {
   auto value = [&](size_t c) -> py::object {
     if (d.values[c]) return FromValue(*d.values[c]);
     const std::string_view field = d.sample.fields[c];
+    if (handoff != nullptr && InFile(d.sample, field)) return HandoffBytes(*handoff, d.sample, c);
     return py::bytes(field.data(), field.size());
   };
   const ShardConfig& config = *d.sample.config;
@@ -210,8 +239,9 @@ py::tuple ToPython(const DecodedSample& d, const ShardConfig* declared) {
 
 class PyIterator {
  public:
-  PyIterator(std::unique_ptr<SampleIterator> it, const ShardConfig* declared)
-      : it_(std::move(it)), declared_(declared) {}
+  PyIterator(std::unique_ptr<SampleIterator> it, const ShardConfig* declared,
+             std::optional<Handoff> handoff)
+      : it_(std::move(it)), declared_(declared), handoff_(std::move(handoff)) {}
   PyIterator(PyIterator&&) = default;
 
   py::tuple Next() {
@@ -230,7 +260,7 @@ class PyIterator {
     }
     auto sample = Unwrap(std::move(next));
     if (!sample) throw py::stop_iteration();
-    return ToPython(*sample, declared_);
+    return ToPython(*sample, declared_, handoff_ ? &*handoff_ : nullptr);
   }
 
   uint64_t remaining() const { return it_.get() ? it_.get()->remaining() : 0; }
@@ -244,6 +274,7 @@ class PyIterator {
  private:
   ForkSafe<std::unique_ptr<SampleIterator>> it_;
   const ShardConfig* declared_;  // the dataset's, which the iterator keeps alive
+  std::optional<Handoff> handoff_;
 };
 
 }  // namespace
@@ -368,7 +399,7 @@ void RegisterDataset(py::module_& m) {
       .def(
           "iterate",
           [](PyDataset& self, const Triple& world, const Triple& worker, uint64_t epoch,
-             uint64_t resume_from, uint64_t skip) {
+             uint64_t resume_from, uint64_t skip, std::optional<py::tuple> handoff) {
             StreamingDataset& ds = self.get();
             Result<std::unique_ptr<SampleIterator>> it = InternalError("no iterator");
             {
@@ -379,10 +410,12 @@ void RegisterDataset(py::module_& m) {
                                .resume_from = resume_from,
                                .skip = skip});
             }
-            return PyIterator(Unwrap(std::move(it)), DeclaredColumns(ds));
+            std::optional<Handoff> by_file;
+            if (handoff) by_file = Handoff{(*handoff)[0], (*handoff)[1]};
+            return PyIterator(Unwrap(std::move(it)), DeclaredColumns(ds), std::move(by_file));
           },
           py::arg("world"), py::arg("worker"), py::arg("epoch"), py::arg("resume_from") = 0,
-          py::arg("skip") = 0)
+          py::arg("skip") = 0, py::arg("handoff") = py::none())
       // The cache by hand (Mosaic's names, in python/ferry/dataset.py).
       .def_property_readonly("shards",
                              [](const PyDataset& self) {

@@ -362,6 +362,7 @@ Result<Sample> StreamingDatasetImpl::Read(const std::shared_ptr<const OpenShard>
   FERRY_RETURN_IF_ERROR(shard->reader->ReadSample(static_cast<uint32_t>(index), read));
   sample.fields = std::move(read.fields);
   sample.config = read.config;
+  sample.file = shard->reader->mapped_file();
   sample.owner = shard;
   return sample;
 }

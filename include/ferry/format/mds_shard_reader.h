@@ -56,6 +56,10 @@ class MdsShardReader final : public ShardReader {
   std::string_view data() const { return data_; }
   /// Keeps the bytes behind data() (and every view) alive; for zero-copy hand-off.
   const std::shared_ptr<const void>& owner() const override { return owner_; }
+  /// Set when opened from a file (Open), not from a buffer.
+  const MappedShardFile* mapped_file() const override {
+    return mapped_file_.bytes.data() != nullptr ? &mapped_file_ : nullptr;
+  }
 
   /// The stored record of sample `i` (the variable-size table plus payloads).
   /// \pre i < num_samples()
@@ -82,6 +86,7 @@ class MdsShardReader final : public ShardReader {
 
   std::shared_ptr<const void> owner_;
   std::string_view data_;
+  MappedShardFile mapped_file_;
   std::shared_ptr<const ShardConfig> config_;
   std::string origin_;
   uint32_t num_samples_ = 0;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -21,6 +22,16 @@
 #include "ferry/result.h"
 
 namespace ferry {
+
+/// A shard read from its file as stored, mapped whole: every view its reader hands out lies in
+/// `bytes`, so a field can be named by where it lies in the file (path, inode, offset) instead
+/// of by its bytes - how samples cross to another process on the node (Python's DataLoader
+/// workers hand them over so).
+struct MappedShardFile {
+  std::filesystem::path path;
+  uint64_t inode = 0;
+  std::string_view bytes;
+};
 
 /// One sample's fields as views into bytes that `owner` keeps alive.
 struct SampleFields {
@@ -37,6 +48,9 @@ class ShardReader {
   virtual const std::string& origin() const = 0;
   /// Keeps the bytes behind every view (and every config) alive without the reader.
   virtual const std::shared_ptr<const void>& owner() const = 0;
+  /// The file every view lies in, when the reader maps it as stored; null otherwise (a
+  /// decompressed shard, a parsed one). Lives as long as the reader.
+  virtual const MappedShardFile* mapped_file() const { return nullptr; }
 
   /// Sample `i`'s fields into `out` (reusing its storage). kDataLoss naming the shard and the
   /// sample when its stored record is malformed.

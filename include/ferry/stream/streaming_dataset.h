@@ -53,6 +53,8 @@
 
 namespace ferry {
 
+struct MappedShardFile;  // ferry/format/shard_reader.h
+
 struct StreamSpec {
   /// Any store URL, or WebDataset's way to name tars of one folder: a brace pattern
   /// ("s3://b/train-{000000..000127}.tar") or a "::" list (src/format/shard_pattern.h). Empty:
@@ -138,6 +140,11 @@ struct Sample {
   std::vector<std::string_view> fields;
   const ShardConfig* config = nullptr;  // column names and encodings
   std::shared_ptr<const void> owner;    // keeps the bytes behind `fields` alive
+  /// The file `fields` are views of, when the sample was read from a shard file mapped as
+  /// stored (a complete shard in the cache folder, a local dataset's own); null when its bytes
+  /// are in memory (a ranged read, a download in progress, a decompressed shard). Lives as long
+  /// as `owner`.
+  const MappedShardFile* file = nullptr;
 };
 
 struct IterateOptions {

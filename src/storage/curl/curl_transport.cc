@@ -332,8 +332,8 @@ class CurlTransport : public Transport {
   // libcurl's socket interface: it says which sockets to watch (OnSocket) and when its next
   // timeout falls due (OnTimer); the loop tells it which socket is ready. curl_multi_perform
   // instead checks the socket of every transfer with a poll of its own at each wakeup (libcurl
-  // 7.88): with 16 shards in 8 ranged parts each on a capped link, 875,000 polls per GB, a fifth
-  // of the process's CPU.
+  // 7.88): with 16 shards in 8 ranged parts each on a capped link, up to 875,000 polls per GB, a
+  // fifth of the process's CPU.
   static int OnSocket(CURL* easy, curl_socket_t socket, int what, void* user, void*) {
     auto* self = static_cast<CurlTransport*>(user);
     Transfer* t = nullptr;
