@@ -3,12 +3,14 @@
 nothing decoded), batches of 64, two epochs into an empty cache folder, from s3rver through
 ferry-wan. Mosaic Streaming runs from a checkout of its source (--mosaic-src; never part of
 this repository) with its defaults and 8 workers; ferry.StreamingDataset the same loop with 2
-workers, and ferry.DataLoader (native threads) beside them. With --ceiling DIR (the same
-dataset in a local folder) a fourth method measures torch's own ceiling for the hand-off: the
-same loop over samples of the same sizes made in memory (a fresh `bytes` per sample, as a
-dataset reading its cache makes), which no dataset under torch's DataLoader can beat. Methods
-alternate within each round, each run in a process of its own. Prints a markdown table: epoch
-1 and 2 samples/s and the time to the first batch.
+workers (its workers hand sample bytes over by file, python/ferry/_handoff.py, and once more
+with FERRY_SAMPLE_HANDOFF=copy: through torch's pipe), and ferry.DataLoader (native threads)
+beside them. With --ceiling DIR (the same dataset in a local folder) one more method measures
+torch's own ceiling for handing over `bytes`: the same loop over samples of the same sizes made
+in memory (a fresh `bytes` per sample), which no dataset whose workers send their bytes
+through the pipe can beat. Methods alternate within each round, each run in a process of its
+own, after one unrecorded run that warms s3rver up. Prints a markdown table: epoch 1 and 2
+samples/s and the time to the first batch.
 
     PYTHONPATH=build/release/python /usr/bin/python3 bench/python/dropin_vs_mosaic.py URL \\
         --local DIR --mosaic-src PATH [--rounds 3] [--mosaic-workers 8] [--workers 2] \\
@@ -147,7 +149,9 @@ def _one(args):
                                    args.mosaic_workers)
     elif args.one == "torch-ceiling":
         e1, e2, first = run_torch_ceiling(args.ceiling, args.batch, args.workers)
-    elif args.one == "ferry-torch":
+    elif args.one in ("ferry-torch", "ferry-torch-copy"):
+        if args.one == "ferry-torch-copy":  # the bytes through torch's pipe (ferry/_handoff.py)
+            os.environ["FERRY_SAMPLE_HANDOFF"] = "copy"
         e1, e2, first = run_ferry_torch(args.url, local, args.batch, args.workers)
     else:
         e1, e2, first = run_ferry_native(args.url, local, args.batch, args.workers)
@@ -166,7 +170,8 @@ def main():
     parser.add_argument("--mosaic-workers", type=int, default=8)
     parser.add_argument("--ceiling", help="the dataset in a local folder: measure torch's own "
                         "ceiling for the hand-off of samples of its sizes")
-    parser.add_argument("--one", choices=["mosaic", "ferry-torch", "ferry-native", "torch-ceiling"],
+    parser.add_argument("--one", choices=["mosaic", "ferry-torch", "ferry-torch-copy", "ferry-native",
+                                 "torch-ceiling"],
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -175,11 +180,16 @@ def main():
     methods = [
         ("mosaic", f"Mosaic Streaming, DataLoader {args.mosaic_workers} workers"),
         ("ferry-torch", f"ferry.StreamingDataset, DataLoader {args.workers} workers"),
+        ("ferry-torch-copy", f"the same, FERRY_SAMPLE_HANDOFF=copy (bytes through torch's pipe)"),
         ("ferry-native", f"ferry.DataLoader, {args.workers} threads"),
     ]
     if args.ceiling:
         methods.append(("torch-ceiling",
                         f"in-memory bytes, DataLoader {args.workers} workers (torch's ceiling)"))
+    # One unrecorded run first: the first reads after the upload find s3rver cold (its runs
+    # were 2-3x slower, whichever method came first).
+    subprocess.run([sys.executable, __file__, *sys.argv[1:], "--one", "ferry-native"],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     print("| method | round | epoch 1 samples/s | epoch 2 samples/s | first batch s |")
     print("|---|---|---|---|---|")
     for rnd in range(1, args.rounds + 1):
