@@ -114,6 +114,8 @@ def _from_file(path: bytes, inode: int, offset: int, sample_id: int, column: int
             f"{os.fsdecode(path)}: sample {sample_id}'s bytes were removed from the cache folder "
             f"before this process read them, and the dataset that could read them again is gone")
     _, _, values = dataset._native().get(sample_id)
+    if isinstance(values, dict):  # a shard whose columns are not the dataset's: in column order
+        values = list(values.values())
     return bytes(values[column])
 
 

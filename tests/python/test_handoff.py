@@ -129,3 +129,24 @@ def test_a_file_gone_without_its_dataset_is_a_clear_error(tmp_path):
     gc.collect()
     with pytest.raises(DataLossError, match=os.path.basename(path)):
         pickle.loads(sent)
+
+
+def test_a_shard_with_columns_of_its_own_is_read_again_by_column_order(tmp_path):
+    # Merged parts with other columns: their samples come as dicts, in their own column order.
+    root = tmp_path / "root"
+    with ferry.MDSWriter(out=str(root / "a"), columns={"data": "bytes", "label": "int"}) as w:
+        w.write({"data": b"first part", "label": 0})
+    with ferry.MDSWriter(out=str(root / "b"), columns={"extra": "str", "data": "bytes"}) as w:
+        w.write({"extra": "x", "data": b"second part, its own columns"})
+    ferry.util.merge_index(str(root))
+    ds = ferry.StreamingDataset(local=str(root), batch_size=1)
+    it = ds._native().iterate((1, 1, 1), (0, 0, 0), 0, 0, 0,
+                              (_handoff.SampleBytes, ds._handoff_token))
+    values = [v for _, _, v in it]
+    fields = [v["data"] for v in values if isinstance(v, dict)]
+    assert len(fields) == 1 and isinstance(fields[0], _handoff.SampleBytes)
+    sent = ForkingPickler.dumps(fields[0])
+    path = os.fsdecode(fields[0]._at[0])
+    shutil.copy(path, path + ".new")
+    os.replace(path + ".new", path)
+    assert pickle.loads(sent) == b"second part, its own columns"
