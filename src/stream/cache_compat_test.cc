@@ -71,6 +71,16 @@ class CacheCompatTest : public ::testing::Test {
     o.download_on_access = true;
     return o;
   }
+  // Waits up to 20 s for the download of `file` to be published. Until then a sample of it may
+  // come from the bytes the download has landed, not from the file: on a loaded machine the
+  // second sample still did.
+  static bool WaitForFile(const fs::path& file) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!fs::exists(file) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return fs::exists(file);
+  }
   testing::TempDir tmp_;
 };
 
@@ -158,7 +168,8 @@ TEST_F(CacheCompatTest, AShardDeletedWhileReadIsFetchedAgainInThatEpoch) {
   std::vector<int64_t> ids;
   while (auto sample = it->Next().value()) {
     ids.push_back(SampleId(*sample));
-    if (ids.size() == 2) {  // the first comes by range, the second from the shard's file
+    if (ids.size() == 2) {  // the first comes by range, the next from the download
+      ASSERT_TRUE(WaitForFile(shard0));
       ASSERT_TRUE(fs::remove(shard0));  // heard at once: the next samples drain the deletions
     }
   }
@@ -246,8 +257,10 @@ TEST_F(CacheCompatTest, AShardAnIteratorIsReadingIsNotEvicted) {
   Write(tmp_ / "remote", 1000, 100, 4096);
   auto ds = StreamingDataset::Open(Remote()).value();
   auto it = ds->Iterate({.epoch = 0}).value();
-  // Reading shard 0 (the first sample comes by range, the second from the shard's file).
+  // Reading shard 0: the first sample comes by range, the next from its download; once the
+  // file is published, the one after from the file, which the iterator then holds.
   ASSERT_TRUE(it->Next().value().has_value());
+  ASSERT_TRUE(WaitForFile(tmp_ / "cache" / "shard.00000.mds"));
   ASSERT_TRUE(it->Next().value().has_value());
   const Status refused = ds->EvictShard(0);
   EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition);
