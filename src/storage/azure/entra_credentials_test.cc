@@ -128,7 +128,9 @@ TEST(ServicePrincipalToken, ACertificateSignsAnAssertionForThisEndpoint) {
   const auto key = testing::TestKey::Rsa();
   ferry::testing::TempDir tmp;
   const auto pem = tmp / "app.pem";
-  ASSERT_TRUE(WriteFileAtomically(pem, key.PrivatePem() + key.CertificatePem()).ok());
+  // Made once: each call signs a new certificate, valid from the second it is made.
+  const std::string certificate = key.CertificatePem();
+  ASSERT_TRUE(WriteFileAtomically(pem, key.PrivatePem() + certificate).ok());
   http::RecordingTransport entra([](const http::RecordedRequest&) -> Result<http::Response> {
     return testing::JsonReply(200,
                               R"({"token_type":"Bearer","expires_in":"600","access_token":"tok"})");
@@ -151,7 +153,7 @@ TEST(ServicePrincipalToken, ACertificateSignsAnAssertionForThisEndpoint) {
   const auto header =
       nlohmann::json::parse(Base64UrlDecode(assertion.substr(0, assertion.find('.'))).value());
   EXPECT_EQ(header["alg"], "RS256");
-  EXPECT_EQ(header["x5t"], CertificateThumbprint(key.CertificatePem(), "x").value_or("?"));
+  EXPECT_EQ(header["x5t"], CertificateThumbprint(certificate, "x").value_or("?"));
   EXPECT_EQ(header["x5t"].get<std::string>().size(), 27u);  // 20 bytes of SHA-1, base64url
   const auto claims = internal_storage::UnverifiedJwtClaims(assertion).value();
   EXPECT_EQ(claims["aud"], "http://127.0.0.1:7/tenant-1/oauth2/v2.0/token");
