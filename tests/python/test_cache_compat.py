@@ -67,7 +67,11 @@ def test_the_cache_folder_stays_within_cache_limit_counting_index_json(
     loader = torch.utils.data.DataLoader(ds, num_workers=2)
     for _ in range(2):
         assert sum(1 for _ in loader) == 5000
-    assert _bytes_under(local) <= cache_limit, "the folder, ferry's records and all"
+    # The documented slack (docs/streaming.md, "Slack"): downloads in flight in the other worker
+    # are not seen by a scan, so two readers may end one shard (both its files) over the limit.
+    shard = max(s["raw_data"]["bytes"] + ((s.get("zip_data") or {}).get("bytes", 0))
+                for s in index["shards"])
+    assert _bytes_under(local) <= cache_limit + shard, "the folder, ferry's records and all"
     raw = [p for p in local.iterdir() if p.suffix == ".mds"]
     room = cache_limit - (local / "index.json").stat().st_size
     assert len(raw) <= room // index["shards"][0]["raw_data"]["bytes"]
