@@ -53,14 +53,17 @@ def register(dataset: Any) -> int:
 class _OpenFiles:
     """The cache files the main process reads hand-offs from, kept open (64 at most): one
     ``pread`` per field. Keyed by (path, inode): an fd stays valid for the inode it opened even
-    if the path is removed or published again."""
+    if the path is removed or published again. An open fd also keeps an evicted file's blocks
+    on disk, so every _SWEEP_EVERY reads the fds of files no longer in the folder are closed."""
 
     _MAX = 64
+    _SWEEP_EVERY = 256
 
     def __init__(self) -> None:
         self._fds: "OrderedDict[Tuple[bytes, int], int]" = OrderedDict()
         self._lock = threading.Lock()
         self._pid = os.getpid()
+        self._reads = 0
 
     def read(self, path: bytes, inode: int, offset: int, length: int) -> Optional[bytes]:
         """The bytes at [offset, offset + length) of the file `path` if it is still `inode`;
@@ -70,6 +73,9 @@ class _OpenFiles:
             if self._pid != os.getpid():  # inherited through fork: not ours to close
                 self._fds = OrderedDict()
                 self._pid = os.getpid()
+            self._reads += 1
+            if self._reads % self._SWEEP_EVERY == 0:
+                self._close_removed()
             fd = self._fds.get(key)
             if fd is not None:
                 self._fds.move_to_end(key)
@@ -79,6 +85,13 @@ class _OpenFiles:
                 return None
         data = os.pread(fd, length, offset)
         return data if len(data) == length else None
+
+    def _close_removed(self) -> None:
+        """Closes the fds of files removed from the folder (evicted). Holds the lock."""
+        for key, fd in list(self._fds.items()):
+            if os.fstat(fd).st_nlink == 0:
+                os.close(fd)
+                del self._fds[key]
 
     def _open(self, path: bytes, inode: int) -> Optional[int]:
         try:

@@ -150,3 +150,21 @@ def test_a_shard_with_columns_of_its_own_is_read_again_by_column_order(tmp_path)
     shutil.copy(path, path + ".new")
     os.replace(path + ".new", path)
     assert pickle.loads(sent) == b"second part, its own columns"
+
+
+def test_the_main_process_lets_go_of_removed_files(tmp_path):
+    # An fd kept open would hold an evicted shard's blocks on disk past the cache_limit.
+    truth = _write(tmp_path / "data")
+    ds = ferry.StreamingDataset(local=str(tmp_path / "data"), batch_size=8)
+    field, label = _handed_off(ds)
+    file, inode, offset = field._at[:3]
+    assert _handoff._files.read(file, inode, offset, len(field)) == truth[label]
+    assert (file, inode) in _handoff._files._fds
+    os.remove(os.fsdecode(file))
+    other = tmp_path / "other"
+    other.write_bytes(b"x" * 64)
+    other_key = os.fsencode(other), os.stat(other).st_ino
+    for _ in range(_handoff._OpenFiles._SWEEP_EVERY):
+        assert _handoff._files.read(*other_key, 0, 8) == b"x" * 8
+    assert (file, inode) not in _handoff._files._fds
+    assert other_key in _handoff._files._fds
