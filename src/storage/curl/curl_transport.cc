@@ -220,17 +220,17 @@ class CurlTransport : public Transport {
   }
 
   void Submit(Request request, BodySink sink, Completion done) override EXCLUDES(mu_) {
+    if (!setup_error_.ok()) return done(setup_error_);
     auto t = std::make_unique<Transfer>();
     t->request = std::move(request);
     t->sink = std::move(sink);
     t->done = std::move(done);
-    bool stopping = !setup_error_.ok();
-    if (!stopping) {
+    bool stopping;
+    {
       MutexLock lock(mu_);
       stopping = stopping_;
       if (!stopping) pending_.push_back(std::move(t));
     }
-    if (!setup_error_.ok()) return t->done(setup_error_);
     if (stopping) return t->done(CancelledError("transport is shutting down"));
     Wake();
   }
