@@ -62,17 +62,19 @@ class _OpenFiles:
     def __init__(self) -> None:
         self._fds: "OrderedDict[Tuple[bytes, int], int]" = OrderedDict()
         self._lock = threading.Lock()
-        self._pid = os.getpid()
         self._reads = 0
+
+    def forget_inherited(self) -> None:
+        """In a child made by fork: the parent's fds are not this process's to keep or close,
+        and its lock may have been held by a thread the child does not have."""
+        self._fds = OrderedDict()
+        self._lock = threading.Lock()
 
     def read(self, path: bytes, inode: int, offset: int, length: int) -> Optional[bytes]:
         """The bytes at [offset, offset + length) of the file `path` if it is still `inode`;
         None when it is gone or another file now."""
         key = (path, inode)
         with self._lock:
-            if self._pid != os.getpid():  # inherited through fork: not ours to close
-                self._fds = OrderedDict()
-                self._pid = os.getpid()
             self._reads += 1
             if self._reads % self._SWEEP_EVERY == 0:
                 self._close_removed()
@@ -114,6 +116,7 @@ class _OpenFiles:
 
 
 _files = _OpenFiles()
+os.register_at_fork(after_in_child=_files.forget_inherited)
 
 
 def _from_file(path: bytes, inode: int, offset: int, sample_id: int, column: int, token: int,
