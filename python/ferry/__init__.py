@@ -11,7 +11,8 @@ alone, for writing datasets, does not need it). ``ferry.util`` holds the helpers
 from __future__ import annotations
 
 from . import errors
-from ._ferry import __version__, metrics
+from ._ferry import __version__
+from ._node import metrics
 from .errors import (
     DataLossError,
     FailedPreconditionError,

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import torch
 
-from . import _ferry
+from . import _ferry, _node
 from .dataset import StreamingDataset
 from .files import FileDataset
 from .errors import InvalidArgumentError
@@ -211,6 +211,7 @@ class DataLoader:
 
     def _native(self):
         if self._pid != os.getpid():
+            _node.prepare_process()
             self._native_dataset = _ferry.Dataset(self._dataset_options)
             self._pid = os.getpid()
         return self._native_dataset

@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import torch.distributed
 import torch.utils.data
 
+from . import _node
 from .errors import InvalidArgumentError
 from .stream import _count
 
@@ -202,6 +203,7 @@ class _NativeDataset(torch.utils.data.IterableDataset):
         if self._pid != os.getpid():
             # A dataset inherited through fork is dropped here safely: the native side never
             # destroys an object in a process other than its own (src/python/fork_safe.h).
+            _node.prepare_process()
             self._dataset = self._open_native()
             self._pid = os.getpid()
         return self._dataset

@@ -128,6 +128,10 @@ std::filesystem::path CacheLayout::ReadersDir() const {
 
 Status CacheLayout::CreateReadersDir() const { return CreateCacheFolders(ReadersDir()); }
 
+std::filesystem::path CacheLayout::MetricsDir() const {
+  return root_ / std::string(kBookkeepingFolder) / "metrics";
+}
+
 std::filesystem::path CacheLayout::SlotsDir() const {
   return root_ / std::string(kBookkeepingFolder) / "slots";
 }

@@ -10,6 +10,7 @@
 //                                       while it reads (src/cache/reader_registry.h); a folder
 //                                       of their own, so that counting them does not list the
 //                                       two lock files of every shard
+//   <root>/.ferry/metrics/proc.*     each reading process's counters (ferry/metrics/node_metrics.h)
 //   <root>/.ferry/slots/<k>             download slots, 0..n-1: with node_download_concurrency n,
 //                                       a download runs while it holds one (download_slots.h)
 //   <root>/.ferry/origin.json           the remote the folder was filled from and the version of
@@ -93,6 +94,10 @@ class CacheLayout {
   std::filesystem::path ReadersDir() const;
   /// Creates .ferry/readers (and the root) if missing.
   Status CreateReadersDir() const;
+
+  /// The files of the processes that read the folder, with their counters
+  /// (ferry/metrics/node_metrics.h).
+  std::filesystem::path MetricsDir() const;
 
   /// The download slots' lock files (src/cache/download_slots.h).
   std::filesystem::path SlotsDir() const;

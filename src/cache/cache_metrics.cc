@@ -14,6 +14,7 @@ CacheMetrics& CacheMetrics::Get() {
       .hash_failures = metrics::GetCounter("/ferry/cache/hash_failures"),
       .damaged_copies = metrics::GetCounter("/ferry/cache/damaged_copies"),
       .slot_wait_ns = metrics::GetCounter("/ferry/cache/slot_wait_ns"),
+      .limit_bytes = metrics::GetGauge("/ferry/cache/limit_bytes"),
   };
   return *instance;
 }

@@ -12,6 +12,8 @@
 //                    downloaded again
 //   slot_wait_ns     time downloads waited for a slot of node_download_concurrency (part of
 //                    wait_ns)
+//   limit_bytes      (a gauge) the cache_limit of the last cache folder this process opened
+//                    with one (0: none); `ferry top` shows the largest of a folder's readers'
 //
 // Thread-safety: counters are relaxed atomics; the struct lives as long as the process.
 #pragma once
@@ -31,6 +33,7 @@ struct CacheMetrics {
   metrics::Counter& hash_failures;
   metrics::Counter& damaged_copies;
   metrics::Counter& slot_wait_ns;
+  metrics::Gauge& limit_bytes;
 
   /// The process-wide instance (registered on first use).
   static CacheMetrics& Get();

@@ -103,10 +103,23 @@ uint64_t MeasureDiskUsage(const CacheLayout& layout, const DatasetDescription& i
   return used;
 }
 
+// The files of the processes publishing their counters here, and the totals of exited ones
+// (counted at kMetricsTotalsBytes at least: they are written when a process leaves).
+uint64_t MetricsBytes(const CacheLayout& layout) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(layout.MetricsDir(), ec)) return 0;
+  uint64_t bytes = 0, totals = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(layout.MetricsDir(), ec)) {
+    const uint64_t size = StatFile(entry.path()).bytes;
+    (entry.path().filename() == "totals.json" ? totals : bytes) += size;
+  }
+  return bytes + std::max(totals, kMetricsTotalsBytes);
+}
+
 uint64_t MeasureOtherBytes(const CacheLayout& layout) {
   return StatFile(layout.IndexPath()).bytes + StatFile(layout.BinaryIndexPath()).bytes +
          StatFile(layout.OriginPath()).bytes +
-         std::max(kLedgerBytes, StatFile(layout.CacheLockPath()).bytes);
+         std::max(kLedgerBytes, StatFile(layout.CacheLockPath()).bytes) + MetricsBytes(layout);
 }
 
 namespace {

@@ -73,11 +73,15 @@ uint64_t MeasureDiskUsage(const CacheLayout& layout, const DatasetDescription& i
 
 /// What the usage ledger takes in cache.lock (it is padded to this size).
 inline constexpr uint64_t kLedgerBytes = 64;
+/// What the totals of exited processes' counters (.ferry/metrics/totals.json) are counted at,
+/// whether or not written yet.
+inline constexpr uint64_t kMetricsTotalsBytes = 4096;
 
 /// Bytes of the files besides shards that a cache_limit holds too: index.json and its binary
-/// form (.ferry/index.bin), the record of the folder's remote (.ferry/origin.json) and the usage
-/// ledger (kLedgerBytes, counted whether
-/// or not it is written yet). The lock files are empty.
+/// form (.ferry/index.bin), the record of the folder's remote (.ferry/origin.json), the usage
+/// ledger (kLedgerBytes, counted whether or not it is written yet) and the node-wide metrics'
+/// files (.ferry/metrics: 8 KiB per process reading now, and the totals at kMetricsTotalsBytes
+/// at least). The lock files are empty.
 uint64_t MeasureOtherBytes(const CacheLayout& layout);
 
 /// The shards of `index` with a file (raw or zip) under `layout`, each with its last use (as

@@ -141,6 +141,20 @@ TEST(MeasureOtherBytes, CountsTheIndexTheOriginRecordAndTheLedger) {
   EXPECT_EQ(MeasureOtherBytes(layout), 1000 + 30 + kLedgerBytes);
 }
 
+TEST(MeasureOtherBytes, CountsTheMetricsFilesAndRoomForTheirTotals) {
+  ferry::testing::TempDir tmp;
+  const CacheLayout layout(tmp.path());
+  ASSERT_TRUE(layout.CreateLocksDir().ok());
+  ASSERT_TRUE(CreateCacheFolders(layout.MetricsDir()).ok());
+  // The totals are counted before they are written: a process leaving writes them.
+  EXPECT_EQ(MeasureOtherBytes(layout), kLedgerBytes + kMetricsTotalsBytes);
+  std::ofstream(layout.MetricsDir() / "proc.1.2.3") << std::string(8192, 'p');
+  std::ofstream(layout.MetricsDir() / "totals.json") << std::string(100, 't');
+  EXPECT_EQ(MeasureOtherBytes(layout), kLedgerBytes + 8192 + kMetricsTotalsBytes);
+  std::ofstream(layout.MetricsDir() / "totals.json") << std::string(5000, 't');
+  EXPECT_EQ(MeasureOtherBytes(layout), kLedgerBytes + 8192 + 5000);
+}
+
 TEST(EvictShard, DeletesAnUnpinnedShardAndLowersTheLedger) {
   ferry::testing::TempDir tmp;
   const CacheLayout layout(tmp.path());

@@ -43,6 +43,7 @@
 #include "cache/part_tuner.h"
 #include "cache/shard_downloader.h"
 #include "ferry/format/local_dataset.h"
+#include "ferry/metrics/node_metrics.h"
 #include "format/hash.h"
 #include "storage/http/http_types.h"
 
@@ -222,7 +223,8 @@ class ShardCacheImpl final : public ShardCache {
  public:
   ShardCacheImpl(std::shared_ptr<ObjectStore> remote, std::string remote_prefix,
                  std::shared_ptr<const DatasetDescription> index, ShardCacheOptions options,
-                 std::unique_ptr<internal_cache::DownloadSlots> slots, uint64_t other_bytes)
+                 std::unique_ptr<internal_cache::DownloadSlots> slots, uint64_t other_bytes,
+                 metrics::NodePublication publication)
       : remote_(remote),
         slots_(std::move(slots)),
         other_bytes_(other_bytes),
@@ -235,7 +237,8 @@ class ShardCacheImpl final : public ShardCache {
                      .validate_hash = options_.validate_hash,
                      .parts = {.parallel_part_threshold = options_.parallel_part_threshold,
                                .download_parts = options_.download_parts.value_or(1),
-                               .tuner = tuner_.get()}}) {}
+                               .tuner = tuner_.get()}}),
+        publication_(std::move(publication)) {}
 
   const DatasetDescription& index() const override { return *index_; }
 
@@ -433,9 +436,11 @@ class ShardCacheImpl final : public ShardCache {
     for (const auto& list : lists) spans.emplace_back(*list);
     const std::vector<size_t> positions =
         internal_cache::UpcomingPositions(spans, index_->shards.size());
-    // The shards get what index.json and ferry's records leave of the limit.
+    // The shards get what index.json and ferry's records leave of the limit - measured now:
+    // each process reading the folder adds its metrics file.
+    const uint64_t other_bytes = std::max(other_bytes_, internal_cache::MeasureOtherBytes(layout_));
     const uint64_t shard_room =
-        *options_.cache_limit - std::min(*options_.cache_limit, other_bytes_);
+        *options_.cache_limit - std::min(*options_.cache_limit, other_bytes);
     FERRY_ASSIGN_OR_RETURN(const internal_cache::RoomResult room,
                            internal_cache::MakeRoom(layout_, *index_, positions,
                                                     {.limit = shard_room,
@@ -452,7 +457,7 @@ class ShardCacheImpl final : public ShardCache {
           room.used_after == 0
               ? fmt::format("it is larger than what the limit leaves beside index.json and "
                             "ferry's records ({} bytes)",
-                            other_bytes_)
+                            other_bytes)
               : fmt::format("the {} bytes of shards left are all in use", room.used_after));
       if (!warned_over_limit_.exchange(true)) {
         Log().warn("{}", message);
@@ -472,6 +477,7 @@ class ShardCacheImpl final : public ShardCache {
   const std::unique_ptr<internal_cache::PartTuner> tuner_;  // null when download_parts is set
   const ShardDownloader downloader_;
   std::atomic<bool> warned_over_limit_{false};
+  const metrics::NodePublication publication_;  // this process's counters, seen node-wide
 
   Mutex mu_;
   // Each reader's upcoming shards, soonest first.
@@ -554,10 +560,27 @@ Result<std::unique_ptr<ShardCache>> ShardCache::Open(
     FERRY_ASSIGN_OR_RETURN(slots, internal_cache::DownloadSlots::Open(
                                       layout.SlotsDir(), *options.node_download_concurrency));
   }
+  metrics::NodePublication publication;
+  if (remote && options.cache_limit) {
+    internal_cache::CacheMetrics::Get().limit_bytes.Set(static_cast<int64_t>(*options.cache_limit));
+  }
+  if (remote) {
+    // Best effort: a folder where it cannot be published is still read.
+    Status created = internal_cache::CreateCacheFolders(layout.MetricsDir());
+    auto started = created.ok() ? metrics::NodePublication::Start(layout.MetricsDir(),
+                                                                  internal_cache::Modes().file)
+                                : Result<metrics::NodePublication>(std::move(created));
+    if (started.ok()) {
+      publication = std::move(*started);
+    } else {
+      Log().debug("cache: not publishing this process's counters: {}", started.status().ToString());
+    }
+  }
+  // After the publication: its own file is among the bytes beside the shards.
   const uint64_t other_bytes = internal_cache::MeasureOtherBytes(layout);
-  return std::unique_ptr<ShardCache>(new ShardCacheImpl(std::move(remote), std::move(remote_prefix),
-                                                        std::move(shared_index), std::move(options),
-                                                        std::move(slots), other_bytes));
+  return std::unique_ptr<ShardCache>(new ShardCacheImpl(
+      std::move(remote), std::move(remote_prefix), std::move(shared_index), std::move(options),
+      std::move(slots), other_bytes, std::move(publication)));
 }
 
 Status ShardCache::Prepare(size_t k, bool /*blocking*/, std::stop_token stop) {
@@ -566,6 +589,10 @@ Status ShardCache::Prepare(size_t k, bool /*blocking*/, std::stop_token stop) {
 
 Result<uint64_t> ShardCache::Evict(size_t k) {
   return UnimplementedError(fmt::format("shard {}: this cache does not evict on demand", k));
+}
+
+Result<metrics::NodeMetrics> ReadCacheFolderMetrics(const std::filesystem::path& local) {
+  return metrics::ReadNodeMetrics(CacheLayout(local).MetricsDir());
 }
 
 }  // namespace ferry

@@ -21,6 +21,7 @@
 #include "ferry/format/merge_index.h"
 #include "ferry/metrics/metrics.h"
 #include "format/fixture_testutil.h"
+#include "metrics/metrics_file.h"
 
 namespace ferry {
 namespace {
@@ -225,7 +226,10 @@ TEST_F(ShardCacheTest, CacheLimitHoldsIndexJsonBesideTheShards) {
   ASSERT_GE(index_bytes, LargestPeak() / 2);
   const uint64_t limit = index_bytes + 5 * LargestPeak() / 2;
   auto cache = Open({.cache_limit = limit});
-  EXPECT_EQ(cache->OtherBytes(), index_bytes + internal_cache::kLedgerBytes);
+  // And this process's node-wide metrics file, and room for the totals of exited ones.
+  EXPECT_EQ(cache->OtherBytes(), index_bytes + internal_cache::kLedgerBytes +
+                                     metrics::kMetricsFileSize +
+                                     internal_cache::kMetricsTotalsBytes);
   IterateUnderLimit(*cache, index_, Cache(), 1, limit);
   EXPECT_LE(cache->DiskUsage() + index_bytes, limit);
 }

@@ -59,7 +59,8 @@ int Main(int argc, char** argv) {
       AddConvertCommand(app), AddInspectCommand(app),    AddVerifyCommand(app),
       AddCatCommand(app),     AddMergeIndexCommand(app), AddLsCommand(app),
       AddStatCommand(app),    AddCpCommand(app),         AddSyncCommand(app),
-      AddStreamCommand(app),  AddDoctorCommand(app),     AddIndexCommand(app)};
+      AddStreamCommand(app),  AddDoctorCommand(app),     AddIndexCommand(app),
+      AddTopCommand(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

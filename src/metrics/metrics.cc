@@ -1,5 +1,8 @@
 #include "ferry/metrics/metrics.h"
 
+#include <pthread.h>
+
+#include <algorithm>
 #include <deque>
 #include <nlohmann/json.hpp>
 
@@ -7,6 +10,12 @@
 #include "base/python_json.h"
 
 namespace ferry::metrics {
+
+class ForkReset {
+ public:
+  static void Zero(Counter& c) { c.Reset(); }
+};
+
 namespace {
 
 struct Registry {
@@ -18,9 +27,28 @@ struct Registry {
   std::map<std::string, Gauge*, std::less<>> gauge_names GUARDED_BY(mu);
 };
 
+// The lock is held across fork() so that the child's copy is consistent and unlocked, and the
+// child zeroes what it inherited.
+void LockRegistryBeforeFork();
+void UnlockRegistryInParent();
+void ZeroInChild();
+
 Registry& TheRegistry() {
-  static auto* registry = new Registry();  // never destroyed: metrics outlive every user
+  static auto* registry = [] {
+    auto* r = new Registry();  // never destroyed: metrics outlive every user
+    ::pthread_atfork(LockRegistryBeforeFork, UnlockRegistryInParent, ZeroInChild);
+    return r;
+  }();
   return *registry;
+}
+
+void LockRegistryBeforeFork() NO_THREAD_SAFETY_ANALYSIS { TheRegistry().mu.lock(); }
+void UnlockRegistryInParent() NO_THREAD_SAFETY_ANALYSIS { TheRegistry().mu.unlock(); }
+void ZeroInChild() NO_THREAD_SAFETY_ANALYSIS {
+  Registry& r = TheRegistry();
+  for (Counter& c : r.counters) ForkReset::Zero(c);
+  for (Gauge& g : r.gauges) g.Set(0);
+  r.mu.unlock();
 }
 
 }  // namespace
@@ -41,6 +69,22 @@ Gauge& GetGauge(std::string_view name) {
   Gauge* g = &r.gauges.emplace_back();
   r.gauge_names.emplace(std::string(name), g);
   return *g;
+}
+
+std::vector<Metric> All() {
+  Registry& r = TheRegistry();
+  MutexLock lock(r.mu);
+  std::vector<Metric> out;
+  out.reserve(r.counter_names.size() + r.gauge_names.size());
+  for (const auto& [name, c] : r.counter_names) {
+    out.push_back({.name = name, .gauge = false, .value = static_cast<int64_t>(c->value())});
+  }
+  for (const auto& [name, g] : r.gauge_names) {
+    out.push_back({.name = name, .gauge = true, .value = g->value()});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const Metric& a, const Metric& b) { return a.name < b.name; });
+  return out;
 }
 
 std::map<std::string, int64_t> Values() {

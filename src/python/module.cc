@@ -6,6 +6,7 @@
 #include <string>
 
 #include "base/human_size.h"
+#include "ferry/cache/shard_cache.h"
 #include "ferry/format/encoding.h"
 #include "ferry/format/mds_writer.h"
 #include "ferry/metrics/metrics.h"
@@ -44,6 +45,43 @@ PYBIND11_MODULE(_ferry, m) {
   m.def(
       "metrics", [] { return metrics::Values(); },
       "Every counter and gauge of this process: {'/ferry/cache/hits': 12, ...}.");
+  m.def(
+      "node_metrics",
+      [](const std::string& local) {
+        const metrics::NodeMetrics n = Unwrap([&] {
+          py::gil_scoped_release release;
+          return ReadCacheFolderMetrics(local);
+        }());
+        py::list processes;
+        for (const metrics::ProcessMetrics& p : n.processes) {
+          py::dict d;
+          d["pid"] = p.pid;
+          d["label"] = p.label;
+          d["started_unix_ms"] = p.started_unix_ms;
+          d["updated_unix_ms"] = p.updated_unix_ms;
+          d["values"] = p.values;
+          processes.append(std::move(d));
+        }
+        py::dict out;
+        out["values"] = n.values;
+        out["processes"] = std::move(processes);
+        out["exited"] = n.exited;
+        return out;
+      },
+      py::arg("local"),
+      "The counters and gauges of every process reading the cache folder `local`: {'values': "
+      "summed, 'processes': [{'pid', 'label', 'started_unix_ms', 'updated_unix_ms', 'values'}], "
+      "'exited': what exited processes counted}.");
+  m.def(
+      "flush_metrics",
+      [] {
+        py::gil_scoped_release release;
+        metrics::FlushNodeMetrics();
+      },
+      "Writes this process's counters into the cache folders it publishes to, now.");
+  m.def(
+      "set_process_label", [](std::string label) { metrics::SetProcessLabel(std::move(label)); },
+      py::arg("label"), "Who this process is, as `ferry top` shows it (e.g. 'worker 1/2').");
   m.def(
       "put_file",
       [](const std::string& url, const std::string& path) {

@@ -1,6 +1,7 @@
 #include "storage/instrumented_store.h"
 
 #include <string>
+#include <type_traits>
 
 #include "ferry/metrics/metrics.h"
 
@@ -15,7 +16,8 @@ class InstrumentedStore : public ObjectStore {
         requests_(metrics::GetCounter(prefix_ + "requests")),
         bytes_read_(metrics::GetCounter(prefix_ + "bytes_read")),
         bytes_written_(metrics::GetCounter(prefix_ + "bytes_written")),
-        errors_(metrics::GetCounter(prefix_ + "errors")) {}
+        errors_(metrics::GetCounter(prefix_ + "errors")),
+        in_flight_(metrics::GetGauge(prefix_ + "in_flight")) {}
 
   std::string_view scheme() const override { return store_->scheme(); }
   bool read_only() const override { return store_->read_only(); }
@@ -24,31 +26,40 @@ class InstrumentedStore : public ObjectStore {
     return store_->LocalPath(key);
   }
 
-  Result<ObjectInfo> Head(std::string_view key) override { return Count(store_->Head(key)); }
+  Result<ObjectInfo> Head(std::string_view key) override {
+    return Count([&] { return store_->Head(key); });
+  }
 
   Result<ObjectInfo> Read(std::string_view key, ByteRange range, const ByteSink& sink) override {
-    return Count(store_->Read(key, range, [&](std::string_view chunk) {
-      bytes_read_.Add(chunk.size());
-      return sink(chunk);
-    }));
+    return Count([&] {
+      return store_->Read(key, range, [&](std::string_view chunk) {
+        bytes_read_.Add(chunk.size());
+        return sink(chunk);
+      });
+    });
   }
 
   Status Write(std::string_view key, const ByteSource& source) override {
-    Status s = Count(store_->Write(key, source));
+    Status s = Count([&] { return store_->Write(key, source); });
     if (s.ok()) bytes_written_.Add(source.size);
     return s;
   }
 
   Result<ListResult> List(std::string_view prefix, bool recursive) override {
-    return Count(store_->List(prefix, recursive));
+    return Count([&] { return store_->List(prefix, recursive); });
   }
 
-  Status Remove(std::string_view key) override { return Count(store_->Remove(key)); }
+  Status Remove(std::string_view key) override {
+    return Count([&] { return store_->Remove(key); });
+  }
 
  private:
-  template <typename R>
-  R Count(R result) {
+  template <typename Call>
+  std::invoke_result_t<Call> Count(Call call) {
     requests_.Add();
+    in_flight_.Add(1);
+    auto result = call();
+    in_flight_.Add(-1);
     if (!internal_status::ToStatus(result).ok()) errors_.Add();
     return result;
   }
@@ -59,6 +70,7 @@ class InstrumentedStore : public ObjectStore {
   metrics::Counter& bytes_read_;
   metrics::Counter& bytes_written_;
   metrics::Counter& errors_;
+  metrics::Gauge& in_flight_;
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 //   /ferry/storage/<scheme>/bytes_read    bytes delivered by reads
 //   /ferry/storage/<scheme>/bytes_written bytes of writes
 //   /ferry/storage/<scheme>/errors        calls that failed
+//   /ferry/storage/<scheme>/in_flight     calls under way now (a gauge)
 // The streaming engine wraps every remote in one, so that "zero remote requests in epoch 2" is a
 // number, not a belief.
 //

@@ -2,6 +2,7 @@
 PYTHONPATH=<build>/python (scripts/run-tests.sh); FERRY_FIXTURES_DIR overrides where Mosaic
 Streaming's fixture datasets are (default: scripts/fixtures-dir.txt)."""
 
+import json
 import os
 import pathlib
 import shutil
@@ -78,25 +79,46 @@ def databricks(monkeypatch):
 
 
 @pytest.fixture
-def slow_link(s3rver, tmp_path, monkeypatch):
-    """ferry-wan in front of s3rver, each connection capped at 1 MB/s: AWS_ENDPOINT_URL points
-    through it."""
-    wan = ROOT / os.environ.get("FERRY_PYTHON_BUILD", "build/release") / "bench" / "ferry-wan"
-    port_file = tmp_path / "wan.port"
+def wan(s3rver, tmp_path, monkeypatch):
+    """wan(*args): starts ferry-wan in front of s3rver with those options ("--delay-ms", "50")
+    and points AWS_ENDPOINT_URL through it; returns stop(), which stops it and returns what went
+    through ({"bytes_to_client", "requests", ...}). Every one started is stopped at the end."""
+    binary = ROOT / os.environ.get("FERRY_PYTHON_BUILD", "build/release") / "bench" / "ferry-wan"
     target = s3rver["endpoint"].rsplit("/", 1)[-1]
-    proc = subprocess.Popen([str(wan), "--target", target, "--conn-mbps", "1",
-                             "--port-file", str(port_file)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
+    started = []
+
+    def start(*args):
+        port_file = tmp_path / f"wan{len(started)}.port"
+        proc = subprocess.Popen([str(binary), "--target", target, "--port-file", str(port_file),
+                                 *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                text=True)
+        started.append(proc)
         deadline = time.monotonic() + 10
         while not (port_file.exists() and port_file.read_text().strip()):
             assert proc.poll() is None and time.monotonic() < deadline, "ferry-wan did not start"
             time.sleep(0.02)
-        monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{port_file.read_text().strip()}")
-        yield
-    finally:
-        proc.kill()
-        proc.wait()
+        monkeypatch.setenv("AWS_ENDPOINT_URL",
+                           f"http://127.0.0.1:{port_file.read_text().strip()}")
+
+        def stop():
+            proc.send_signal(signal.SIGTERM)
+            out, _ = proc.communicate(timeout=10)
+            return json.loads(out.strip().splitlines()[-1])
+
+        return stop
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture
+def slow_link(wan):
+    """ferry-wan in front of s3rver, each connection capped at 1 MB/s: AWS_ENDPOINT_URL points
+    through it."""
+    wan("--conn-mbps", "1")
 
 
 def _seconds_to_interrupt(iterate, after_s):

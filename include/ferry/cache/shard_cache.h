@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "ferry/format/dataset_description.h"
+#include "ferry/metrics/node_metrics.h"
 #include "ferry/result.h"
 #include "ferry/storage/object_store.h"
 
@@ -196,5 +197,9 @@ struct LoadIndexOptions {
 Result<DatasetDescription> LoadIndex(ObjectStore* remote, const std::string& remote_prefix,
                                      const std::filesystem::path& local,
                                      const LoadIndexOptions& options = {});
+
+/// The counters and gauges of every process reading the cache folder `local`, summed
+/// (ferry/metrics/node_metrics.h); the counters of those that exited included.
+Result<metrics::NodeMetrics> ReadCacheFolderMetrics(const std::filesystem::path& local);
 
 }  // namespace ferry

@@ -6,6 +6,9 @@
 // Counter: only goes up (bytes fetched, requests, evictions). Gauge: goes up and down (bytes in
 // flight, the chosen window). Durations are counters of nanoseconds ("/ferry/stream/wait_ns").
 //
+// A fork()ed child (a torch DataLoader worker) starts with every counter and gauge at zero: its
+// metrics are its own, so that a node's sum (node_metrics.h) does not count the parent's twice.
+//
 // Thread-safety: everything here may be used from any thread. Metric objects live as long as the
 // process (the registry never forgets them), so references may be kept.
 #pragma once
@@ -15,6 +18,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ferry::metrics {
 
@@ -24,6 +28,9 @@ class Counter {
   uint64_t value() const { return value_.load(std::memory_order_relaxed); }
 
  private:
+  friend class ForkReset;  // zeroes a forked child's counters
+  void Reset() { value_.store(0, std::memory_order_relaxed); }
+
   std::atomic<uint64_t> value_{0};
 };
 
@@ -41,6 +48,15 @@ class Gauge {
 /// counter or a gauge for the life of the process.
 Counter& GetCounter(std::string_view name);
 Gauge& GetGauge(std::string_view name);
+
+struct Metric {
+  std::string name;
+  bool gauge = false;  // else a counter
+  int64_t value = 0;
+};
+
+/// Every metric, ordered by name.
+std::vector<Metric> All();
 
 /// Every metric's current value, by name.
 std::map<std::string, int64_t> Values();

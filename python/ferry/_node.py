@@ -1,0 +1,70 @@
+"""The node's counters: every process reading a cache folder publishes its own in a file under
+``<local>/.ferry/metrics`` and any process sums them (``ferry.metrics(local=...)``). Here, the
+Python side of it: a process's label, and a last flush when a multiprocessing worker exits
+(it ends in ``os._exit``, which runs no C++ exit hook)."""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, Optional, Union
+
+from . import _ferry
+
+_prepared_pid: Optional[int] = None
+
+
+def metrics(local: Union[str, os.PathLike, None] = None) -> Dict[str, int]:
+    """Every counter and gauge by name: ``{'/ferry/cache/hits': 12, ...}``.
+
+    Without ``local``: this process's own. With ``local`` (a cache folder): the node's - the
+    sum over every process reading that folder now (DataLoader workers, ranks, other jobs), with
+    the counters of those that have exited; so ``/ferry/cache/downloaded_bytes`` is every byte
+    downloaded into the folder. Gauges (``/ferry/stream/bytes_in_flight``) are the live
+    processes' sum.
+    """
+    if local is None:
+        return _ferry.metrics()
+    return _ferry.node_metrics(os.fspath(local))["values"]
+
+
+def node_metrics(local: Union[str, os.PathLike]) -> dict:
+    """The detail behind ``metrics(local=...)``: ``{'values': the sum, 'processes': [{'pid',
+    'label', 'started_unix_ms', 'updated_unix_ms', 'values'}, ...], 'exited': what exited
+    processes counted}``."""
+    return _ferry.node_metrics(os.fspath(local))
+
+
+def prepare_process() -> None:
+    """Called before a process opens its native dataset: names the process for ``ferry top``
+    and, in a multiprocessing child, flushes its counters when it exits."""
+    global _prepared_pid
+    pid = os.getpid()
+    if _prepared_pid == pid:
+        return
+    _prepared_pid = pid
+    label = _label()
+    if label:
+        _ferry.set_process_label(label)
+    import multiprocessing
+    import multiprocessing.util
+
+    if multiprocessing.parent_process() is not None:
+        # Run by multiprocessing's exit of the child, before os._exit.
+        multiprocessing.util.Finalize(None, _ferry.flush_metrics, exitpriority=100)
+
+
+def _label() -> str:
+    parts = []
+    rank = os.environ.get("RANK")
+    if rank is not None:
+        parts.append(f"rank {rank}")
+    try:
+        import sys
+
+        torch_data = sys.modules.get("torch.utils.data")
+        info = torch_data.get_worker_info() if torch_data is not None else None
+    except Exception:  # noqa: BLE001 - a label is never worth a failure
+        info = None
+    if info is not None:
+        parts.append(f"worker {info.id}/{info.num_workers}")
+    return " ".join(parts)

@@ -1,0 +1,189 @@
+#include "ferry/metrics/node_metrics.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+#include "base/file_util.h"
+#include "base/temp_dir_testutil.h"
+#include "ferry/metrics/metrics.h"
+#include "metrics/metrics_file.h"
+
+namespace ferry::metrics {
+namespace {
+
+namespace fs = std::filesystem;
+
+int ProcessFiles(const fs::path& folder) {
+  int n = 0;
+  for (const auto& entry : fs::directory_iterator(folder)) {
+    n += entry.path().filename().string().starts_with("proc.");
+  }
+  return n;
+}
+
+int64_t Value(const NodeMetrics& node, const std::string& name) {
+  auto it = node.values.find(name);
+  return it == node.values.end() ? 0 : it->second;
+}
+
+TEST(NodeMetrics, AFolderNobodyPublishesToIsEmpty) {
+  testing::TempDir tmp;
+  auto node = ReadNodeMetrics(tmp / "nothing-here");
+  ASSERT_TRUE(node.ok()) << node.status().ToString();
+  EXPECT_TRUE(node->values.empty());
+  EXPECT_TRUE(node->processes.empty());
+}
+
+TEST(NodeMetrics, ThisProcessIsSeenLiveAndItsCountersSurviveItsRelease) {
+  testing::TempDir tmp;
+  const fs::path folder = tmp / "metrics";
+  Counter& c = GetCounter("/test/node/live");
+  Gauge& g = GetGauge("/test/node/live_gauge");
+  c.Add(100);  // before: not this folder's
+  auto publication = NodePublication::Start(folder);
+  ASSERT_TRUE(publication.ok()) << publication.status().ToString();
+  c.Add(5);
+  g.Set(3);
+  auto live = ReadNodeMetrics(folder);
+  ASSERT_TRUE(live.ok()) << live.status().ToString();
+  ASSERT_EQ(live->processes.size(), 1u);
+  EXPECT_EQ(live->processes[0].pid, ::getpid());
+  // This process's counts since it began publishing there.
+  EXPECT_EQ(Value(*live, "/test/node/live"), 5);
+  EXPECT_EQ(Value(*live, "/test/node/live_gauge"), 3);
+  EXPECT_EQ(ProcessFiles(folder), 1);
+
+  const int64_t counted = 5;
+  *publication = NodePublication();  // the last publication: folded, file removed
+  EXPECT_EQ(ProcessFiles(folder), 0);
+  auto after = ReadNodeMetrics(folder);
+  ASSERT_TRUE(after.ok());
+  EXPECT_TRUE(after->processes.empty());
+  EXPECT_EQ(Value(*after, "/test/node/live"), counted);
+  EXPECT_EQ(after->exited.at("/test/node/live"), counted);
+  EXPECT_EQ(Value(*after, "/test/node/live_gauge"), 0) << "an exited process's gauges go";
+
+  // Publishing there again counts what came after it began again.
+  c.Add(2);
+  auto again = NodePublication::Start(folder);
+  ASSERT_TRUE(again.ok());
+  c.Add(1);
+  auto both = ReadNodeMetrics(folder);
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(Value(*both, "/test/node/live"), counted + 1);
+}
+
+TEST(NodeMetrics, CopiesOfAPublicationShareOneFile) {
+  testing::TempDir tmp;
+  const fs::path folder = tmp / "metrics";
+  auto a = NodePublication::Start(folder);
+  auto b = NodePublication::Start(folder);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(ProcessFiles(folder), 1);
+  *a = NodePublication();
+  EXPECT_EQ(ProcessFiles(folder), 1) << "one publication is left";
+  *b = NodePublication();
+  EXPECT_EQ(ProcessFiles(folder), 0);
+}
+
+// A forked child (a DataLoader worker) counts from zero, and what it counted survives it even
+// when it ends without releasing anything (os._exit, SIGKILL).
+TEST(NodeMetrics, AChildThatDiesIsFoldedOnceAndCountsOnlyItsOwn) {
+  testing::TempDir tmp;
+  const fs::path folder = tmp / "metrics";
+  Counter& c = GetCounter("/test/node/child");
+  Gauge& g = GetGauge("/test/node/child_gauge");
+  auto parent = NodePublication::Start(folder);
+  ASSERT_TRUE(parent.ok());
+  c.Add(1000);  // the parent's, before the fork
+  const int64_t parents = 1000;
+
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    auto child = NodePublication::Start(folder);
+    if (!child.ok()) ::_exit(2);
+    c.Add(7);
+    g.Set(9);
+    FlushNodeMetrics();
+    const char byte = 1;
+    if (::write(ready[1], &byte, 1) != 1) ::_exit(3);
+    ::pause();  // killed
+    ::_exit(4);
+  }
+  char byte = 0;
+  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+  ::close(ready[0]);
+  ::close(ready[1]);
+
+  auto with_child = ReadNodeMetrics(folder);
+  ASSERT_TRUE(with_child.ok());
+  EXPECT_EQ(with_child->processes.size(), 2u);
+  EXPECT_EQ(Value(*with_child, "/test/node/child"), parents + 7);
+  EXPECT_EQ(Value(*with_child, "/test/node/child_gauge"), 9);
+
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_EQ(ProcessFiles(folder), 2) << "the dead child's file is there until someone reads";
+  auto after = ReadNodeMetrics(folder);
+  ASSERT_TRUE(after.ok());
+  ASSERT_EQ(after->processes.size(), 1u);
+  EXPECT_EQ(after->processes[0].pid, ::getpid());
+  EXPECT_EQ(Value(*after, "/test/node/child"), parents + 7) << "the child's 7 survive it";
+  EXPECT_EQ(Value(*after, "/test/node/child_gauge"), 0);
+  EXPECT_EQ(after->exited.at("/test/node/child"), 7);
+  EXPECT_EQ(ProcessFiles(folder), 1) << "the dead child's file is removed once folded";
+  auto again = ReadNodeMetrics(folder);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(Value(*again, "/test/node/child"), parents + 7) << "folded once, not on every read";
+}
+
+// A crash between writing the totals and removing the folded file: the file is recognised as
+// counted and removed, not counted again.
+TEST(NodeMetrics, AFileTheTotalsAlreadyHoldIsNotCountedTwice) {
+  testing::TempDir tmp;
+  const fs::path folder = tmp / "metrics";
+  fs::create_directories(folder);
+  auto writer = MetricsFileWriter::Create(folder, "gone");
+  ASSERT_TRUE(writer.ok());
+  writer->Publish({{.name = "/test/node/twice", .gauge = false, .value = 11}}, {});
+  const std::string name = writer->path().filename().string();
+  ASSERT_TRUE(WriteFileAtomically(
+                  folder / "totals.json",
+                  R"({"counters": {"/test/node/twice": 11}, "folded": [")" + name + R"("]})")
+                  .ok());
+  writer->Close();  // unlocked, as after its process died
+  auto node = ReadNodeMetrics(folder);
+  ASSERT_TRUE(node.ok()) << node.status().ToString();
+  EXPECT_EQ(Value(*node, "/test/node/twice"), 11);
+  EXPECT_EQ(ProcessFiles(folder), 0);
+  // The name is remembered until a listing no longer shows the file.
+  auto next = ReadNodeMetrics(folder);
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(Value(*next, "/test/node/twice"), 11);
+  auto text = ReadFileToString(folder / "totals.json");
+  ASSERT_TRUE(text.ok());
+  EXPECT_NE(text->find("\"folded\":[]"), std::string::npos) << *text;
+}
+
+TEST(NodeMetrics, DamagedTotalsAreAnErrorNamingTheFile) {
+  testing::TempDir tmp;
+  const fs::path folder = tmp / "metrics";
+  fs::create_directories(folder);
+  std::ofstream(folder / "totals.json") << "{not json";
+  auto node = ReadNodeMetrics(folder);
+  ASSERT_FALSE(node.ok());
+  EXPECT_EQ(node.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(node.status().message().find((folder / "totals.json").string()), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ferry::metrics
