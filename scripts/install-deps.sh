@@ -13,8 +13,9 @@ packages=(
   libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev libexpat1-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
-  # `ferry top`'s live view is tested in a terminal
-  tmux
+  # `ferry top`'s live view is tested in a terminal; the HTML report of ferry.diagnose is
+  # looked at in a browser
+  tmux chromium
   # Python package (Debian's interpreter; there is no PyPI here)
   python3-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-pil
   python3-torch python3-boto3 python3-azure

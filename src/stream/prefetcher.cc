@@ -57,6 +57,19 @@ uint64_t Prefetcher::WindowSamples() const {
   return options_.predownload ? *options_.predownload : auto_window_;
 }
 
+namespace {
+
+// What the fetches say of the link, for ferry.diagnose and ferry top (whether or not the
+// prefetcher tunes itself by it).
+void PublishLink(const internal_cache::LinkEstimator& link) {
+  metrics::GetGauge("/ferry/stream/bandwidth_bytes_per_s")
+      .Set(static_cast<int64_t>(link.bandwidth()));
+  metrics::GetGauge("/ferry/stream/fetch_latency_us")
+      .Set(static_cast<int64_t>(link.latency_s() * 1e6));
+}
+
+}  // namespace
+
 bool Prefetcher::Seeks() const { return !options_.predownload && !options_.cache_limited; }
 
 uint32_t Prefetcher::Concurrency() const {
@@ -94,8 +107,7 @@ void Prefetcher::Retune() {
       static_cast<uint32_t>(std::clamp(std::ceil(shards), std::min(4.0, most), most));
   metrics::GetGauge("/ferry/stream/predownload").Set(static_cast<int64_t>(WindowSamples()));
   metrics::GetGauge("/ferry/stream/concurrency").Set(Concurrency());
-  metrics::GetGauge("/ferry/stream/bandwidth_bytes_per_s")
-      .Set(static_cast<int64_t>(link_.bandwidth()));
+  PublishLink(link_);
 }
 
 uint64_t Prefetcher::ColdSpan() const {
@@ -237,7 +249,10 @@ void Prefetcher::Fetch(std::stop_token stop) {
                 "prefetch of shard {} (stream {}) failed: {}", key->shard, key->stream,
                 f.error.ToString());
     } else {
-      if (!handle->was_cached()) link_.Record(seconds, f.bytes, in_flight_ + 1);
+      if (!handle->was_cached()) {
+        link_.Record(seconds, f.bytes, in_flight_ + 1);
+        PublishLink(link_);
+      }
       f.handle = std::move(*handle);
     }
     dirty_ = true;

@@ -1,6 +1,8 @@
 """ferry.diagnose: the verdict follows the dataset's kind and state - a cold epoch over a slow
 link is fetch-bound whatever the dataset (a packing FileDataset's fetches counted too), a local
-or already fetched dataset never is - and the advice names only options of the classes in use."""
+or already fetched dataset never is - and the advice names only options of the classes in use.
+Three real runs, each made to be bound by one thing - the link, the decoding, the step - each get
+their own verdict (test_verdicts.py holds them)."""
 
 import inspect
 import os
@@ -11,7 +13,7 @@ import pytest
 import torch.utils.data
 
 import ferry
-from ferry import loader as ferry_loader
+from ferry import _diagnosis as ferry_loader
 from ferry import transforms as T
 
 CLASSES = {
@@ -36,7 +38,8 @@ def _check_names_only_real_options(report: dict, dataset: str, loader: str) -> N
     it with); no other class's option appears in the text."""
     owners = {dataset, loader or "DataLoader"} | ({"Decode"} if loader == "DataLoader" else set())
     allowed = set().union(*(_params(owner) for owner in owners))
-    words = set(re.findall(r"[A-Za-z_]+", report["verdict"]))
+    # After the kind ("decode-bound" names no FileDataset option).
+    words = set(re.findall(r"[A-Za-z_]+", report["verdict"].split(":", 1)[1]))
     assert not words & (EVERY_OPTION - allowed), report["verdict"]
     for owner, names in report["options"].items():
         assert owner in owners, (owner, report["verdict"])
@@ -71,7 +74,7 @@ def test_a_cold_file_epoch_over_a_slow_link_is_fetch_bound(tmp_path, s3rver, slo
     lines = []
     cold = ferry.diagnose(loader, lambda batch: None, steps=100, out=lines.append)
     assert cold["samples"] == len(files)
-    assert cold["verdict"].startswith("data-bound while fetching"), lines[0]
+    assert cold["verdict"].startswith("fetch-bound"), lines[0]
     _check_names_only_real_options(cold, "FileDataset", "DataLoader")
     assert cold["bytes_fetched"] >= total, "what a packing FileDataset fetches is counted too"
     assert cold["files_fetched"] == len(files)
@@ -84,7 +87,7 @@ def test_a_cold_file_epoch_over_a_slow_link_is_fetch_bound(tmp_path, s3rver, slo
     assert warm["samples"] == len(files)
     assert warm["bytes_fetched"] == 0 and warm["files_fetched"] == 0
     assert warm["packed_reads"] == (len(files) if pack else 0)
-    assert "while fetching" not in warm["verdict"]
+    assert not warm["verdict"].startswith("fetch-bound")
     _check_names_only_real_options(warm, "FileDataset", "DataLoader")
 
 
@@ -104,7 +107,7 @@ def test_a_cold_streaming_epoch_over_a_slow_link_is_fetch_bound(tmp_path, s3rver
     report = ferry.diagnose(loader, lambda batch: None, steps=100, out=lambda line: None)
     assert report["samples"] == 40
     assert report["bytes_fetched"] >= 40 * 30_000
-    assert report["verdict"].startswith("data-bound while fetching"), report["verdict"]
+    assert report["verdict"].startswith("fetch-bound"), report["verdict"]
     _check_names_only_real_options(report, "StreamingDataset", "DataLoader")
     assert "predownload" in report["options"]["StreamingDataset"]
 
@@ -162,9 +165,7 @@ def test_every_verdict_names_only_options_of_the_classes_in_use(datasets):
                 report = {"verdict": verdict, "options": named}
                 _check_names_only_real_options(report, dataset_name, loader_name)
                 verdicts.add(verdict.split(":")[0].split(" (")[0])
-    assert verdicts == {"compute-bound", "data-bound while fetching",
-                        "data-bound on reading and decoding", "data-bound, but not whether on "
-                        "fetching or on decoding"}
+    assert verdicts == {"compute-bound", "fetch-bound", "decode-bound"}
 
 
 def test_a_local_dataset_is_never_fetch_bound(datasets):
@@ -176,7 +177,7 @@ def test_a_local_dataset_is_never_fetch_bound(datasets):
         # (Bytes another dataset of the process fetched meanwhile are not this one's.)
         measured = ferry_loader._Measured({}, MEASUREMENTS[1][2], 9.0, 1.0)
         verdict, _ = ferry_loader._advice(setup, measured)
-        assert verdict.startswith("data-bound on reading and decoding (a local dataset"), verdict
+        assert verdict.startswith("decode-bound") and "(a local dataset" in verdict, verdict
 
 
 def test_a_packing_file_dataset_is_advised_by_its_state(datasets):
