@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from . import errors
 from ._ferry import __version__
-from ._node import metrics
+from ._node import metrics, serve_metrics
 from .errors import (
     DataLossError,
     FailedPreconditionError,
@@ -78,6 +78,7 @@ __all__ = [
     "convert",
     "diagnose",
     "profile",
+    "serve_metrics",
     "Profile",
     "errors",
     "metrics",

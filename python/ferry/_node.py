@@ -34,6 +34,18 @@ def node_metrics(local: Union[str, os.PathLike]) -> dict:
     return _ferry.node_metrics(os.fspath(local))
 
 
+def serve_metrics(port: int = 0, local: Union[str, os.PathLike, None] = None,
+                  host: str = "127.0.0.1") -> "_ferry.MetricsServer":
+    """Serves the counters in Prometheus' text format at ``http://host:port/metrics`` until the
+    returned server is closed (``server.close()``) or collected; ``server.port`` is the port
+    (``port=0``: any free one). With ``local`` (a cache folder): the node's sums - every process
+    reading it - labelled ``folder="..."``; without: this process's own. Counters are named
+    ``ferry_cache_downloaded_bytes_total``, gauges ``ferry_stream_bytes_in_flight``, a store's
+    ``ferry_storage_bytes_read_total{store="s3"}``. Loopback only unless ``host`` says otherwise
+    (``"0.0.0.0"``: every interface)."""
+    return _ferry.serve_metrics(port, None if local is None else os.fspath(local), host)
+
+
 def prepare_process() -> None:
     """Called before a process opens its native dataset: names the process for ``ferry top``
     and, in a multiprocessing child, flushes its counters when it exits."""

@@ -24,6 +24,7 @@
 #include "base/mutex.h"
 #include "base/python_json.h"
 #include "cli/command.h"
+#include "cli/metrics_port.h"
 #include "ferry/metrics/metrics.h"
 #include "ferry/storage/registry.h"
 #include "ferry/stream/streaming_dataset.h"
@@ -52,6 +53,8 @@ struct StreamCommandOptions {
   uint32_t batch_size = 1;
   bool json = false;
   bool touch = false;
+  int metrics_port = -1;  // -1: no metrics server
+  std::string metrics_host = "127.0.0.1";
   std::string validate_hash;
   std::string sample_ids;
 };
@@ -137,6 +140,8 @@ Result<int> RunStream(const StreamCommandOptions& o) {
 
   const auto opened_at = std::chrono::steady_clock::now();
   FERRY_ASSIGN_OR_RETURN(auto dataset, StreamingDataset::Open(options));
+  FERRY_ASSIGN_OR_RETURN(const auto metrics_server,
+                         ServeMetrics(o.metrics_port, o.metrics_host, o.local, !o.json));
   if (!o.json) {
     std::printf("dataset: %llu samples in %zu shards; rank %u of %u, %u workers\n",
                 static_cast<unsigned long long>(dataset->num_samples()),
@@ -303,6 +308,7 @@ Command AddStreamCommand(CLI::App& parent) {
       ->capture_default_str();
   app->add_option("--batch-size", o->batch_size, "Per-worker batch size")->capture_default_str();
   app->add_flag("--json", o->json, "One JSON object per epoch");
+  AddMetricsPortOptions(*app, o->metrics_port, o->metrics_host);
   app->add_option("--sample-ids", o->sample_ids,
                   "Write 'EPOCH SAMPLE_ID' lines for every sample this rank read (to check the "
                   "ranks of a world run as separate processes together)");

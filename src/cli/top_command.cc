@@ -19,6 +19,7 @@
 #include "base/stoppable_sleep.h"
 #include "cli/command.h"
 #include "cli/interrupt.h"
+#include "cli/metrics_port.h"
 #include "cli/top_view.h"
 #include "ferry/cache/shard_cache.h"
 
@@ -32,6 +33,8 @@ struct TopOptions {
   bool json = false;
   double interval_s = 1;
   uint64_t count = 0;
+  int metrics_port = -1;
+  std::string metrics_host = "127.0.0.1";
 };
 
 double Now() {
@@ -78,6 +81,10 @@ Result<int> RunTop(const TopOptions& o) {
       return NotFoundError(fmt::format("{}: no such folder", folder.string()));
     }
   }
+  std::vector<std::string> names;
+  for (const fs::path& folder : folders) names.push_back(folder.string());
+  FERRY_ASSIGN_OR_RETURN(const auto metrics_server,
+                         ServeMetrics(o.metrics_port, o.metrics_host, names, false));
   const bool terminal = !o.json && ::isatty(STDOUT_FILENO);
   const InterruptWatch interrupt;
   std::vector<std::optional<TopReading>> before(folders.size());
@@ -125,6 +132,7 @@ Command AddTopCommand(CLI::App& parent) {
       ->check(CLI::Range(0.05, 3600.0));
   app->add_option("-n,--count", o->count, "Refreshes before exiting (0: until Ctrl+C)")
       ->check(NotNegative());
+  AddMetricsPortOptions(*app, o->metrics_port, o->metrics_host);
   return {app, [o] { return RunTop(*o); }};
 }
 

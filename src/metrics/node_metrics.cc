@@ -353,6 +353,7 @@ Result<NodeMetrics> ReadNodeMetrics(const fs::path& folder) {
                            .values = std::move(contents->counters)};
     AddCounters(node.values, process.values);
     AddCounters(node.values, contents->gauges);
+    for (const auto& [gauge, value] : contents->gauges) node.gauges.insert(gauge);
     process.values.merge(contents->gauges);
     node.processes.push_back(std::move(process));
   }

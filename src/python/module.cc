@@ -1,8 +1,12 @@
 // ferry._ferry: the native half of the `ferry` Python package (python/ferry/). Nothing here
 // starts a thread at import: threads belong to datasets and iterators, created after any fork.
+#include <fmt/format.h>
+#include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "base/human_size.h"
@@ -10,10 +14,12 @@
 #include "ferry/format/encoding.h"
 #include "ferry/format/mds_writer.h"
 #include "ferry/metrics/metrics.h"
+#include "ferry/metrics/prometheus.h"
 #include "ferry/storage/registry.h"
 #include "ferry/version.h"
 #include "loader/batch_loader.h"
 #include "python/bindings.h"
+#include "python/fork_safe.h"
 #include "python/status_exception.h"
 
 namespace py = pybind11;
@@ -72,6 +78,47 @@ PYBIND11_MODULE(_ferry, m) {
       "The counters and gauges of every process reading the cache folder `local`: {'values': "
       "summed, 'processes': [{'pid', 'label', 'started_unix_ms', 'updated_unix_ms', 'values'}], "
       "'exited': what exited processes counted}.");
+  struct PyMetricsServer {
+    python::ForkSafe<std::unique_ptr<metrics::MetricsServer>> server;
+  };
+  py::class_<PyMetricsServer>(m, "MetricsServer")
+      .def_property_readonly("port",
+                             [](const PyMetricsServer& s) -> int {
+                               return s.server.get() ? s.server.get()->port() : 0;
+                             })
+      .def(
+          "close",
+          [](PyMetricsServer& s) {
+            py::gil_scoped_release release;
+            s.server.reset();
+          },
+          "Stops answering and frees the port.");
+  m.def(
+      "serve_metrics",
+      [](int port, std::optional<std::string> local, const std::string& host) {
+        if (port < 0 || port > 65535) {
+          ThrowIfError(InvalidArgumentError(fmt::format("port must be 0 to 65535, not {}", port)));
+        }
+        std::function<std::string()> text;
+        if (local) {
+          text = [folder = *local] {
+            auto node = ReadCacheFolderMetrics(folder);
+            return node.ok()
+                       ? metrics::PrometheusText({metrics::NodePrometheusSource(*node, folder)})
+                       : "# " + node.status().ToString() + "\n";
+          };
+        } else {
+          text = [] { return metrics::ProcessPrometheusText(); };
+        }
+        auto server = [&] {
+          py::gil_scoped_release release;
+          return metrics::MetricsServer::Start(std::move(text), static_cast<uint16_t>(port), host);
+        }();
+        return PyMetricsServer{
+            python::ForkSafe<std::unique_ptr<metrics::MetricsServer>>(Unwrap(std::move(server)))};
+      },
+      py::arg("port"), py::arg("local") = py::none(), py::arg("host") = "127.0.0.1",
+      "A Prometheus endpoint at http://host:port/metrics (see ferry.serve_metrics).");
   m.def(
       "flush_metrics",
       [] {

@@ -65,3 +65,36 @@ def test_workers_are_labelled_and_seen_while_they_read(tmp_path, s3rver):
             seen = _ferry.node_metrics(str(cache))["processes"]
     labels = sorted(p["label"].split(" ", 1)[-1] for p in seen if p["pid"] != os.getpid())
     assert labels == ["worker 0/2", "worker 1/2"], seen
+
+
+def _scrape(port):
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        return r.read().decode()
+
+
+def test_prometheus_endpoint_serves_the_node_sums_while_open(tmp_path, s3rver):
+    import urllib.error
+
+    import pytest
+
+    url, shard_bytes = _upload(tmp_path, s3rver, samples=100)
+    cache = tmp_path / "cache"
+    ds = ferry.StreamingDataset(remote=url, local=str(cache), batch_size=8)
+    assert sum(1 for _ in torch.utils.data.DataLoader(ds, batch_size=8, num_workers=2)) == 13
+    server = ferry.serve_metrics(0, local=cache)
+    text = _scrape(server.port)
+    line = f'ferry_cache_downloaded_bytes_total{{folder="{cache}"}} {shard_bytes}'
+    assert "# TYPE ferry_cache_downloaded_bytes_total counter" in text
+    assert line in text.splitlines(), text
+    assert f'ferry_storage_bytes_read_total{{folder="{cache}",store="s3"}}' in text
+    assert "# TYPE ferry_storage_in_flight gauge" in text
+    own = ferry.serve_metrics(0)  # this process's own counters, no folder label
+    assert 'ferry_storage_requests_total{store="s3"} ' in _scrape(own.port)
+    own.close()
+    port = server.port
+    server.close()
+    with pytest.raises(urllib.error.URLError):
+        _scrape(port)

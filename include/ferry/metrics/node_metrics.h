@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,8 @@ struct NodeMetrics {
   std::vector<ProcessMetrics> processes;
   /// What exited processes counted, all together.
   std::map<std::string, int64_t> exited;
+  /// The names in `values` that are gauges (the rest are counters).
+  std::set<std::string> gauges;
 };
 
 /// The sum over the processes publishing to the metrics folder `folder`; folds the counters of
