@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <system_error>
 
 #include "base/file_util.h"
@@ -77,6 +78,11 @@ Result<CacheFolderInfo> InspectCacheFolder(const fs::path& folder) {
   }
   info.processes = std::move(node.processes);
   return info;
+}
+
+fs::path DefaultCacheRoot() {
+  const char* tmp = std::getenv("TMPDIR");
+  return fs::path(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") / "ferry-cache";
 }
 
 std::vector<fs::path> FindCacheFolders(const fs::path& root) {

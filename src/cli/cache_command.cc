@@ -36,17 +36,12 @@ struct CacheOptions {
   std::string older_than;
 };
 
-fs::path DefaultRoot() {
-  const char* tmp = std::getenv("TMPDIR");
-  return fs::path(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") / "ferry-cache";
-}
-
 Result<std::vector<fs::path>> Folders(const CacheOptions& o) {
   std::vector<fs::path> out(o.folders.begin(), o.folders.end());
-  if (out.empty()) out = FindCacheFolders(DefaultRoot());
+  if (out.empty()) out = FindCacheFolders(DefaultCacheRoot());
   if (out.empty()) {
     return NotFoundError(
-        fmt::format("no cache folder given, and none under {}", DefaultRoot().string()));
+        fmt::format("no cache folder given, and none under {}", DefaultCacheRoot().string()));
   }
   return out;
 }

@@ -21,6 +21,7 @@
 #include "cli/interrupt.h"
 #include "cli/metrics_port.h"
 #include "cli/top_view.h"
+#include "ferry/cache/cache_folder.h"
 #include "ferry/cache/shard_cache.h"
 
 namespace ferry::cli {
@@ -56,24 +57,12 @@ uint64_t FolderBytes(const fs::path& folder) {
   return bytes;
 }
 
-std::vector<fs::path> DefaultFolders() {
-  const char* tmp = std::getenv("TMPDIR");
-  const fs::path root = fs::path(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") / "ferry-cache";
-  std::vector<fs::path> out;
-  std::error_code ec;
-  for (const fs::directory_entry& entry : fs::directory_iterator(root, ec)) {
-    if (fs::is_directory(entry.path() / ".ferry" / "metrics", ec)) out.push_back(entry.path());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 Result<int> RunTop(const TopOptions& o) {
   std::vector<fs::path> folders(o.folders.begin(), o.folders.end());
-  if (folders.empty()) folders = DefaultFolders();
+  if (folders.empty()) folders = FindCacheFolders(DefaultCacheRoot());
   if (folders.empty()) {
-    return NotFoundError(
-        "ferry top: no cache folder given, and none with readers under $TMPDIR/ferry-cache");
+    return NotFoundError(fmt::format("ferry top: no cache folder given, and none under {}",
+                                     DefaultCacheRoot().string()));
   }
   for (const fs::path& folder : folders) {
     std::error_code ec;

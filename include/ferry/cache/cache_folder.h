@@ -39,6 +39,10 @@ struct CacheFolderInfo {
 /// folder (no index.json).
 Result<CacheFolderInfo> InspectCacheFolder(const std::filesystem::path& folder);
 
+/// Where a dataset without `local` caches ($TMPDIR/ferry-cache, or /tmp/ferry-cache): each
+/// dataset a folder under it.
+std::filesystem::path DefaultCacheRoot();
+
 /// The cache folders directly under `root` (those with an index.json), sorted.
 std::vector<std::filesystem::path> FindCacheFolders(const std::filesystem::path& root);
 
