@@ -4,9 +4,17 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 namespace ferry {
 namespace {
+
+std::chrono::steady_clock::duration LogInterval() {
+  const char* text = std::getenv("FERRY_PROGRESS_INTERVAL");
+  const double seconds = text != nullptr ? std::atof(text) : 0;
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(seconds > 0 ? seconds : 10.0));
+}
 
 std::string FormatDuration(double seconds) {
   const auto s = static_cast<uint64_t>(seconds + 0.5);
@@ -20,8 +28,11 @@ ProgressBar::ProgressBar(std::string label, std::string unit, uint64_t total_ite
     : label_(std::move(label)),
       unit_(std::move(unit)),
       total_(total_items),
-      enabled_(enabled && StderrIsTerminal()),
-      start_(std::chrono::steady_clock::now()) {}
+      enabled_(enabled),
+      terminal_(StderrIsTerminal()),
+      interval_(terminal_ ? std::chrono::milliseconds(200) : LogInterval()),
+      start_(std::chrono::steady_clock::now()),
+      last_draw_(start_) {}
 
 ProgressBar::~ProgressBar() { Finish(); }
 
@@ -33,7 +44,7 @@ void ProgressBar::Update(uint64_t items_done, uint64_t bytes_done) {
   items_ = items_done;
   bytes_ = bytes_done;
   const auto now = std::chrono::steady_clock::now();
-  if (now - last_draw_ < std::chrono::milliseconds(200)) return;
+  if (now - last_draw_ < interval_) return;
   last_draw_ = now;
   Draw(false);
 }
@@ -43,6 +54,8 @@ void ProgressBar::Finish() {
   MutexLock lock(mu_);
   if (finished_) return;
   finished_ = true;
+  // Off a terminal the command's own summary follows; the interval lines said the rest.
+  if (!terminal_) return;
   Draw(true);
   std::fputc('\n', stderr);
 }
@@ -52,7 +65,7 @@ void ProgressBar::Draw(bool final) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const double rate = elapsed > 0 ? static_cast<double>(items_) / elapsed : 0;
   const double mbps = elapsed > 0 ? static_cast<double>(bytes_) / 1e6 / elapsed : 0;
-  std::string line = fmt::format("\r{} {}", label_, items_);
+  std::string line = fmt::format("{}{} {}", terminal_ ? "\r" : "", label_, items_);
   if (total_ > 0) {
     line += fmt::format("/{} {} {:3.0f}%", total_, unit_,
                         100.0 * static_cast<double>(items_) / static_cast<double>(total_));
@@ -65,7 +78,8 @@ void ProgressBar::Draw(bool final) {
   } else if (total_ > 0 && rate > 0 && items_ <= total_) {
     line += fmt::format("  ETA {}", FormatDuration(static_cast<double>(total_ - items_) / rate));
   }
-  line += "\033[K";  // clear the rest of the line
+  // On a terminal: clear the rest of the line, redrawn in place; elsewhere a line of its own.
+  line += terminal_ ? "\033[K" : "\n";
   std::fputs(line.c_str(), stderr);
   std::fflush(stderr);
 }

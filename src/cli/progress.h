@@ -1,7 +1,9 @@
 // A one-line progress display on stderr: done/total, rate in items/s and MB/s, and ETA.
 //
-// It draws only when stderr is a terminal (so logs and pipes stay clean) and at most ~5 times a
-// second, whatever the update rate.
+// On a terminal it redraws its line in place at most ~5 times a second, whatever the update
+// rate. Elsewhere (a log, a pipe, a batch job) it prints one full line per interval - every 10 s,
+// FERRY_PROGRESS_INTERVAL seconds if set - so that a long job's log says how far it got without
+// a line per item; nothing for a command done within the first interval.
 //
 // Thread-safety: Update may be called from any thread.
 #pragma once
@@ -34,6 +36,8 @@ class ProgressBar {
   const std::string unit_;
   const uint64_t total_;
   const bool enabled_;
+  const bool terminal_;
+  const std::chrono::steady_clock::duration interval_;  // between lines off a terminal
   const std::chrono::steady_clock::time_point start_;
   Mutex mu_;
   std::chrono::steady_clock::time_point last_draw_ GUARDED_BY(mu_);

@@ -25,6 +25,7 @@
 #include "base/python_json.h"
 #include "cli/command.h"
 #include "cli/metrics_port.h"
+#include "cli/progress.h"
 #include "ferry/metrics/metrics.h"
 #include "ferry/storage/registry.h"
 #include "ferry/stream/streaming_dataset.h"
@@ -53,6 +54,7 @@ struct StreamCommandOptions {
   uint32_t batch_size = 1;
   bool json = false;
   bool touch = false;
+  bool quiet = false;
   int metrics_port = -1;  // -1: no metrics server
   std::string metrics_host = "127.0.0.1";
   std::string validate_hash;
@@ -155,6 +157,8 @@ Result<int> RunStream(const StreamCommandOptions& o) {
     std::atomic<int64_t> first_batch_ns{-1};  // one worker's first --batch-size samples
     Mutex mu;
     Status failure;
+    ProgressBar progress(fmt::format("epoch {}", epoch + 1), "samples",
+                         ranks == 1 ? dataset->num_samples() : 0, !o.json && !o.quiet);
     {
       std::vector<std::jthread> workers;
       for (uint32_t w = 0; w < world.workers_per_rank; ++w) {
@@ -194,7 +198,7 @@ Result<int> RunStream(const StreamCommandOptions& o) {
               if (o.touch) checksum += XXH3_64bits(f.data(), f.size());
             }
             bytes += n;
-            ++samples;
+            if (++samples % 256 == 0) progress.Update(samples.load(), bytes.load());
             if (ids) {  // straight to the (buffered) file: no epoch-long list in memory
               MutexLock lock(mu);
               std::fprintf(ids.get(), "%llu %llu\n", static_cast<unsigned long long>(epoch),
@@ -209,6 +213,7 @@ Result<int> RunStream(const StreamCommandOptions& o) {
       }
       for (auto& w : workers) w.join();
     }
+    progress.Finish();
     FERRY_RETURN_IF_ERROR(failure);
     if (ids) {
       if (std::fflush(ids.get()) != 0) {
@@ -308,6 +313,7 @@ Command AddStreamCommand(CLI::App& parent) {
       ->capture_default_str();
   app->add_option("--batch-size", o->batch_size, "Per-worker batch size")->capture_default_str();
   app->add_flag("--json", o->json, "One JSON object per epoch");
+  app->add_flag("-q,--quiet", o->quiet, "No progress display");
   AddMetricsPortOptions(*app, o->metrics_port, o->metrics_host);
   app->add_option("--sample-ids", o->sample_ids,
                   "Write 'EPOCH SAMPLE_ID' lines for every sample this rank read (to check the "

@@ -1,0 +1,51 @@
+"""Long CLI commands show progress: off a terminal, one full line per interval (no carriage
+returns or terminal codes in a log), nothing with --quiet or --json."""
+
+import os
+import re
+import subprocess
+
+import ferry
+from ferry import _cli
+
+
+def _run(*args, interval=None):
+    env = dict(os.environ)
+    env.pop("FERRY_PROGRESS_INTERVAL", None)
+    if interval is not None:
+        env["FERRY_PROGRESS_INTERVAL"] = str(interval)
+    done = subprocess.run([_cli.executable(), *args], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_cp_prints_a_line_per_interval_in_a_log(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(400):
+        (src / f"f{i:03}.txt").write_text(str(i))
+    err = _run("cp", "-r", str(src), str(tmp_path / "a"), interval=0.001).stderr
+    lines = [line for line in err.splitlines() if line.startswith("cp ")]
+    assert len(lines) >= 2, err
+    assert all(re.fullmatch(r"cp \d+/400 objects +\d+% .*objects/s.*", line) for line in lines)
+    done = [int(re.match(r"cp (\d+)/", line).group(1)) for line in lines]
+    assert done == sorted(done) and done[-1] <= 400
+    assert "\r" not in err and "\x1b" not in err
+    # A command done within the interval (10 s by default) prints no progress; --quiet none.
+    assert not re.search(r"^cp \d+/", _run("cp", "-r", str(src), str(tmp_path / "b")).stderr,
+                         re.M)
+    assert not re.search(r"^cp \d+/", _run("cp", "-r", "-q", str(src), str(tmp_path / "c"),
+                                           interval=0.001).stderr, re.M)
+
+
+def test_stream_shows_each_epochs_progress(tmp_path):
+    with ferry.MDSWriter(out=str(tmp_path / "ds"), columns={"i": "int"}) as w:
+        for i in range(20000):
+            w.write({"i": i})
+    err = _run("stream", str(tmp_path / "ds"), "--epochs", "2", interval=0.0001).stderr
+    for epoch in (1, 2):
+        assert re.search(rf"^epoch {epoch} \d+/20000 samples", err, re.M), err
+    for flag in ("--json", "-q"):
+        err = _run("stream", str(tmp_path / "ds"), flag, interval=0.0001).stderr
+        assert "samples/s" not in err, err
