@@ -1,16 +1,23 @@
-"""The HTML report of ``ferry.profile`` / ``ferry.diagnose(..., report=...)``: one self-contained
-page (plots as PNG inside it, no file beside it) with the verdict, the figures of each epoch,
-where the wait went, and four plots - throughput and bytes in flight over time, the data wait of
-every step, the cache's fill, and the GPU's utilisation when there is one. The plots are drawn
-with matplotlib (Agg: no display needed)."""
+"""The HTML reports: one self-contained page (plots as PNG inside it, no file beside it), drawn
+with matplotlib (Agg: no display needed).
+
+- ``ferry.profile`` / ``ferry.diagnose(..., report=...)``: the verdict, the figures of each
+  epoch, where the wait went, and plots of throughput and bytes in flight over time, the data
+  wait of every step, the cache's fill, and the GPU's utilisation when there is one.
+- ``ferry stream --report``: each epoch's figures, and plots of throughput and bytes in flight,
+  samples per second and the cache's fill over time. The CLI runs
+  ``python -m ferry._report stream RUN.json OUT.html`` with what it measured.
+"""
 
 from __future__ import annotations
 
 import base64
 import html
 import io
+import json
 import math
 import os
+import sys
 import tempfile
 import time
 from typing import Any, Dict, List, Sequence
@@ -30,52 +37,68 @@ def _rates(t: Sequence[float], cumulative: Sequence[float]) -> List[float]:
     return out
 
 
-def _plots(series: Dict[str, List[float]], step_waits: Sequence[float]) -> List[tuple]:
-    """[(title, base64 PNG)] of the run."""
+def _pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    t = series["t"]
-    plots = []
+    return plt
+
+
+def _line(plt, x, y, xlabel, ylabel, color="C0", ylim=None) -> str:
+    fig, ax = plt.subplots(figsize=(8, 3))
+    ax.plot(x, y, color=color)
+    if ylim:
+        ax.set_ylim(*ylim)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    png = _png(fig)
+    plt.close(fig)
+    return png
+
+
+def _throughput(plt, t, read_bytes, in_flight) -> str:
     fig, ax = plt.subplots(figsize=(8, 3))
     mid = [(t[i] + t[i - 1]) / 2 for i in range(1, len(t))]
-    ax.plot(mid, [r / 1e6 for r in _rates(t, series["read_bytes"])], color="C0",
-            label="fetched, MB/s")
+    ax.plot(mid, [r / 1e6 for r in _rates(t, read_bytes)], color="C0", label="fetched, MB/s")
     ax.set_xlabel("seconds")
     ax.set_ylabel("MB/s")
     ax2 = ax.twinx()
-    ax2.plot(t, [b / 1e6 for b in series["in_flight"]], color="C1", label="in flight, MB")
+    ax2.plot(t, [b / 1e6 for b in in_flight], color="C1", label="in flight, MB")
     ax2.set_ylabel("MB in flight")
     ax.legend(loc="upper left")
     ax2.legend(loc="upper right")
-    plots.append(("Throughput and bytes in flight", _png(fig)))
+    png = _png(fig)
     plt.close(fig)
+    return png
 
+
+def _cache_fill(plt, t, cache_bytes) -> str:
+    return _line(plt, t, [b / 1e6 for b in cache_bytes], "seconds",
+                 "MB downloaded into the cache")
+
+
+CACHE_FILL = "Cache fill (downloaded less evicted, since the start)"
+
+
+def _plots(series: Dict[str, List[float]], step_waits: Sequence[float]) -> List[tuple]:
+    """[(title, base64 PNG)] of a profiled loop."""
+    plt = _pyplot()
+    t = series["t"]
+    plots = [("Throughput and bytes in flight",
+              _throughput(plt, t, series["read_bytes"], series["in_flight"]))]
     fig, ax = plt.subplots(figsize=(8, 3))
     ax.plot(range(len(step_waits)), [w * 1e3 for w in step_waits], color="C0", linewidth=0.8)
     ax.set_xlabel("step")
     ax.set_ylabel("ms waiting for the batch")
     plots.append(("Data wait per step", _png(fig)))
     plt.close(fig)
-
-    fig, ax = plt.subplots(figsize=(8, 3))
-    ax.plot(t, [b / 1e6 for b in series["cache_bytes"]], color="C0")
-    ax.set_xlabel("seconds")
-    ax.set_ylabel("MB downloaded into the cache")
-    plots.append(("Cache fill (downloaded less evicted, since the start)", _png(fig)))
-    plt.close(fig)
-
+    plots.append((CACHE_FILL, _cache_fill(plt, t, series["cache_bytes"])))
     gpu = series.get("gpu", [])
     if any(not math.isnan(g) for g in gpu):
-        fig, ax = plt.subplots(figsize=(8, 3))
-        ax.plot(t, gpu, color="C2")
-        ax.set_ylim(0, 100)
-        ax.set_xlabel("seconds")
-        ax.set_ylabel("GPU busy, %")
-        plots.append(("GPU utilisation", _png(fig)))
-        plt.close(fig)
+        plots.append(("GPU utilisation", _line(plt, t, gpu, "seconds", "GPU busy, %",
+                                               color="C2", ylim=(0, 100))))
     return plots
 
 
@@ -84,6 +107,51 @@ def _table(rows: Sequence[Sequence[Any]], header: Sequence[str] = ()) -> str:
     body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>"
                    for row in rows)
     return f"<table>{'<tr>' + head + '</tr>' if head else ''}{body}</table>"
+
+
+_STYLE = """<style>
+body { font-family: sans-serif; margin: 2em; max-width: 60em; color: #222; }
+.verdict { font-size: 1.15em; padding: 0.8em; background: #f3f6fa;
+           border-left: 4px solid #1f77b4; }
+table { border-collapse: collapse; margin: 1em 0; }
+td, th { border: 1px solid #ccc; padding: 0.3em 0.7em; text-align: left; }
+img { max-width: 100%; }
+</style>"""
+
+
+def _images(plots: Sequence[tuple]) -> str:
+    return "".join(f"<h2>{html.escape(title)}</h2><img alt=\"{html.escape(title)}\" "
+                   f"src=\"data:image/png;base64,{png}\">" for title, png in plots)
+
+
+def render_stream_html(run: Dict[str, Any]) -> str:
+    """The page of a ``ferry stream`` run: {"url", "epochs": [--json's objects], "series"}."""
+    epochs = _table([(e["epoch"] + 1, e["samples"], f"{e['seconds']:.2f}",
+                      f"{e['samples_per_s']:.0f}", f"{e['mb_per_s']:.1f}",
+                      f"{e['bytes_fetched'] / 1e6:.1f}", e["remote_requests"], e["cache_hits"],
+                      e["cache_misses"], f"{e['wait_s']:.2f}",
+                      f"{e['time_to_first_sample_s']:.3f}") for e in run["epochs"]],
+                    ["epoch", "samples", "seconds", "samples/s", "MB/s", "MB fetched",
+                     "requests", "cache hits", "misses", "waited, s", "first sample, s"])
+    s = run["series"]
+    t = s["t"]
+    plt = _pyplot()
+    mid = [(t[i] + t[i - 1]) / 2 for i in range(1, len(t))]
+    plots = [("Throughput and bytes in flight",
+              _throughput(plt, t, s["read_bytes"], s["in_flight"])),
+             ("Samples per second", _line(plt, mid, _rates(t, s["samples"]), "seconds",
+                                          "samples/s")),
+             (CACHE_FILL, _cache_fill(plt, t, s["cache_bytes"]))]
+    when = time.strftime("%Y-%m-%d %H:%M:%S")
+    return f"""<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>ferry stream: {html.escape(run['url'])}</title>
+{_STYLE}</head><body>
+<h1>ferry stream</h1>
+<p>{html.escape(run['url'])}, {html.escape(when)}</p>
+<h2>Epochs</h2>{epochs}
+{_images(plots)}
+</body></html>
+"""
 
 
 def render_html(report: Dict[str, Any], series: Dict[str, List[float]],
@@ -111,20 +179,11 @@ def render_html(report: Dict[str, Any], series: Dict[str, List[float]],
          f"{gpu['utilization']:.0f} % busy ({gpu['source']})" if gpu["utilization"] is not None
          else f"unreadable ({gpu['source']})"),
     ])
-    plots = "".join(f"<h2>{html.escape(title)}</h2><img alt=\"{html.escape(title)}\" "
-                    f"src=\"data:image/png;base64,{png}\">"
-                    for title, png in _plots(series, step_waits))
+    plots = _images(_plots(series, step_waits))
     when = time.strftime("%Y-%m-%d %H:%M:%S")
     return f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>ferry: is training waiting on data?</title>
-<style>
-body {{ font-family: sans-serif; margin: 2em; max-width: 60em; color: #222; }}
-.verdict {{ font-size: 1.15em; padding: 0.8em; background: #f3f6fa;
-            border-left: 4px solid #1f77b4; }}
-table {{ border-collapse: collapse; margin: 1em 0; }}
-td, th {{ border: 1px solid #ccc; padding: 0.3em 0.7em; text-align: left; }}
-img {{ max-width: 100%; }}
-</style></head><body>
+{_STYLE}</head><body>
 <h1>Is training waiting on data?</h1>
 <p>{html.escape(when)}, {report['steps']} steps</p>
 <p class="verdict"><b>{html.escape(report['kind'])}</b>:
@@ -138,10 +197,17 @@ img {{ max-width: 100%; }}
 
 def write_html(report: Dict[str, Any], series: Dict[str, List[float]],
                step_waits: Sequence[float], path: str) -> None:
-    """Writes the page to ``path`` through a temporary in the same folder (never half a page)."""
-    text = render_html(report, series, step_waits)
+    """Writes the page of a profiled loop to ``path``."""
+    _write(render_html(report, series, step_waits), path)
+
+
+def _write(text: str, path: str) -> None:
+    """Writes ``text`` to ``path`` through a temporary in the same folder (never half a page)."""
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".ferry-report-", dir=folder)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)  # a page like any other file, not mkstemp's 0600
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
@@ -149,3 +215,17 @@ def write_html(report: Dict[str, Any], series: Dict[str, List[float]],
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def main(argv: Sequence[str]) -> int:
+    if len(argv) != 3 or argv[0] != "stream":
+        print("usage: python -m ferry._report stream RUN.json OUT.html", file=sys.stderr)
+        return 2
+    with open(argv[1], encoding="utf-8") as f:
+        run = json.load(f)
+    _write(render_stream_html(run), argv[2])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "base/file_util.h"
@@ -26,6 +27,7 @@
 #include "cli/command.h"
 #include "cli/metrics_port.h"
 #include "cli/progress.h"
+#include "cli/stream_report.h"
 #include "ferry/metrics/metrics.h"
 #include "ferry/storage/registry.h"
 #include "ferry/stream/streaming_dataset.h"
@@ -55,6 +57,7 @@ struct StreamCommandOptions {
   bool json = false;
   bool touch = false;
   bool quiet = false;
+  std::string report;     // --report: an HTML page of the run
   int metrics_port = -1;  // -1: no metrics server
   std::string metrics_host = "127.0.0.1";
   std::string validate_hash;
@@ -144,6 +147,8 @@ Result<int> RunStream(const StreamCommandOptions& o) {
   FERRY_ASSIGN_OR_RETURN(auto dataset, StreamingDataset::Open(options));
   FERRY_ASSIGN_OR_RETURN(const auto metrics_server,
                          ServeMetrics(o.metrics_port, o.metrics_host, o.local, !o.json));
+  std::optional<StreamReport> report;
+  if (!o.report.empty()) report.emplace(o.url);
   if (!o.json) {
     std::printf("dataset: %llu samples in %zu shards; rank %u of %u, %u workers\n",
                 static_cast<unsigned long long>(dataset->num_samples()),
@@ -251,6 +256,7 @@ Result<int> RunStream(const StreamCommandOptions& o) {
     // The part count of the next large download (the tuner's latest choice, in auto).
     j["download_parts"] = options.download_parts ? int64_t{*options.download_parts}
                                                  : Metric(after, "/ferry/cache/download_parts");
+    if (report) report->AddEpoch(j);
     if (o.json) {
       std::printf("%s\n", DumpPythonJson(j, JsonKeyOrder::kInsertion).c_str());
     } else {
@@ -267,6 +273,10 @@ Result<int> RunStream(const StreamCommandOptions& o) {
           static_cast<long long>(j["evictions"].get<int64_t>()), j["wait_s"].get<double>());
     }
     std::fflush(stdout);
+  }
+  if (report) {
+    FERRY_RETURN_IF_ERROR(report->Write(o.report));
+    if (!o.json) std::fprintf(stderr, "report: %s\n", o.report.c_str());
   }
   return 0;
 }
@@ -314,6 +324,9 @@ Command AddStreamCommand(CLI::App& parent) {
   app->add_option("--batch-size", o->batch_size, "Per-worker batch size")->capture_default_str();
   app->add_flag("--json", o->json, "One JSON object per epoch");
   app->add_flag("-q,--quiet", o->quiet, "No progress display");
+  app->add_option("--report", o->report,
+                  "Write an HTML page of the run: each epoch, and plots of throughput, bytes in "
+                  "flight and the cache's fill over time (needs matplotlib)");
   AddMetricsPortOptions(*app, o->metrics_port, o->metrics_host);
   app->add_option("--sample-ids", o->sample_ids,
                   "Write 'EPOCH SAMPLE_ID' lines for every sample this rank read (to check the "

@@ -135,6 +135,14 @@ def test_the_html_report_renders_its_plots_in_a_browser(tmp_path, local_dataset)
     assert text.count("data:image/png;base64,") == 3  # no GPU here: three plots
     assert "src=\"http" not in text and "src=\"file" not in text  # self-contained
 
+    _assert_renders_its_plots(chromium, page, tmp_path)
+
+
+def _assert_renders_its_plots(chromium, page, tmp_path):
+    """The page in headless Chromium shows its plots: thousands of pixels of axes, ticks, labels
+    and lines that the same page with its images broken lacks."""
+    text = page.read_text()
+
     def screenshot(html_file, png):
         subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
                         "--hide-scrollbars", f"--screenshot={png}", "--window-size=1000,2200",
@@ -143,12 +151,32 @@ def test_the_html_report_renders_its_plots_in_a_browser(tmp_path, local_dataset)
         return _inked_pixels(png)
 
     rendered = screenshot(page, tmp_path / "page.png")
-    # The same page with its images broken: what a page whose plots did not render shows.
     broken = tmp_path / "broken.html"
     broken.write_text(text.replace("data:image/png;base64,", "data:image/png;base64,AA"))
     without_plots = screenshot(broken, tmp_path / "broken.png")
-    # The plots' axes, ticks, labels and lines: thousands of pixels the page without them lacks.
     assert rendered - without_plots > 5000, (rendered, without_plots)
+
+
+def test_ferry_stream_writes_a_report_that_renders(tmp_path, local_dataset):
+    from ferry import _cli
+
+    page = tmp_path / "stream.html"
+    folder = local_dataset.streams[0].local
+    done = subprocess.run([_cli.executable(), "stream", folder, "--epochs", "2", "--report",
+                           str(page)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert done.returncode == 0, done.stderr
+    text = page.read_text()
+    assert text.count("data:image/png;base64,") == 3
+    assert "<td>1</td><td>60</td>" in text and "<td>2</td><td>60</td>" in text  # both epochs
+    assert (page.stat().st_mode & 0o777) != 0o600
+    _assert_renders_its_plots(shutil.which("chromium"), page, tmp_path)
+    # Without a Python that can draw it: an error naming the page, and no page.
+    env = dict(os.environ, FERRY_PYTHON=str(tmp_path / "no-python"))
+    failed = subprocess.run([_cli.executable(), "stream", folder, "--report",
+                             str(tmp_path / "none.html")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    assert failed.returncode != 0 and "none.html" in failed.stderr, failed.stderr
+    assert not (tmp_path / "none.html").exists()
 
 
 def test_the_gpu_is_read_through_nvidia_smi_without_nvml(tmp_path, monkeypatch):

@@ -1,0 +1,129 @@
+#include "cli/stream_report.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+
+#include "base/file_util.h"
+#include "base/stoppable_sleep.h"
+#include "base/subprocess.h"
+#include "ferry/metrics/metrics.h"
+
+namespace ferry::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr auto kSampleEvery = std::chrono::milliseconds(250);
+
+int64_t MetricSum(const std::map<std::string, int64_t>& values, std::string_view prefix,
+                  std::string_view suffix) {
+  int64_t n = 0;
+  for (const auto& [name, value] : values) {
+    if (name.starts_with(prefix) && name.ends_with(suffix)) n += value;
+  }
+  return n;
+}
+
+int64_t MetricValue(const std::map<std::string, int64_t>& values, const std::string& name) {
+  auto it = values.find(name);
+  return it == values.end() ? 0 : it->second;
+}
+
+// The folder holding the ferry package that goes with this binary, or "" (then the
+// interpreter's own path must have it).
+std::string PackageParent() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  const fs::path dir = exe.parent_path();
+  // A wheel: <site-packages>/ferry/bin/ferry.
+  if (dir.filename() == "bin" && fs::exists(dir.parent_path() / "__init__.py", ec)) {
+    return dir.parent_path().parent_path().string();
+  }
+  // The build tree: <build>/src/cli/ferry beside <build>/python/ferry.
+  const fs::path build = dir.parent_path().parent_path() / "python";
+  if (fs::exists(build / "ferry" / "__init__.py", ec)) return build.string();
+  return "";
+}
+
+std::string Interpreter() {
+  if (const char* python = std::getenv("FERRY_PYTHON"); python != nullptr && *python != '\0') {
+    return python;
+  }
+  return ::access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+}
+
+}  // namespace
+
+StreamReport::StreamReport(std::string url)
+    : url_(std::move(url)), start_(std::chrono::steady_clock::now()) {
+  series_ = {{"t", nlohmann::ordered_json::array()},
+             {"read_bytes", nlohmann::ordered_json::array()},
+             {"in_flight", nlohmann::ordered_json::array()},
+             {"cache_bytes", nlohmann::ordered_json::array()},
+             {"samples", nlohmann::ordered_json::array()}};
+  Sample();
+  sampler_ = std::jthread([this](std::stop_token stop) {
+    while (SleepUnlessStopped(kSampleEvery, stop)) Sample();
+  });
+}
+
+StreamReport::~StreamReport() {
+  sampler_.request_stop();
+  if (sampler_.joinable()) sampler_.join();
+}
+
+void StreamReport::Sample() {
+  const std::map<std::string, int64_t> v = metrics::Values();
+  const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  MutexLock lock(mu_);
+  series_["t"].push_back(t);
+  series_["read_bytes"].push_back(MetricSum(v, "/ferry/storage/", "/bytes_read"));
+  series_["in_flight"].push_back(MetricValue(v, "/ferry/stream/bytes_in_flight"));
+  series_["cache_bytes"].push_back(MetricValue(v, "/ferry/cache/downloaded_bytes") -
+                                   MetricValue(v, "/ferry/cache/evicted_bytes"));
+  series_["samples"].push_back(MetricValue(v, "/ferry/stream/samples"));
+}
+
+void StreamReport::AddEpoch(nlohmann::ordered_json epoch) { epochs_.push_back(std::move(epoch)); }
+
+Status StreamReport::Write(const std::string& path) {
+  sampler_.request_stop();
+  if (sampler_.joinable()) sampler_.join();
+  Sample();
+  nlohmann::ordered_json run;
+  run["url"] = url_;
+  run["epochs"] = epochs_;
+  {
+    MutexLock lock(mu_);
+    run["series"] = series_;
+  }
+  const fs::path out = fs::absolute(path);
+  const fs::path data = TemporaryPathFor(out.string() + ".json");
+  FERRY_RETURN_IF_ERROR(WriteFileAtomically(data, run.dump()));
+  const std::string parent = PackageParent();
+  if (!parent.empty()) {
+    const char* old = std::getenv("PYTHONPATH");
+    const std::string joined = old != nullptr && *old != '\0' ? parent + ":" + old : parent;
+    ::setenv("PYTHONPATH", joined.c_str(), 1);
+  }
+  auto done =
+      RunSubprocess({Interpreter(), "-m", "ferry._report", "stream", data.string(), out.string()},
+                    std::chrono::minutes(2));
+  std::error_code ec;
+  fs::remove(data, ec);
+  FERRY_RETURN_IF_ERROR(
+      done.status().WithContext(fmt::format("{}: the report was not written", out.string())));
+  if (done->exit_code != 0) {
+    return InternalError(fmt::format(
+        "{}: the report was not written: {} -m ferry._report failed ({}): {}", out.string(),
+        Interpreter(), done->exit_code, done->err.empty() ? done->out : done->err));
+  }
+  return Status::Ok();
+}
+
+}  // namespace ferry::cli
