@@ -13,9 +13,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "base/human_size.h"
+#include "base/python_json.h"
 #include "cli/command.h"
 #include "cli/interrupt.h"
 #include "cli/progress.h"
@@ -33,6 +35,7 @@ struct CpOptions {
   bool recursive = false;
   bool dry_run = false;
   bool quiet = false;
+  bool json = false;
   size_t jobs = 16;
 };
 
@@ -76,7 +79,7 @@ Result<int> RunCp(const CpOptions& o) {
     std::printf("would copy %zu objects, %s\n", items.size(), FormatBytes(planned_bytes).c_str());
     return 0;
   }
-  ProgressBar progress("cp", "objects", items.size(), !o.quiet);
+  ProgressBar progress("cp", "objects", items.size(), !o.quiet && !o.json);
   InterruptWatch interrupt;
   CopyReport report = CopyAll(
       *src.store, *dst.store, items, o.jobs,
@@ -87,15 +90,22 @@ Result<int> RunCp(const CpOptions& o) {
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  for (const auto& f : report.failures) {
+  if (o.json) {
+    std::printf("%s\n", DumpPythonJson(CopyReportJson(report, items.size(), seconds),
+                                       JsonKeyOrder::kInsertion)
+                            .c_str());
+  }
+  for (const auto& f : o.json ? std::vector<CopyFailure>{} : report.failures) {
     std::printf("FAILED %s -> %s: %s\n", f.src_url.c_str(), f.dst_url.c_str(),
                 f.error.message().c_str());
   }
-  std::printf("copied %llu of %zu objects (%s) in %.2f s: %.0f objects/s, %.1f MB/s\n",
-              static_cast<unsigned long long>(report.objects), items.size(),
-              FormatBytes(report.bytes).c_str(), seconds,
-              static_cast<double>(report.objects) / seconds,
-              static_cast<double>(report.bytes) / 1e6 / seconds);
+  if (!o.json) {
+    std::printf("copied %llu of %zu objects (%s) in %.2f s: %.0f objects/s, %.1f MB/s\n",
+                static_cast<unsigned long long>(report.objects), items.size(),
+                FormatBytes(report.bytes).c_str(), seconds,
+                static_cast<double>(report.objects) / seconds,
+                static_cast<double>(report.bytes) / 1e6 / seconds);
+  }
   if (report.stopped) {
     // A folder copy is finished by sync, which skips what arrived; one object is copied again.
     const std::vector<std::string> resume = {o.recursive ? "sync" : "cp", http::RedactUrl(o.src),
@@ -123,6 +133,7 @@ Command AddCpCommand(CLI::App& parent) {
       ->capture_default_str();
   app->add_flag("-n,--dry-run", o->dry_run, "Show what would be copied");
   app->add_flag("-q,--quiet", o->quiet, "No progress display");
+  app->add_flag("--json", o->json, "Print the outcome as one JSON object (no progress display)");
   return {app, [o] { return RunCp(*o); }};
 }
 

@@ -10,8 +10,10 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "base/human_size.h"
+#include "base/python_json.h"
 #include "cli/command.h"
 #include "cli/interrupt.h"
 #include "cli/progress.h"
@@ -29,6 +31,7 @@ struct SyncOptions {
   bool delete_extra = false;
   bool dry_run = false;
   bool quiet = false;
+  bool json = false;
   size_t jobs = 16;
 };
 
@@ -93,7 +96,7 @@ Result<int> RunSync(const SyncOptions& o) {
                 unchanged);
     return 0;
   }
-  ProgressBar progress("sync", "objects", items.size(), !o.quiet);
+  ProgressBar progress("sync", "objects", items.size(), !o.quiet && !o.json);
   InterruptWatch interrupt;
   CopyReport report = CopyAll(
       *src.store, *dst.store, items, o.jobs,
@@ -111,15 +114,22 @@ Result<int> RunSync(const SyncOptions& o) {
       ++deleted;
     }
   }
-  for (const auto& f : report.failures) {
-    std::printf("FAILED %s%s%s: %s\n", f.src_url.c_str(), f.src_url.empty() ? "" : " -> ",
-                f.dst_url.c_str(), f.error.message().c_str());
-  }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("copied %llu objects (%s), deleted %zu, %zu unchanged, in %.2f s\n",
-              static_cast<unsigned long long>(report.objects), FormatBytes(report.bytes).c_str(),
-              deleted, unchanged, seconds);
+  if (o.json) {
+    nlohmann::ordered_json j = CopyReportJson(report, items.size(), seconds);
+    j["deleted"] = deleted;
+    j["unchanged"] = unchanged;
+    std::printf("%s\n", DumpPythonJson(j, JsonKeyOrder::kInsertion).c_str());
+  } else {
+    for (const auto& f : report.failures) {
+      std::printf("FAILED %s%s%s: %s\n", f.src_url.c_str(), f.src_url.empty() ? "" : " -> ",
+                  f.dst_url.c_str(), f.error.message().c_str());
+    }
+    std::printf("copied %llu objects (%s), deleted %zu, %zu unchanged, in %.2f s\n",
+                static_cast<unsigned long long>(report.objects), FormatBytes(report.bytes).c_str(),
+                deleted, unchanged, seconds);
+  }
   if (report.stopped) {
     std::vector<std::string> resume = {"sync", http::RedactUrl(o.src), http::RedactUrl(o.dst)};
     if (o.delete_extra) resume.push_back("--delete");
@@ -144,6 +154,7 @@ Command AddSyncCommand(CLI::App& parent) {
       ->capture_default_str();
   app->add_flag("-n,--dry-run", o->dry_run, "Show what would be copied and deleted");
   app->add_flag("-q,--quiet", o->quiet, "No progress display");
+  app->add_flag("--json", o->json, "Print the outcome as one JSON object (no progress display)");
   return {app, [o] { return RunSync(*o); }};
 }
 

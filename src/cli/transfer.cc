@@ -191,4 +191,13 @@ std::string InterruptedLine(const CopyReport& report, const std::vector<CopyItem
                      command);
 }
 
+nlohmann::ordered_json CopyReportJson(const CopyReport& report, size_t planned, double seconds) {
+  nlohmann::ordered_json failed = nlohmann::ordered_json::array();
+  for (const CopyFailure& f : report.failures) {
+    failed.push_back({{"src", f.src_url}, {"dst", f.dst_url}, {"error", f.error.message()}});
+  }
+  return {{"objects", report.objects}, {"planned", planned},          {"bytes", report.bytes},
+          {"seconds", seconds},        {"failed", std::move(failed)}, {"stopped", report.stopped}};
+}
+
 }  // namespace ferry

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -52,6 +53,10 @@ struct CopyReport {
   /// True when a stop was requested before every item was done.
   bool stopped = false;
 };
+
+/// The report as JSON (`--json` of cp and sync): {"objects", "planned", "bytes", "seconds",
+/// "failed": [{"src", "dst", "error"}], "stopped"}.
+nlohmann::ordered_json CopyReportJson(const CopyReport& report, size_t planned, double seconds);
 
 /// Every object below `src_prefix` (recursively), paired with the key it gets below `dst_prefix`.
 Result<std::vector<CopyItem>> PlanFolderCopy(ObjectStore& src, const std::string& src_prefix,

@@ -13,6 +13,7 @@
 
 #include "base/file_util.h"
 #include "base/human_size.h"
+#include "base/python_json.h"
 #include "cli/command.h"
 #include "cli/dataset_url.h"
 #include "cli/progress.h"
@@ -30,6 +31,7 @@ struct VerifyCommandOptions {
   std::string split;
   bool layout_only = false;
   bool quiet = false;
+  bool json = false;
 };
 
 // Shards fetched and checked at once from a remote store: a few downloads in flight, and a
@@ -112,7 +114,7 @@ Result<int> RunVerify(const VerifyCommandOptions& o) {
   FERRY_ASSIGN_OR_RETURN(const std::string text, dataset.ReadIndexText());
   FERRY_ASSIGN_OR_RETURN(const DatasetDescription index,
                          ParseIndexFile(text, dataset.UrlOf("index.json")));
-  ProgressBar progress("verify", "shards", 0, !o.quiet);
+  ProgressBar progress("verify", "shards", 0, !o.quiet && !o.json);
   VerifyOptions options;
   options.decode_samples = !o.layout_only;
   options.progress = [&](size_t done, size_t, uint64_t bytes) { progress.Update(done, bytes); };
@@ -120,6 +122,19 @@ Result<int> RunVerify(const VerifyCommandOptions& o) {
                                                   ? VerifyDataset(*dataset.local(), options)
                                                   : VerifyRemote(dataset, text, index, options));
   progress.Finish();
+  if (o.json) {
+    nlohmann::ordered_json problems = nlohmann::ordered_json::array();
+    for (const auto& p : report.problems) {
+      problems.push_back({{"shard", p.shard}, {"file", p.file}, {"problem", p.problem}});
+    }
+    const nlohmann::ordered_json j = {
+        {"dataset", dataset.name()},       {"ok", report.ok()},
+        {"shards", report.shards},         {"samples", report.samples},
+        {"bytes_read", report.bytes_read}, {"bad_shards", report.bad_shards()},
+        {"problems", std::move(problems)}};
+    std::printf("%s\n", DumpPythonJson(j, JsonKeyOrder::kInsertion).c_str());
+    return report.ok() ? 0 : 1;
+  }
   if (report.ok()) {
     std::printf("ok: %s: %zu shards, %llu samples, %s checked\n", dataset.name().c_str(),
                 report.shards, static_cast<unsigned long long>(report.samples),
@@ -151,6 +166,7 @@ Command AddVerifyCommand(CLI::App& parent) {
   app->add_flag("--layout-only", o->layout_only,
                 "Check files, hashes and offsets but do not decode sample payloads");
   app->add_flag("-q,--quiet", o->quiet, "No progress display");
+  app->add_flag("--json", o->json, "Print the outcome as one JSON object (no progress display)");
   return {app, [o] { return RunVerify(*o); }};
 }
 

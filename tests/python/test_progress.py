@@ -49,3 +49,29 @@ def test_stream_shows_each_epochs_progress(tmp_path):
     for flag in ("--json", "-q"):
         err = _run("stream", str(tmp_path / "ds"), flag, interval=0.0001).stderr
         assert "samples/s" not in err, err
+
+
+def test_cp_sync_and_verify_say_their_outcome_as_json(tmp_path):
+    import json
+
+    src = tmp_path / "src"
+    with ferry.MDSWriter(out=str(src), columns={"i": "int"}, size_limit=1 << 10,
+                         hashes=["xxh64"]) as w:
+        for i in range(500):
+            w.write({"i": i})
+    files = len(os.listdir(src))
+    done = _run("cp", "-r", "--json", str(src), str(tmp_path / "copy"), interval=0.0001)
+    cp = json.loads(done.stdout)
+    assert cp["objects"] == cp["planned"] == files and cp["failed"] == [] and not cp["stopped"]
+    assert "objects/s" not in done.stderr, "no progress with --json"
+    sync = json.loads(_run("sync", "--json", str(src), str(tmp_path / "copy")).stdout)
+    assert sync["objects"] == 0 and sync["unchanged"] == files
+    shard = tmp_path / "copy" / "shard.00002.mds"
+    data = bytearray(shard.read_bytes())
+    data[-3] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    bad = subprocess.run([_cli.executable(), "verify", "--json", str(tmp_path / "copy")],
+                         stdout=subprocess.PIPE, text=True)
+    report = json.loads(bad.stdout)
+    assert bad.returncode == 1 and not report["ok"] and report["bad_shards"] == [2]
+    assert report["problems"][0]["file"] == "shard.00002.mds"
