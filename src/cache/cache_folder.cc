@@ -13,6 +13,7 @@
 #include "cache/eviction.h"
 #include "cache/reader_registry.h"
 #include "ferry/cache/shard_cache.h"
+#include "ferry/format/index.h"
 #include "format/hash.h"
 
 namespace ferry {
@@ -31,6 +32,16 @@ Result<DatasetDescription> FolderIndex(const CacheLayout& layout) {
     return InvalidArgumentError(
         fmt::format("{}: not a cache folder (no index.json: nothing was streamed into it)",
                     layout.root().string()));
+  }
+  if (!index.ok()) return index;
+  // Every name is checked before one is removed: nothing outside the folder, nothing of ferry's.
+  for (const ShardDescription& shard : index->shards) {
+    for (const FileInfo* form : shard.all_forms()) {
+      FERRY_RETURN_IF_ERROR(
+          ValidateBasename(form->basename).WithContext(layout.IndexPath().string()));
+      FERRY_RETURN_IF_ERROR(internal_cache::CheckBasenameIsNotReserved(form->basename)
+                                .WithContext(layout.IndexPath().string()));
+    }
   }
   return index;
 }

@@ -128,5 +128,24 @@ TEST_F(CacheFolderTest, PruneRemovesTheLeastRecentlyUsedFirst) {
   EXPECT_EQ(removal->removed_shards, 1u);
 }
 
+TEST_F(CacheFolderTest, AnIndexNamingFilesOutsideTheShardsRemovesNothing) {
+  auto cache = Filled();
+  cache.reset();
+  ASSERT_TRUE(InspectCacheFolder(Cache()).ok());
+  // An index.json that names one of ferry's records as a shard file, or a file outside.
+  std::string text = testing::FileText(Cache() / "index.json");
+  const std::string name = index_.shards[0].raw_data.basename;
+  for (const std::string evil : {".ferry/origin.json", "../outside"}) {
+    std::string changed = text;
+    changed.replace(changed.find(name), name.size(), evil);
+    ASSERT_TRUE(WriteFileAtomically(Cache() / "index.json", changed).ok());
+    fs::remove(Cache() / ".ferry" / "index.bin");
+    auto removal = ClearCacheFolder(Cache());
+    ASSERT_FALSE(removal.ok()) << evil;
+    EXPECT_THAT(removal.status().message(), HasSubstr("index.json")) << evil;
+    EXPECT_TRUE(fs::exists(RawPath(1, Cache()))) << "nothing removed";
+  }
+}
+
 }  // namespace
 }  // namespace ferry::shard_cache_test

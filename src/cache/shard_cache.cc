@@ -592,7 +592,7 @@ Result<uint64_t> ShardCache::Evict(size_t k) {
 }
 
 Result<metrics::NodeMetrics> ReadCacheFolderMetrics(const std::filesystem::path& local) {
-  return metrics::ReadNodeMetrics(CacheLayout(local).MetricsDir());
+  return metrics::ReadNodeMetrics(CacheLayout(local).MetricsDir(), internal_cache::Modes().file);
 }
 
 }  // namespace ferry

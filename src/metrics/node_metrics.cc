@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -73,25 +74,35 @@ Result<Totals> LoadTotals(const fs::path& folder) {
   return totals;
 }
 
-Status SaveTotals(const fs::path& folder, const Totals& totals) {
+Status SaveTotals(const fs::path& folder, const Totals& totals, unsigned mode) {
   nlohmann::json j;
   j["counters"] = totals.counters;
   j["folded"] = totals.folded;
-  return WriteFileAtomically(folder / kTotalsName, j.dump(), 0600);
+  return WriteFileAtomically(folder / kTotalsName, j.dump(), mode);
 }
 
 // flock on totals.lock, held while totals.json is read-modified-written and while a reader
 // sums (so that a file is never counted both as live and as folded, nor as neither).
 class TotalsLock {
  public:
-  // Without `create`, a folder where the lock file cannot be opened for writing yields an
-  // unheld lock (a read-only folder: nothing is folded).
-  explicit TotalsLock(const fs::path& folder) {
+  // A folder where the lock file cannot be opened for writing (read-only) yields an unheld lock:
+  // nothing is folded. So does a lock held for over 2 s - by a process stuck, or a forked child
+  // that inherited its descriptor: the counters wait for a later fold rather than hang the
+  // caller (a release holds the publisher's mutex, which fork() takes too).
+  TotalsLock(const fs::path& folder, unsigned mode) {
     const fs::path path = folder / kTotalsLockName;
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd_ >= 0 && ::flock(fd_, LOCK_EX) != 0) {
-      ::close(fd_);
-      fd_ = -1;
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, mode);
+    if (fd_ < 0) return;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      if ((errno != EWOULDBLOCK && errno != EINTR) || std::chrono::steady_clock::now() > deadline) {
+        Log().warn("metrics: {}: locked by another process for over 2 s; folding later",
+                   path.string());
+        ::close(fd_);
+        fd_ = -1;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
   }
   ~TotalsLock() {
@@ -116,6 +127,7 @@ void AddCounters(ValueMap& into, const ValueMap& counters) {
 
 struct PublishedFolder {
   int refs = 0;
+  unsigned mode = 0600;  // of the folder's files
   MetricsFileWriter writer;
   ValueMap base;  // the counters when this process began publishing here: not the folder's
 };
@@ -173,7 +185,7 @@ void FoldOwn(const fs::path& folder, PublishedFolder& published, const std::vect
     const auto base = published.base.find(m.name);
     counters[m.name] = m.value - (base == published.base.end() ? 0 : base->second);
   }
-  const TotalsLock lock(folder);
+  const TotalsLock lock(folder, published.mode);
   Status status =
       lock.held()
           ? Status::Ok()
@@ -183,7 +195,7 @@ void FoldOwn(const fs::path& folder, PublishedFolder& published, const std::vect
     if (totals.ok()) {
       AddCounters(totals->counters, counters);
       totals->folded.insert(published.writer.path().filename().string());
-      status = SaveTotals(folder, *totals);
+      status = SaveTotals(folder, *totals, published.mode);
     } else {
       status = totals.status();
     }
@@ -223,6 +235,38 @@ void FoldAllAtExit() {
   p.folders.clear();
 }
 
+// The names of the files this process publishes to `folder`.
+std::set<std::string> OwnFiles(const fs::path& folder) {
+  Publisher& p = ThePublisher();
+  MutexLock lock(p.mu);
+  std::set<std::string> out;
+  if (auto it = p.folders.find(folder); it != p.folders.end()) {
+    out.insert(it->second.writer.path().filename().string());
+  }
+  return out;
+}
+
+Result<MetricsFileContents> ReadOwn(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoToStatus(errno, "opening", path);
+  auto contents = ReadMetricsFile(fd, path);
+  ::close(fd);
+  return contents;
+}
+
+void AddLive(NodeMetrics& node, MetricsFileContents contents) {
+  ProcessMetrics process{.pid = contents.pid,
+                         .label = std::move(contents.label),
+                         .started_unix_ms = contents.started_unix_ms,
+                         .updated_unix_ms = contents.updated_unix_ms,
+                         .values = std::move(contents.counters)};
+  AddCounters(node.values, process.values);
+  AddCounters(node.values, contents.gauges);
+  for (const auto& [gauge, value] : contents.gauges) node.gauges.insert(gauge);
+  process.values.merge(contents.gauges);
+  node.processes.push_back(std::move(process));
+}
+
 }  // namespace
 
 Result<NodePublication> NodePublication::Start(const fs::path& folder, unsigned file_mode) {
@@ -242,7 +286,8 @@ Result<NodePublication> NodePublication::Start(const fs::path& folder, unsigned 
     for (const Metric& m : all) {
       if (!m.gauge) base[m.name] = m.value;
     }
-    PublishedFolder published{.refs = 0, .writer = std::move(writer), .base = std::move(base)};
+    PublishedFolder published{
+        .refs = 0, .mode = file_mode, .writer = std::move(writer), .base = std::move(base)};
     published.writer.Publish(all, published.base);
     it = p.folders.emplace(folder, std::move(published)).first;
   }
@@ -252,16 +297,17 @@ Result<NodePublication> NodePublication::Start(const fs::path& folder, unsigned 
     p.exit_hook = true;
     std::atexit(FoldAllAtExit);
   }
-  return NodePublication(folder);
+  return NodePublication(folder, ::getpid());
 }
 
 NodePublication::NodePublication(NodePublication&& other) noexcept
-    : folder_(std::exchange(other.folder_, {})) {}
+    : folder_(std::exchange(other.folder_, {})), pid_(other.pid_) {}
 
 NodePublication& NodePublication::operator=(NodePublication&& other) noexcept {
   if (this != &other) {
     Release();
     folder_ = std::exchange(other.folder_, {});
+    pid_ = other.pid_;
   }
   return *this;
 }
@@ -269,6 +315,9 @@ NodePublication& NodePublication::operator=(NodePublication&& other) noexcept {
 void NodePublication::Release() {
   if (folder_.empty()) return;
   const fs::path folder = std::exchange(folder_, {});
+  // A copy inherited through fork() is the parent's: the child's own publication of the same
+  // folder, if any, is not its to release.
+  if (pid_ != ::getpid()) return;
   Publisher& p = ThePublisher();
   const std::vector<Metric> all = All();
   {
@@ -290,12 +339,13 @@ void SetProcessLabel(std::string label) {
   p.label = std::move(label);
 }
 
-Result<NodeMetrics> ReadNodeMetrics(const fs::path& folder) {
+Result<NodeMetrics> ReadNodeMetrics(const fs::path& folder, unsigned file_mode) {
   NodeMetrics node;
   std::error_code ec;
   if (!fs::is_directory(folder, ec)) return node;
   FlushNodeMetrics();  // this process's own figures, as of now
-  const TotalsLock lock(folder);
+  const std::set<std::string> own = OwnFiles(folder);
+  const TotalsLock lock(folder, file_mode);
   Totals totals;
   if (lock.held()) {
     FERRY_ASSIGN_OR_RETURN(totals, LoadTotals(folder));
@@ -307,13 +357,22 @@ Result<NodeMetrics> ReadNodeMetrics(const fs::path& folder) {
   std::set<std::string> present;
   for (const fs::directory_entry& entry : fs::directory_iterator(folder, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.starts_with(kTemporaryPrefix)) {
-      const auto age = fs::file_time_type::clock::now() - entry.last_write_time(ec);
-      if (!ec && age > kStaleTemporary && lock.held()) remove.push_back(entry.path());
+    // A temporary of a process killed before renaming it (its metrics file, or the totals).
+    if (name.starts_with(kTemporaryPrefix) || name.starts_with(std::string(kTotalsName) + ".tmp")) {
+      std::error_code age_ec;  // the file may be renamed meanwhile: no error of the listing's
+      const auto age = fs::file_time_type::clock::now() - entry.last_write_time(age_ec);
+      if (!age_ec && age > kStaleTemporary && lock.held()) remove.push_back(entry.path());
       continue;
     }
     if (!name.starts_with(kProcessPrefix)) continue;
     present.insert(name);
+    // This process's own files are live whatever a lock test says (flock emulated per process,
+    // as on some network file systems, would let us lock our own).
+    if (own.contains(name)) {
+      auto contents = ReadOwn(entry.path());
+      if (contents.ok()) AddLive(node, std::move(*contents));
+      continue;
+    }
     const int fd = ::open(entry.path().c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
       if (errno != ENOENT) {
@@ -346,23 +405,14 @@ Result<NodeMetrics> ReadNodeMetrics(const fs::path& folder) {
       }
       continue;
     }
-    ProcessMetrics process{.pid = contents->pid,
-                           .label = std::move(contents->label),
-                           .started_unix_ms = contents->started_unix_ms,
-                           .updated_unix_ms = contents->updated_unix_ms,
-                           .values = std::move(contents->counters)};
-    AddCounters(node.values, process.values);
-    AddCounters(node.values, contents->gauges);
-    for (const auto& [gauge, value] : contents->gauges) node.gauges.insert(gauge);
-    process.values.merge(contents->gauges);
-    node.processes.push_back(std::move(process));
+    AddLive(node, std::move(*contents));
   }
   if (ec) return ErrnoToStatus(ec.value(), "listing", folder);
   // A name is remembered until a listing no longer shows its file: one removed below may yet
   // survive a crash, and must then not be counted twice.
   dirty |= std::erase_if(totals.folded,
                          [&](const std::string& name) { return !present.contains(name); }) > 0;
-  if (dirty && lock.held()) FERRY_RETURN_IF_ERROR(SaveTotals(folder, totals));
+  if (dirty && lock.held()) FERRY_RETURN_IF_ERROR(SaveTotals(folder, totals, file_mode));
   for (const fs::path& path : remove) ::unlink(path.c_str());
   AddCounters(node.exited, totals.counters);
   AddCounters(node.values, node.exited);

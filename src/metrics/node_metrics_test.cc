@@ -187,3 +187,36 @@ TEST(NodeMetrics, DamagedTotalsAreAnErrorNamingTheFile) {
 
 }  // namespace
 }  // namespace ferry::metrics
+
+namespace ferry::metrics {
+namespace {
+
+// A child that publishes to its parent's folder itself, and drops the publication it inherited,
+// keeps its own: what it counts after is not lost.
+TEST(NodeMetrics, AChildDroppingItsInheritedPublicationKeepsItsOwn) {
+  testing::TempDir tmp;
+  const fs::path folder = tmp / "metrics";
+  Counter& c = GetCounter("/test/node/inherited");
+  auto parent = NodePublication::Start(folder);
+  ASSERT_TRUE(parent.ok());
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    auto own = NodePublication::Start(folder);
+    if (!own.ok()) ::_exit(2);
+    *parent = NodePublication();  // the parent's copy: not this process's to release
+    c.Add(5);
+    FlushNodeMetrics();
+    ::_exit(0);  // as a worker ends: no release, no exit hooks
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  auto node = ReadNodeMetrics(folder);
+  ASSERT_TRUE(node.ok());
+  EXPECT_EQ(node->exited.at("/test/node/inherited"), 5);
+}
+
+}  // namespace
+}  // namespace ferry::metrics

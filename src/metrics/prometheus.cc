@@ -4,16 +4,20 @@
 #include <fmt/format.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <set>
 #include <thread>
 
 #include "base/file_util.h"
 #include "base/log.h"
+#include "base/mutex.h"
+#include "base/stoppable_sleep.h"
 #include "ferry/metrics/metrics.h"
 
 namespace ferry::metrics {
@@ -68,15 +72,53 @@ std::string Labels(const std::map<std::string, std::string>& labels) {
   return out + "}";
 }
 
+// The listening sockets of this process's servers. A fork()ed child (a DataLoader worker) does
+// not serve - the thread is the parent's - and must not keep the port bound after the parent
+// closes it: it closes its copies at once.
+struct ListeningSockets {
+  Mutex mu;
+  std::set<int> fds GUARDED_BY(mu);
+};
+
+void LockSocketsBeforeFork();
+void UnlockSocketsInParent();
+void CloseSocketsInChild();
+
+ListeningSockets& Sockets() {
+  static auto* sockets = [] {
+    auto* s = new ListeningSockets();  // never destroyed: servers may outlive statics
+    ::pthread_atfork(LockSocketsBeforeFork, UnlockSocketsInParent, CloseSocketsInChild);
+    return s;
+  }();
+  return *sockets;
+}
+
+void LockSocketsBeforeFork() NO_THREAD_SAFETY_ANALYSIS { Sockets().mu.lock(); }
+void UnlockSocketsInParent() NO_THREAD_SAFETY_ANALYSIS { Sockets().mu.unlock(); }
+void CloseSocketsInChild() NO_THREAD_SAFETY_ANALYSIS {
+  ListeningSockets& s = Sockets();
+  for (const int fd : s.fds) ::close(fd);
+  s.fds.clear();
+  s.mu.unlock();
+}
+
 class SocketMetricsServer : public MetricsServer {
  public:
   SocketMetricsServer(int fd, uint16_t port, std::function<std::string()> text)
       : fd_(fd), port_(port), text_(std::move(text)) {
+    {
+      ListeningSockets& s = Sockets();
+      MutexLock lock(s.mu);
+      s.fds.insert(fd_);
+    }
     thread_ = std::jthread([this](std::stop_token stop) { Serve(stop); });
   }
   ~SocketMetricsServer() override {
     thread_.request_stop();
     thread_.join();
+    ListeningSockets& s = Sockets();
+    MutexLock lock(s.mu);
+    s.fds.erase(fd_);
     ::close(fd_);
   }
   uint16_t port() const override { return port_; }
@@ -87,7 +129,11 @@ class SocketMetricsServer : public MetricsServer {
       pollfd p{.fd = fd_, .events = POLLIN, .revents = 0};
       if (::poll(&p, 1, 200) <= 0) continue;  // wakes to look at `stop`
       const int client = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (client < 0) continue;
+      if (client < 0) {
+        // Out of descriptors, say: the connection waits in the backlog; do not spin on it.
+        SleepUnlessStopped(std::chrono::milliseconds(50), stop);
+        continue;
+      }
       Answer(client);
       ::close(client);
     }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -77,6 +78,37 @@ TEST(MetricsServer, APortInUseIsAnErrorNamingIt) {
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), StatusCode::kAlreadyExists);
   EXPECT_THAT(second.status().message(), HasSubstr(std::to_string((*first)->port())));
+}
+
+}  // namespace
+}  // namespace ferry::metrics
+
+namespace ferry::metrics {
+namespace {
+
+// A forked child (a DataLoader worker) does not keep the port: once the parent closes its server
+// the port is free again, while the child still lives.
+TEST(MetricsServer, AForkedChildDoesNotKeepThePort) {
+  auto server = MetricsServer::Start([] { return std::string("x 1\n"); }, 0);
+  ASSERT_TRUE(server.ok());
+  const uint16_t port = (*server)->port();
+  int release[2];
+  ASSERT_EQ(::pipe(release), 0);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    char byte;
+    ::close(release[1]);
+    (void)::read(release[0], &byte, 1);  // until the parent is done
+    ::_exit(0);
+  }
+  ::close(release[0]);
+  server->reset();
+  auto again = MetricsServer::Start([] { return std::string("y 2\n"); }, port);
+  EXPECT_TRUE(again.ok()) << again.status().ToString();
+  ::close(release[1]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
 }
 
 }  // namespace

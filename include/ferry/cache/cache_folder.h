@@ -72,7 +72,8 @@ struct CacheRemoval {
 
 /// Removes every shard not pinned; with `everything` and no live reader, the whole folder's
 /// contents (index.json and .ferry/ included) - with a live reader it is kFailedPrecondition
-/// naming the processes, and nothing is removed.
+/// naming the processes, and nothing is removed. (A reader that opens the folder while it is
+/// being removed may fail: `everything` is for a folder no job uses.)
 Result<CacheRemoval> ClearCacheFolder(const std::filesystem::path& folder, bool everything = false);
 
 struct PruneOptions {

@@ -48,9 +48,9 @@ struct NodeMetrics {
 };
 
 /// The sum over the processes publishing to the metrics folder `folder`; folds the counters of
-/// processes that died into its totals (when the folder is writable). A folder that does not
-/// exist has no processes and no totals.
-Result<NodeMetrics> ReadNodeMetrics(const std::filesystem::path& folder);
+/// processes that died into its totals (when the folder is writable; files it creates get
+/// `file_mode`). A folder that does not exist has no processes and no totals.
+Result<NodeMetrics> ReadNodeMetrics(const std::filesystem::path& folder, unsigned file_mode = 0600);
 
 /// This process publishing to the metrics folder `folder` (created if missing) until the last
 /// copy for that folder is destroyed. `file_mode`: who may read the file (other users' readers
@@ -68,10 +68,12 @@ class NodePublication {
   bool active() const { return !folder_.empty(); }
 
  private:
-  explicit NodePublication(std::filesystem::path folder) : folder_(std::move(folder)) {}
+  NodePublication(std::filesystem::path folder, int64_t pid)
+      : folder_(std::move(folder)), pid_(pid) {}
   void Release();
 
   std::filesystem::path folder_;
+  int64_t pid_ = 0;  // the process that started it
 };
 
 /// Writes this process's current values into every file it publishes now (the thread does so
