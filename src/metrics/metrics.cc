@@ -1,11 +1,10 @@
 #include "ferry/metrics/metrics.h"
 
-#include <pthread.h>
-
 #include <algorithm>
 #include <deque>
 #include <nlohmann/json.hpp>
 
+#include "base/fork_guard.h"
 #include "base/mutex.h"
 #include "base/python_json.h"
 
@@ -27,28 +26,22 @@ struct Registry {
   std::map<std::string, Gauge*, std::less<>> gauge_names GUARDED_BY(mu);
 };
 
-// The lock is held across fork() so that the child's copy is consistent and unlocked, and the
-// child zeroes what it inherited.
-void LockRegistryBeforeFork();
-void UnlockRegistryInParent();
+// A forked child zeroes what it inherited (base/fork_guard.h holds the lock across the fork).
 void ZeroInChild();
 
 Registry& TheRegistry() {
   static auto* registry = [] {
     auto* r = new Registry();  // never destroyed: metrics outlive every user
-    ::pthread_atfork(LockRegistryBeforeFork, UnlockRegistryInParent, ZeroInChild);
+    LockAcrossFork(r->mu, ZeroInChild);
     return r;
   }();
   return *registry;
 }
 
-void LockRegistryBeforeFork() NO_THREAD_SAFETY_ANALYSIS { TheRegistry().mu.lock(); }
-void UnlockRegistryInParent() NO_THREAD_SAFETY_ANALYSIS { TheRegistry().mu.unlock(); }
 void ZeroInChild() NO_THREAD_SAFETY_ANALYSIS {
   Registry& r = TheRegistry();
   for (Counter& c : r.counters) ForkReset::Zero(c);
   for (Gauge& g : r.gauges) g.Set(0);
-  r.mu.unlock();
 }
 
 }  // namespace

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <pthread.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,6 +14,7 @@
 #include <thread>
 
 #include "base/file_util.h"
+#include "base/fork_guard.h"
 #include "base/log.h"
 #include "base/mutex.h"
 #include "base/stoppable_sleep.h"
@@ -140,21 +140,17 @@ struct Publisher {
   bool exit_hook GUARDED_BY(mu) = false;
 };
 
-void LockPublisherBeforeFork();
-void UnlockPublisherInParent();
 void ForgetInChild();
 
 Publisher& ThePublisher() {
   static auto* publisher = [] {
     auto* p = new Publisher();  // never destroyed: publications may outlive static destructors
-    ::pthread_atfork(LockPublisherBeforeFork, UnlockPublisherInParent, ForgetInChild);
+    LockAcrossFork(p->mu, ForgetInChild);
     return p;
   }();
   return *publisher;
 }
 
-void LockPublisherBeforeFork() NO_THREAD_SAFETY_ANALYSIS { ThePublisher().mu.lock(); }
-void UnlockPublisherInParent() NO_THREAD_SAFETY_ANALYSIS { ThePublisher().mu.unlock(); }
 // A forked child publishes nothing of its parent's: it drops the parent's files (keeping their
 // locks, which are the parent's) and its thread, which does not exist in the child.
 void ForgetInChild() NO_THREAD_SAFETY_ANALYSIS {
@@ -162,7 +158,6 @@ void ForgetInChild() NO_THREAD_SAFETY_ANALYSIS {
   for (auto& [folder, published] : p.folders) published.writer.Abandon();
   p.folders.clear();
   (void)p.thread.release();  // NOLINT: joining a thread of the parent's would never return
-  p.mu.unlock();
 }
 
 void PublishAll(Publisher& p) EXCLUDES(p.mu) {

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 #include <thread>
 
 #include "base/file_util.h"
+#include "base/fork_guard.h"
 #include "base/log.h"
 #include "base/mutex.h"
 #include "base/stoppable_sleep.h"
@@ -80,26 +80,21 @@ struct ListeningSockets {
   std::set<int> fds GUARDED_BY(mu);
 };
 
-void LockSocketsBeforeFork();
-void UnlockSocketsInParent();
 void CloseSocketsInChild();
 
 ListeningSockets& Sockets() {
   static auto* sockets = [] {
     auto* s = new ListeningSockets();  // never destroyed: servers may outlive statics
-    ::pthread_atfork(LockSocketsBeforeFork, UnlockSocketsInParent, CloseSocketsInChild);
+    LockAcrossFork(s->mu, CloseSocketsInChild);
     return s;
   }();
   return *sockets;
 }
 
-void LockSocketsBeforeFork() NO_THREAD_SAFETY_ANALYSIS { Sockets().mu.lock(); }
-void UnlockSocketsInParent() NO_THREAD_SAFETY_ANALYSIS { Sockets().mu.unlock(); }
 void CloseSocketsInChild() NO_THREAD_SAFETY_ANALYSIS {
   ListeningSockets& s = Sockets();
   for (const int fd : s.fds) ::close(fd);
   s.fds.clear();
-  s.mu.unlock();
 }
 
 class SocketMetricsServer : public MetricsServer {
