@@ -424,6 +424,30 @@ class ShardCacheImpl final : public ShardCache {
     return handle(false);
   }
 
+  // ferry's records beside the shards as they are now: each process that starts or stops
+  // reading the folder adds or removes its metrics file. Measured again only when the metrics
+  // folder has changed since (one stat per download rather than a listing and six stats: a
+  // FileDataset downloads thousands of small files a second).
+  uint64_t OtherBytesNow() {
+    struct stat st {};
+    const int64_t changed =
+        ::stat(layout_.MetricsDir().c_str(), &st) == 0
+            ? static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec
+            : -1;
+    if (changed != metrics_changed_ns_.load(std::memory_order_relaxed)) {
+      // Stored before measuring: a change while measuring is measured again next time. A file
+      // time ticks coarsely (a few ms): a change within 50 ms of the last may not move it, so
+      // such a recent time is not trusted and the next download measures again.
+      const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+      metrics_changed_ns_.store(now - changed < 50'000'000 ? -2 : changed,
+                                std::memory_order_relaxed);
+      other_bytes_now_.store(internal_cache::MeasureOtherBytes(layout_), std::memory_order_relaxed);
+    }
+    return std::max(other_bytes_, other_bytes_now_.load(std::memory_order_relaxed));
+  }
+
   // Evicts until `bytes` more fit under cache_limit; goes over it when the rest is pinned.
   Status MakeRoomFor(size_t k, uint64_t bytes) {
     if (!options_.cache_limit) return Status::Ok();
@@ -436,9 +460,8 @@ class ShardCacheImpl final : public ShardCache {
     for (const auto& list : lists) spans.emplace_back(*list);
     const std::vector<size_t> positions =
         internal_cache::UpcomingPositions(spans, index_->shards.size());
-    // The shards get what index.json and ferry's records leave of the limit - measured now:
-    // each process reading the folder adds its metrics file.
-    const uint64_t other_bytes = std::max(other_bytes_, internal_cache::MeasureOtherBytes(layout_));
+    // The shards get what index.json and ferry's records leave of the limit.
+    const uint64_t other_bytes = OtherBytesNow();
     const uint64_t shard_room =
         *options_.cache_limit - std::min(*options_.cache_limit, other_bytes);
     FERRY_ASSIGN_OR_RETURN(const internal_cache::RoomResult room,
@@ -477,6 +500,8 @@ class ShardCacheImpl final : public ShardCache {
   const std::unique_ptr<internal_cache::PartTuner> tuner_;  // null when download_parts is set
   const ShardDownloader downloader_;
   std::atomic<bool> warned_over_limit_{false};
+  std::atomic<int64_t> metrics_changed_ns_{-2};  // the metrics folder's mtime when last measured
+  std::atomic<uint64_t> other_bytes_now_{0};
   const metrics::NodePublication publication_;  // this process's counters, seen node-wide
 
   Mutex mu_;
