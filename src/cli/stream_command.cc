@@ -79,14 +79,6 @@ int64_t Metric(const std::map<std::string, int64_t>& m, const std::string& name)
 }
 
 // The sum of every store's counter `what` ("requests", "errors").
-int64_t StoreTotal(const std::map<std::string, int64_t>& m, std::string_view what) {
-  int64_t n = 0;
-  for (const auto& [name, v] : m) {
-    if (name.starts_with("/ferry/storage/") && name.ends_with(fmt::format("/{}", what))) n += v;
-  }
-  return n;
-}
-
 Result<int> RunStream(const StreamCommandOptions& o) {
   StreamingOptions options;
   StreamSpec spec;
@@ -240,8 +232,10 @@ Result<int> RunStream(const StreamCommandOptions& o) {
     j["bytes"] = bytes.load();
     j["mb_per_s"] = static_cast<double>(bytes.load()) / 1e6 / seconds;
     j["bytes_fetched"] = delta("/ferry/cache/downloaded_bytes");
-    j["remote_requests"] = StoreTotal(after, "requests") - StoreTotal(before, "requests");
-    j["remote_errors"] = StoreTotal(after, "errors") - StoreTotal(before, "errors");
+    j["remote_requests"] =
+        metrics::StoreTotal(after, "requests") - metrics::StoreTotal(before, "requests");
+    j["remote_errors"] =
+        metrics::StoreTotal(after, "errors") - metrics::StoreTotal(before, "errors");
     j["cache_hits"] = delta("/ferry/cache/hits");
     j["cache_misses"] = delta("/ferry/cache/misses");
     j["downloads"] = delta("/ferry/cache/downloads");

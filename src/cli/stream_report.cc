@@ -19,15 +19,6 @@ namespace fs = std::filesystem;
 
 constexpr auto kSampleEvery = std::chrono::milliseconds(250);
 
-int64_t MetricSum(const std::map<std::string, int64_t>& values, std::string_view prefix,
-                  std::string_view suffix) {
-  int64_t n = 0;
-  for (const auto& [name, value] : values) {
-    if (name.starts_with(prefix) && name.ends_with(suffix)) n += value;
-  }
-  return n;
-}
-
 int64_t MetricValue(const std::map<std::string, int64_t>& values, const std::string& name) {
   auto it = values.find(name);
   return it == values.end() ? 0 : it->second;
@@ -82,7 +73,7 @@ void StreamReport::Sample() {
   const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   MutexLock lock(mu_);
   series_["t"].push_back(t);
-  series_["read_bytes"].push_back(MetricSum(v, "/ferry/storage/", "/bytes_read"));
+  series_["read_bytes"].push_back(metrics::StoreTotal(v, "bytes_read"));
   series_["in_flight"].push_back(MetricValue(v, "/ferry/stream/bytes_in_flight"));
   series_["cache_bytes"].push_back(MetricValue(v, "/ferry/cache/downloaded_bytes") -
                                    MetricValue(v, "/ferry/cache/evicted_bytes"));

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "base/human_size.h"
+#include "ferry/metrics/metrics.h"
 
 namespace ferry::cli {
 namespace {
@@ -46,14 +47,6 @@ std::set<std::string> Schemes(const Values& v) {
   return out;
 }
 
-int64_t SumStorage(const Values& v, std::string_view what) {
-  int64_t n = 0;
-  for (const std::string& scheme : Schemes(v)) {
-    n += Get(v, fmt::format("{}{}/{}", kStoragePrefix, scheme, what));
-  }
-  return n;
-}
-
 struct Rates {
   double samples = 0;
   std::map<std::string, double> read_bytes;  // per scheme
@@ -71,8 +64,9 @@ Rates RatesBetween(const Values& now, const Values& before, double dt,
   for (const std::string& scheme : schemes) {
     r.read_bytes[scheme] = delta(fmt::format("{}{}/bytes_read", kStoragePrefix, scheme));
   }
-  r.requests =
-      std::max<double>(0, SumStorage(now, "requests") - SumStorage(before, "requests")) / dt;
+  r.requests = std::max<double>(0, metrics::StoreTotal(now, "requests") -
+                                       metrics::StoreTotal(before, "requests")) /
+               dt;
   for (const WaitCause& w : kWaits) r.waits[w.column] = delta(w.metric) / 1e9;
   return r;
 }
@@ -150,7 +144,7 @@ std::vector<std::string> RenderTop(const TopFrame& frame, size_t width) {
       line += fmt::format(" {:>9}", rates ? Mb(r.read_bytes.at(scheme)) : "-");
     }
     line += fmt::format(" {:>6}", rates ? fmt::format("{:.0f}", r.requests) : "-");
-    line += fmt::format(" {:>8}", SumStorage(*row.now, "in_flight"));
+    line += fmt::format(" {:>8}", metrics::StoreTotal(*row.now, "in_flight"));
     line += fmt::format(" {:>9}",
                         Mb(static_cast<double>(Get(*row.now, "/ferry/stream/bytes_in_flight"))));
     line += std::string(16, ' ');

@@ -89,6 +89,18 @@ std::map<std::string, int64_t> Values() {
   return out;
 }
 
+int64_t StoreTotal(const std::map<std::string, int64_t>& values, std::string_view what) {
+  constexpr std::string_view kPrefix = "/ferry/storage/";
+  int64_t n = 0;
+  for (const auto& [name, value] : values) {
+    if (!name.starts_with(kPrefix)) continue;
+    const std::string_view rest = std::string_view(name).substr(kPrefix.size());
+    const size_t slash = rest.find('/');
+    if (slash != std::string_view::npos && rest.substr(slash + 1) == what) n += value;
+  }
+  return n;
+}
+
 std::string SnapshotJson() {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   for (const auto& [name, v] : Values()) j[name] = v;

@@ -47,3 +47,20 @@ TEST(Metrics, SnapshotIsJsonOfEveryValue) {
 
 }  // namespace
 }  // namespace ferry::metrics
+
+namespace ferry::metrics {
+namespace {
+
+TEST(StoreTotal, SumsOneCounterOverEveryStoreAndNothingElse) {
+  const std::map<std::string, int64_t> values = {{"/ferry/storage/s3/bytes_read", 10},
+                                                 {"/ferry/storage/az/bytes_read", 5},
+                                                 {"/ferry/storage/s3/bytes_read_total", 99},
+                                                 {"/ferry/cache/bytes_read", 7},
+                                                 {"/ferry/storage/s3/requests", 3}};
+  EXPECT_EQ(StoreTotal(values, "bytes_read"), 15);
+  EXPECT_EQ(StoreTotal(values, "requests"), 3);
+  EXPECT_EQ(StoreTotal(values, "errors"), 0);
+}
+
+}  // namespace
+}  // namespace ferry::metrics

@@ -61,6 +61,10 @@ std::vector<Metric> All();
 /// Every metric's current value, by name.
 std::map<std::string, int64_t> Values();
 
+/// The sum of "/ferry/storage/<scheme>/<what>" over every store in `values`: what all the
+/// stores did together ("bytes_read", "requests", "in_flight").
+int64_t StoreTotal(const std::map<std::string, int64_t>& values, std::string_view what);
+
 /// Values() as one JSON object: {"/ferry/cache/hits": 12, ...}.
 std::string SnapshotJson();
 
