@@ -5,6 +5,7 @@
 //              --fault-kinds truncate,reset,stall,flip,slow,refuse,http503,busy,http500
 //              --fault-seed 7 --fault-max-offset BYTES --fault-stall-ms 1000
 //              --fault-slow-bps 1024]
+//             [--throttle-rps 20 --throttle-reply s3|azure|gcs --throttle-retry-after 1]
 // Prints "listening on 127.0.0.1:PORT" (and writes PORT to --port-file), runs until SIGINT or
 // SIGTERM, then prints what went through as one JSON line.
 #include <fmt/format.h>
@@ -47,6 +48,16 @@ int main(int argc, char** argv) {
   app.add_option("--fault-max-offset", fault_max_offset,
                  "A fault fires within this many bytes to the client");
   app.add_option("--fault-stall-ms", fault_stall_ms, "How long a stall lasts");
+  double throttle_rps = 0;
+  std::string throttle_reply = "s3";
+  uint32_t throttle_retry_after = 1;
+  app.add_option("--throttle-rps", throttle_rps,
+                 "Answer requests beyond this rate as a throttled service does (0: none)");
+  app.add_option("--throttle-reply", throttle_reply,
+                 "s3 (503 SlowDown), azure (503 ServerBusy) or gcs (429)")
+      ->check(CLI::IsMember({"s3", "azure", "gcs"}));
+  app.add_option("--throttle-retry-after", throttle_retry_after,
+                 "Retry-After seconds in a throttle reply (0: none)");
   app.add_option("--fault-slow-bps", fault_slow_bps,
                  "Bytes per second a slowed connection trickles at");
   CLI11_PARSE(app, argc, argv);
@@ -69,6 +80,9 @@ int main(int argc, char** argv) {
   options.faults.max_offset = fault_max_offset;
   options.faults.stall = std::chrono::milliseconds(fault_stall_ms);
   options.faults.slow_bytes_per_s = fault_slow_bps;
+  options.throttle = {.requests_per_s = throttle_rps,
+                      .reply = throttle_reply,
+                      .retry_after_s = throttle_retry_after};
   for (const std::string& name : fault_kinds) {
     auto kind = ferry::wan::ParseFaultKind(name);
     if (!kind) {

@@ -81,8 +81,21 @@ bool StartsARequest(std::string_view data) {
 }
 
 // The proxy's own reply for an error fault: S3's throttling reply, Azure's, or a plain internal
-// error.
-std::string ErrorReply(FaultKind kind) {
+// error; for a throttled request, the throttled service's, with its Retry-After.
+std::string ErrorReply(FaultKind kind, const ThrottleOptions& throttle) {
+  std::string extra;
+  if (kind == FaultKind::kThrottle) {
+    kind = throttle.reply == "azure" ? FaultKind::kServerBusy : FaultKind::kHttp503;
+    if (throttle.retry_after_s > 0)
+      extra = fmt::format("Retry-After: {}\r\n", throttle.retry_after_s);
+    if (throttle.reply == "gcs") {
+      const std::string body = "{\"error\": {\"code\": 429, \"message\": \"rate limit exceeded\"}}";
+      return fmt::format(
+          "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\n{}"
+          "Content-Length: {}\r\nConnection: close\r\n\r\n{}",
+          extra, body.size(), body);
+    }
+  }
   const auto [status, code, message] =
       kind == FaultKind::kHttp503
           ? std::tuple{"503 Slow Down", "SlowDown", "Please reduce your request rate."}
@@ -96,9 +109,10 @@ std::string ErrorReply(FaultKind kind) {
       "</Error>",
       code, message);
   return fmt::format(
-      "HTTP/1.1 {}\r\nContent-Type: application/xml\r\nContent-Length: {}\r\n"
+      "HTTP/1.1 {}\r\nContent-Type: application/xml\r\n{}{}Content-Length: {}\r\n"
       "Connection: close\r\n\r\n{}",
-      status, body.size(), body);
+      status, extra, kind == FaultKind::kServerBusy ? "x-ms-error-code: ServerBusy\r\n" : "",
+      body.size(), body);
 }
 
 void SetNoDelay(int fd) {
@@ -263,7 +277,7 @@ class Direction {
         std::unique_lock lock(mu_);
         cv_.wait_for(lock, stop, options_.one_way_delay, [] { return false; });
       }
-      const std::string reply = ErrorReply(kind);
+      const std::string reply = ErrorReply(kind, options_.throttle);
       (void)!::send(requests_->client, reply.data(), reply.size(), MSG_NOSIGNAL);
     }
     // Both ends go: the client sees the reply (or nothing) and then the connection close.
@@ -337,8 +351,10 @@ struct WanProxy::Impl {
   };
   std::mutex random_mu;  // the acceptor and every connection's up direction draw
   std::mt19937_64 random;
-  FaultDraw body_draw;     // per connection: the body kinds given
-  FaultDraw request_draw;  // per request: the request kinds given
+  FaultDraw body_draw;         // per connection: the body kinds given
+  FaultDraw request_draw;      // per request: the request kinds given
+  double throttle_tokens = 0;  // requests the throttle lets through now (guarded by random_mu)
+  std::chrono::steady_clock::time_point throttle_filled = std::chrono::steady_clock::now();
 
   struct Connection {
     int client = -1, server = -1;
@@ -352,7 +368,10 @@ struct WanProxy::Impl {
   std::jthread acceptor;
 
   explicit Impl(WanOptions o)
-      : options(std::move(o)), total(options.total_bytes_per_s), random(options.faults.seed) {
+      : options(std::move(o)),
+        total(options.total_bytes_per_s),
+        random(options.faults.seed),
+        throttle_tokens(options.throttle.requests_per_s) {
     for (FaultKind k : options.faults.kinds) {
       (IsRequestFault(k) ? request_draw : body_draw).kinds.push_back(k);
     }
@@ -386,9 +405,19 @@ struct WanProxy::Impl {
     return fault;
   }
 
-  // The fault of a request that has just arrived, if it gets one.
+  // The fault of a request that has just arrived, if it gets one: throttled when over the
+  // rate, else drawn.
   std::optional<FaultKind> DrawRequest() {
     std::lock_guard lock(random_mu);
+    if (const double rate = options.throttle.requests_per_s; rate > 0) {
+      const auto now = std::chrono::steady_clock::now();
+      throttle_tokens =
+          std::min(rate, throttle_tokens +
+                             rate * std::chrono::duration<double>(now - throttle_filled).count());
+      throttle_filled = now;
+      if (throttle_tokens < 1) return FaultKind::kThrottle;
+      throttle_tokens -= 1;
+    }
     return DrawKind(request_draw);
   }
 
@@ -528,18 +557,21 @@ WanStats WanProxy::Stats() const {
 
 namespace {
 constexpr std::string_view kFaultNames[] = {"truncate", "stall",   "flip", "refuse", "http503",
-                                            "busy",     "http500", "slow", "reset"};
+                                            "busy",     "http500", "slow", "reset",  "throttle"};
 static_assert(std::size(kFaultNames) == kFaultKinds, "a name for every FaultKind");
 }  // namespace
 
 bool IsRequestFault(FaultKind kind) {
   return kind == FaultKind::kRefuse || kind == FaultKind::kHttp503 ||
-         kind == FaultKind::kServerBusy || kind == FaultKind::kHttp500;
+         kind == FaultKind::kServerBusy || kind == FaultKind::kHttp500 ||
+         kind == FaultKind::kThrottle;
 }
 
 Result<FaultKind> ParseFaultKind(std::string_view name) {
   for (int k = 0; k < kFaultKinds; ++k) {
-    if (kFaultNames[k] == name) return static_cast<FaultKind>(k);
+    if (kFaultNames[k] == name && static_cast<FaultKind>(k) != FaultKind::kThrottle) {
+      return static_cast<FaultKind>(k);
+    }
   }
   return InvalidArgumentError(fmt::format(
       "unknown fault {} (truncate, reset, stall, flip, slow, refuse, http503, busy, http500)",

@@ -27,6 +27,11 @@
 //             itself, and the connection closed;
 //   busy      the same with Azure's "503 Server Busy";
 //   http500   the same with "500 Internal Server Error".
+// Throttling (not drawn at random): with `throttle.requests_per_s` set, requests beyond that rate
+// (a token bucket holding one second's worth) are answered as a throttled service answers -
+// S3's 503 SlowDown, Azure's 503 ServerBusy or GCS's 429, with a Retry-After - counted as the
+// "throttle" fault. A client that keeps its whole concurrency hammering gets most of its
+// requests refused; one that backs off gets through.
 // A request is a client chunk that begins with an HTTP method and a space (a request body that
 // begins so would be taken for one; ferry's reads send no bodies). Stats counts the requests
 // and the faults that fired, by kind.
@@ -62,11 +67,12 @@ enum class FaultKind {
   kServerBusy,
   kHttp500,
   kSlow,
-  kReset
+  kReset,
+  kThrottle  // not drawn: a request over WanOptions::throttle's rate
 };
-inline constexpr int kFaultKinds = 9;
+inline constexpr int kFaultKinds = 10;
 
-/// True for the kinds drawn per request (refuse, http503, busy, http500).
+/// True for the kinds that fail a request (refuse, http503, busy, http500, throttle).
 bool IsRequestFault(FaultKind kind);
 
 /// "truncate", "stall", "flip", "refuse", "http503", "busy", "http500", "slow", "reset";
@@ -83,6 +89,12 @@ struct FaultOptions {
   double slow_bytes_per_s = 1024;
 };
 
+struct ThrottleOptions {
+  double requests_per_s = 0;   // 0: no throttling
+  std::string reply = "s3";    // "s3", "azure" or "gcs"
+  uint32_t retry_after_s = 1;  // 0: no Retry-After header
+};
+
 struct WanOptions {
   std::string target_host = "127.0.0.1";
   uint16_t target_port = 0;
@@ -93,6 +105,7 @@ struct WanOptions {
   uint32_t max_connections = 0;           // 0: no cap
   size_t queue_bytes = size_t{64} << 20;  // per direction per connection
   FaultOptions faults;
+  ThrottleOptions throttle;
 };
 
 struct WanStats {

@@ -240,6 +240,39 @@ TEST(WanProxyFaults, RefuseAndErrorRepliesNeverReachTheServer) {
   EXPECT_EQ(ExchangeData(failing->port()), std::string(100, 'x'));
 }
 
+// Requests beyond the rate get the throttled service's reply, with its Retry-After; the bucket
+// holds one second's worth, so a burst of 25 at 10 per second lets about 10 through.
+TEST(WanProxyFaults, RequestsBeyondTheThrottleRateGetTheServicesThrottleReply) {
+  Server server(100);
+  for (const auto& [reply_kind, status, code] :
+       {std::tuple{"s3", "HTTP/1.1 503 Slow Down\r\n", "<Code>SlowDown</Code>"},
+        std::tuple{"azure", "HTTP/1.1 503 Server Busy\r\n", "x-ms-error-code: ServerBusy"},
+        std::tuple{"gcs", "HTTP/1.1 429 Too Many Requests\r\n", "rate limit exceeded"}}) {
+    SCOPED_TRACE(reply_kind);
+    WanOptions options;
+    options.target_port = server.port();
+    options.throttle = {.requests_per_s = 10, .reply = reply_kind, .retry_after_s = 2};
+    auto proxy = WanProxy::Start(options).value();
+    int passed = 0, throttled = 0;
+    for (int i = 0; i < 25; ++i) {
+      const std::string reply = ExchangeData(proxy->port(), kRequest);
+      if (reply == std::string(100, 'x')) {
+        ++passed;
+      } else {
+        ++throttled;
+        EXPECT_TRUE(reply.starts_with(status)) << reply;
+        EXPECT_NE(reply.find(code), std::string::npos) << reply;
+        EXPECT_NE(reply.find("Retry-After: 2\r\n"), std::string::npos) << reply;
+      }
+    }
+    EXPECT_GE(passed, 10);
+    EXPECT_LE(passed, 14);  // the bucket refills at 10/s while the burst runs
+    EXPECT_EQ(proxy->Stats().faults[static_cast<int>(FaultKind::kThrottle)],
+              static_cast<uint64_t>(throttled));
+  }
+  EXPECT_FALSE(ParseFaultKind("throttle").has_value());  // a rate, not a drawn fault
+}
+
 // Keep-alive HTTP: answers every request on the connection with "ok" until it closes.
 void AnswerEveryRequest(int c) {
   std::string in, buf(4096, '\0');
