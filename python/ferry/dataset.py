@@ -133,6 +133,12 @@ class StreamingDataset(_NativeDataset):
         download_parts: ranged parts a shard of 32 MiB or more is fetched as, at once (None:
             auto, 1 to 8 from how the downloads' rates respond to their number; ``ferry doctor``
             measures it ahead of time).
+        digest_records: keep each downloaded shard file's size and XXH3 beside it, so that a
+            file from before a reboot (downloads are not flushed) is checked exactly on its
+            first use after it, and fetched again if a power cut damaged it (default True).
+        store_checksums: check each download against the MD5 the store sends with it for free
+            (an S3 ETag that is one, GCS's x-goog-hash, Azure's Content-MD5), fetching it again
+            on a mismatch (default True).
         max_bytes_in_flight: bytes fetched ahead per worker (under a ``cache_limit``, at most
             the worker's share of what the cache budget leaves for the look-ahead).
         strict_cache_limit: a ``cache_limit`` that cannot hold the shuffle's working set (the
@@ -189,6 +195,8 @@ class StreamingDataset(_NativeDataset):
         offline: bool = False,
         format: Optional[str] = None,
         download_on_access: bool = False,
+        digest_records: bool = True,
+        store_checksums: bool = True,
     ) -> None:
         super().__init__()
         if format is not None and format not in _FORMATS:
@@ -260,6 +268,8 @@ class StreamingDataset(_NativeDataset):
             "strict_cache_limit": bool(strict_cache_limit),
             "offline": bool(offline),
             "download_on_access": bool(download_on_access),
+            "digest_records": bool(digest_records),
+            "store_checksums": bool(store_checksums),
             "keep_zip": bool(keep_zip or any(s.keep_zip for s in self.streams)),
             "validate_hash": next(iter(hashes), None),
             "allow_unsafe_types": self.allow_unsafe_types,

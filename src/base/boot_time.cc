@@ -1,9 +1,11 @@
 #include "base/boot_time.h"
 
+#include <fmt/format.h>
 #include <time.h>
 
 #include <atomic>
 #include <cstdint>
+#include <fstream>
 #include <limits>
 
 namespace ferry {
@@ -28,6 +30,20 @@ system_clock::time_point BootTime() {
   const int64_t overridden = override_ns.load(std::memory_order_relaxed);
   return system_clock::time_point(std::chrono::duration_cast<system_clock::duration>(
       nanoseconds(overridden != kNoOverride ? overridden : boot_ns)));
+}
+
+std::string BootId() {
+  const int64_t overridden = override_ns.load(std::memory_order_relaxed);
+  if (overridden != kNoOverride) return fmt::format("test-{}", overridden);
+  static const std::string id = [] {
+    std::ifstream in("/proc/sys/kernel/random/boot_id");
+    std::string line;
+    if (in && std::getline(in, line) && !line.empty()) return line;
+    return fmt::format(
+        "boot-{}",
+        std::chrono::duration_cast<std::chrono::seconds>(BootTime().time_since_epoch()).count());
+  }();
+  return id;
 }
 
 void SetBootTimeForTesting(std::optional<system_clock::time_point> boot) {

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <optional>
+#include <string>
 
 namespace ferry {
 
@@ -14,7 +15,11 @@ namespace ferry {
 /// included; a container sees its host's). Computed once per process.
 std::chrono::system_clock::time_point BootTime();
 
-/// Replaces what BootTime returns (tests); nullopt restores it.
+/// What names this boot, unlike any other boot of the machine: the kernel's boot_id (a
+/// container sees its host's), else the boot time in seconds. Follows SetBootTimeForTesting.
+std::string BootId();
+
+/// Replaces what BootTime (and BootId) return (tests); nullopt restores them.
 void SetBootTimeForTesting(std::optional<std::chrono::system_clock::time_point> boot);
 
 }  // namespace ferry

@@ -10,6 +10,8 @@
 #include "base/mapped_file.h"
 #include "cache/cache_layout.h"
 #include "cache/cached_index.h"
+#include "cache/digest_record.h"
+#include "cache/download_digest.h"
 #include "cache/eviction.h"
 #include "cache/reader_registry.h"
 #include "ferry/cache/shard_cache.h"
@@ -132,7 +134,21 @@ Result<CacheVerifyReport> VerifyCacheFolder(const fs::path& folder, bool remove_
       }
       auto known = std::find_if(form->hashes.begin(), form->hashes.end(),
                                 [](const auto& h) { return IsKnownHash(h.first); });
-      if (known == form->hashes.end()) continue;
+      if (known == form->hashes.end()) {
+        // No digest in the index: the one ferry recorded when it wrote the file, if any.
+        auto record = internal_cache::ReadDigestRecord(layout.DigestPath(form->basename));
+        if (!record) {
+          problem(record.status().ToString());
+        } else if (*record) {
+          ++report.hashed;
+          const uint64_t xxh3 = internal_cache::DigestOf(mapped->data(), false).xxh3;
+          if (xxh3 != (*record)->xxh3) {
+            problem(
+                fmt::format("XXH3 {:016x}, its digest record says {:016x}", xxh3, (*record)->xxh3));
+          }
+        }
+        continue;
+      }
       ++report.hashed;
       FERRY_ASSIGN_OR_RETURN(const std::string digest, HashHex(known->first, mapped->data()));
       if (digest != known->second) {

@@ -87,6 +87,10 @@ std::filesystem::path CacheLayout::ProgressPath(std::string_view basename) const
   return LocksDir() / (LockName(basename) + ".progress");
 }
 
+std::filesystem::path CacheLayout::DigestPath(std::string_view basename) const {
+  return LocksDir() / (LockName(basename) + ".xxh3");
+}
+
 std::filesystem::path CacheLayout::CacheLockPath() const { return LocksDir() / "cache.lock"; }
 
 const CacheModes& Modes() {

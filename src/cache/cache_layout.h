@@ -5,6 +5,8 @@
 //   <root>/<basename>.ferry-tmp         the one temporary of a shard file being written
 //   <root>/.ferry/locks/<name>.use      shared by every pin of a shard; eviction takes it exclusive
 //   <root>/.ferry/locks/<name>.dl       the shard's download lock
+//   <root>/.ferry/locks/<name>.xxh3     the size and digest a shard file had when written
+//                                       (digest_record.h)
 //   <root>/.ferry/locks/cache.lock      serializes eviction across processes
 //   <root>/.ferry/readers/reader.*      one per streaming iterator reading the folder, flock'ed
 //                                       while it reads (src/cache/reader_registry.h); a folder
@@ -85,6 +87,8 @@ class CacheLayout {
   std::filesystem::path DownloadLockPath(std::string_view basename) const;
   /// How far the download of the file `basename` in progress has landed (download_progress.h).
   std::filesystem::path ProgressPath(std::string_view basename) const;
+  /// The size and digest the file `basename` had when it was written (digest_record.h).
+  std::filesystem::path DigestPath(std::string_view basename) const;
   std::filesystem::path CacheLockPath() const;
 
   /// Creates .ferry/locks (and the root) if missing.

@@ -13,6 +13,9 @@ CacheMetrics& CacheMetrics::Get() {
       .evicted_bytes = metrics::GetCounter("/ferry/cache/evicted_bytes"),
       .hash_failures = metrics::GetCounter("/ferry/cache/hash_failures"),
       .damaged_copies = metrics::GetCounter("/ferry/cache/damaged_copies"),
+      .reverified_files = metrics::GetCounter("/ferry/cache/reverified_files"),
+      .checksummed_downloads = metrics::GetCounter("/ferry/cache/checksummed_downloads"),
+      .checksum_failures = metrics::GetCounter("/ferry/cache/checksum_failures"),
       .slot_wait_ns = metrics::GetCounter("/ferry/cache/slot_wait_ns"),
       .limit_bytes = metrics::GetGauge("/ferry/cache/limit_bytes"),
   };

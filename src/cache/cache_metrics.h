@@ -8,8 +8,12 @@
 //   evictions        shard files deleted to stay within cache_limit (raw and zip count once)
 //   evicted_bytes    bytes those evictions freed
 //   hash_failures    downloaded or local compressed files whose validate_hash digest mismatched
-//   damaged_copies   cached shard files found short or holed (what a power cut leaves) and
-//                    downloaded again
+//   damaged_copies   cached shard files found short, holed or with the wrong digest (what a
+//                    power cut leaves) and downloaded again
+//   reverified_files cached shard files last changed before this boot, read once and found to
+//                    match their digest record (digest_record.h)
+//   checksummed_downloads  downloads whose bytes matched the MD5 the store sent with them
+//   checksum_failures      downloads whose bytes did not (each is fetched again)
 //   slot_wait_ns     time downloads waited for a slot of node_download_concurrency (part of
 //                    wait_ns)
 //   limit_bytes      (a gauge) the cache_limit of the last cache folder this process opened
@@ -32,6 +36,9 @@ struct CacheMetrics {
   metrics::Counter& evicted_bytes;
   metrics::Counter& hash_failures;
   metrics::Counter& damaged_copies;
+  metrics::Counter& reverified_files;
+  metrics::Counter& checksummed_downloads;
+  metrics::Counter& checksum_failures;
   metrics::Counter& slot_wait_ns;
   metrics::Gauge& limit_bytes;
 

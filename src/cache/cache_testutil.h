@@ -108,6 +108,10 @@ struct TestStoreOptions {
   std::function<Status(std::string_view key, const ByteRange& range)> fail_read;
   /// Returns an error to fail a Head.
   std::function<Status(std::string_view key)> fail_head;
+  /// The MD5 a Read's info says the store sends with `key` (ObjectInfo::md5, "from" "test").
+  std::function<std::string(std::string_view key)> md5;
+  /// May change the bytes of `key` at object offset `offset` on their way to the sink.
+  std::function<void(std::string_view key, uint64_t offset, std::string& bytes)> mangle;
 };
 
 /// An ObjectStore decorator that records, slows down and fails reads of another store.
@@ -125,19 +129,34 @@ class TestStore : public ForwardingStore {
     Record(fmt::format("read {} {} {}\n", key, range.offset,
                        range.length ? std::to_string(*range.length) : "-"));
     if (options_.fail_read) FERRY_RETURN_IF_ERROR(options_.fail_read(key, range));
-    if (options_.chunk_bytes == 0 && options_.chunk_delay.count() == 0) {
-      return inner().Read(key, range, sink);
-    }
-    return inner().Read(key, range, [&](std::string_view chunk) -> Status {
-      const size_t step = options_.chunk_bytes == 0 ? chunk.size() : options_.chunk_bytes;
-      while (!chunk.empty()) {
-        const std::string_view piece = chunk.substr(0, step);
-        FERRY_RETURN_IF_ERROR(sink(piece));
-        chunk.remove_prefix(piece.size());
-        std::this_thread::sleep_for(options_.chunk_delay);
+    Result<ObjectInfo> info = [&] {
+      if (options_.chunk_bytes == 0 && options_.chunk_delay.count() == 0 && !options_.mangle) {
+        return inner().Read(key, range, sink);
       }
-      return Status::Ok();
-    });
+      uint64_t offset = range.offset;
+      return inner().Read(key, range, [&](std::string_view chunk) -> Status {
+        const size_t step = options_.chunk_bytes == 0 ? chunk.size() : options_.chunk_bytes;
+        while (!chunk.empty()) {
+          const std::string_view piece = chunk.substr(0, step);
+          if (options_.mangle) {
+            std::string bytes(piece);
+            options_.mangle(key, offset, bytes);
+            FERRY_RETURN_IF_ERROR(sink(bytes));
+          } else {
+            FERRY_RETURN_IF_ERROR(sink(piece));
+          }
+          offset += piece.size();
+          chunk.remove_prefix(piece.size());
+          std::this_thread::sleep_for(options_.chunk_delay);
+        }
+        return Status::Ok();
+      });
+    }();
+    if (info && options_.md5) {
+      info->md5 = options_.md5(key);
+      info->md5_from = "test";
+    }
+    return info;
   }
 
  private:

@@ -15,6 +15,7 @@
 #include "base/file_util.h"
 #include "base/log.h"
 #include "cache/cache_metrics.h"
+#include "cache/digest_record.h"
 #include "cache/file_lock.h"
 
 namespace ferry::internal_cache {
@@ -220,6 +221,11 @@ Result<EvictResult> RemoveUnpinned(const CacheLayout& layout, const ShardDescrip
   for (const CompanionFile& companion : shard.companions) {
     freed += RemoveFile(layout.FilePath(companion.raw.basename));
     if (companion.zip) freed += RemoveFile(layout.FilePath(companion.zip->basename));
+  }
+  // After the files: a record without its file is harmless, a file without its record would
+  // lose the exact check after a reboot.
+  for (const ShardFile& file : shard.files()) {
+    RemoveDigestRecord(layout.DigestPath(file.raw->basename));
   }
   if (freed > 0) {
     CacheMetrics& metrics = CacheMetrics::Get();

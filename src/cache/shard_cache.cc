@@ -31,12 +31,12 @@
 #include <utility>
 #include <vector>
 
-#include "base/boot_time.h"
 #include "base/file_util.h"
 #include "base/log.h"
 #include "base/mutex.h"
 #include "cache/cache_layout.h"
 #include "cache/cache_metrics.h"
+#include "cache/cached_copy.h"
 #include "cache/download_slots.h"
 #include "cache/eviction.h"
 #include "cache/file_lock.h"
@@ -51,8 +51,10 @@ namespace ferry {
 
 namespace fs = std::filesystem;
 
+using internal_cache::CachedCopy;
 using internal_cache::CacheLayout;
 using internal_cache::CacheMetrics;
+using internal_cache::ExamineShard;
 using internal_cache::FileLock;
 using internal_cache::LockMode;
 using internal_cache::ShardDownloader;
@@ -152,54 +154,6 @@ void RemoveLeftoverTemporaries(const CacheLayout& layout, const DatasetDescripti
   }
 }
 
-// What the cache folder holds under a shard's name.
-struct CachedCopy {
-  bool complete = false;
-  std::string damage;  // why a file that is there does not count; empty when none is there
-};
-
-// A cached shard counts only at the size the index gives - and, when it was last changed before
-// this boot, without holes. Downloads are not fsynced (a cache can always fetch again, and the
-// flush would halve epoch-1 throughput); what a power cut takes of one comes back so that these
-// checks catch it: a file downloaded whole comes back shorter (ext4 and XFS write the size on
-// disk with the data), and one downloaded in ranged parts - given its full size before the parts
-// arrived - comes back with holes where its data was lost (docs/streaming.md, "Publishing").
-// Either is downloaded again. A file changed since boot is in the page cache or on disk,
-// whatever the disk held before, so its holes are not looked for: that keeps the check off the
-// hits of files downloaded this boot, and limits a hole the filesystem made of zeros (ZFS beneath
-// overlayfs) to one more download per boot.
-CachedCopy Examine(const fs::path& path, const FileInfo& file) {
-  struct stat st;
-  // Anything but a regular file (or a failed stat) counts as absent, as it always did: the
-  // download's rename replaces it, or fails naming the path.
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
-  const auto size = static_cast<uint64_t>(st.st_size);
-  if (size != file.bytes) {
-    return {.damage = fmt::format("{} has {} bytes, index.json says {}", path.string(), size,
-                                  file.bytes)};
-  }
-  if (FileTime(st.st_ctim) < BootTime()) {
-    // An error here (EMFILE, say) leaves the size check's verdict.
-    if (auto extent = StatFileExtent(path); extent && extent->first_hole < extent->size) {
-      return {.damage = fmt::format(
-                  "{} has no data from byte {} on (written before the last boot, and lost before "
-                  "it reached the disk)",
-                  path.string(), extent->first_hole)};
-    }
-  }
-  return {.complete = true};
-}
-
-// Every raw file of `shard` (raw_data and its companions) as Examine sees it: complete when all
-// are; the first damage found otherwise.
-CachedCopy ExamineShard(const CacheLayout& layout, const ShardDescription& shard) {
-  for (const ShardFile& file : shard.files()) {
-    CachedCopy copy = Examine(layout.FilePath(file.raw->basename), *file.raw);
-    if (!copy.complete) return copy;
-  }
-  return {.complete = true};
-}
-
 // Adds the time since construction to a counter (wait_ns, slot_wait_ns) when it goes out of
 // scope.
 class WaitTimer {
@@ -237,7 +191,9 @@ class ShardCacheImpl final : public ShardCache {
                      .validate_hash = options_.validate_hash,
                      .parts = {.parallel_part_threshold = options_.parallel_part_threshold,
                                .download_parts = options_.download_parts.value_or(1),
-                               .tuner = tuner_.get()}}),
+                               .tuner = tuner_.get()},
+                     .digest_records = options_.digest_records,
+                     .store_checksums = options_.store_checksums}),
         publication_(std::move(publication)) {}
 
   const DatasetDescription& index() const override { return *index_; }
@@ -284,7 +240,10 @@ class ShardCacheImpl final : public ShardCache {
   uint64_t OtherBytes() const override { return other_bytes_; }
 
   bool IsLocal(size_t k) const override {
-    return k < index_->shards.size() && ExamineShard(layout_, index_->shards[k]).complete;
+    if (k >= index_->shards.size()) return false;
+    // An unverified file is most likely whole: reading it is no reason to fetch it first.
+    const CachedCopy copy = ExamineShard(layout_, index_->shards[k], /*verify=*/false);
+    return copy.complete || copy.unverified;
   }
 
   void SetUpcoming(const void* reader, std::vector<size_t> shards) override {
@@ -329,7 +288,8 @@ class ShardCacheImpl final : public ShardCache {
       Log().debug("cache: {}: {}", shard.raw_data.basename, s.message());  // LRU gets coarser
     }
     CacheMetrics& metrics = CacheMetrics::Get();
-    if (ExamineShard(layout_, shard).complete) {
+    const CachedCopy seen = ExamineShard(layout_, shard, /*verify=*/false);
+    if (seen.complete) {
       metrics.hits.Add();
       return std::optional<ShardHandle>(MakeHandle(k, raw, pin.Release(), /*was_cached=*/true));
     }
@@ -338,7 +298,7 @@ class ShardCacheImpl final : public ShardCache {
       return CancelledError(
           fmt::format("{}: not local, and stopped before its download", raw.string()));
     }
-    metrics.misses.Add();
+    if (!seen.unverified) metrics.misses.Add();
     {
       WaitTimer timer;
       const fs::path lock_path = layout_.DownloadLockPath(shard.raw_data.basename);
@@ -349,8 +309,10 @@ class ShardCacheImpl final : public ShardCache {
         FERRY_ASSIGN_OR_RETURN(download, FileLock::TryLock(lock_path, LockMode::kExclusive));
         if (!download) return std::optional<ShardHandle>();  // someone else is fetching it
       }
-      // Whoever held the lock before us may have downloaded it.
-      if (const CachedCopy copy = ExamineShard(layout_, shard); !copy.complete) {
+      // Whoever held the lock before us may have downloaded (or verified) it. A file from
+      // before the boot is verified here, once, under the lock.
+      if (const CachedCopy copy = ExamineShard(layout_, shard, /*verify=*/true); !copy.complete) {
+        if (seen.unverified) metrics.misses.Add();
         if (!copy.damage.empty()) {
           // Replaced by the rename that publishes the download; readers of it cannot exist (it
           // never passed these checks).
@@ -364,6 +326,10 @@ class ShardCacheImpl final : public ShardCache {
         }
         FERRY_RETURN_IF_ERROR(downloader_.Fetch(
             shard, [&](uint64_t bytes) { return MakeRoomFor(k, bytes); }, stop));
+      } else if (seen.unverified) {
+        // Verified: it was there all along.
+        metrics.hits.Add();
+        return std::optional<ShardHandle>(MakeHandle(k, raw, pin.Release(), /*was_cached=*/true));
       }
     }
     return std::optional<ShardHandle>(MakeHandle(k, raw, pin.Release(), /*was_cached=*/false));

@@ -8,11 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <numeric>
 #include <string>
 #include <vector>
 
+#include "base/boot_time.h"
 #include "base/file_util.h"
 #include "base/temp_dir_testutil.h"
 #include "cache/cache_testutil.h"
@@ -47,6 +49,16 @@ inline std::vector<size_t> Iota(size_t n) {
   std::iota(order.begin(), order.end(), size_t{0});
   return order;
 }
+
+// Moves the boot time past everything written so far, for one scope.
+struct RebootedAfterThisTest {
+  RebootedAfterThisTest() {
+    SetBootTimeForTesting(std::chrono::system_clock::now() + std::chrono::hours(1));
+  }
+  ~RebootedAfterThisTest() { SetBootTimeForTesting(std::nullopt); }
+  RebootedAfterThisTest(const RebootedAfterThisTest&) = delete;
+  RebootedAfterThisTest& operator=(const RebootedAfterThisTest&) = delete;
+};
 
 class ShardCacheTest : public ::testing::Test {
  protected:

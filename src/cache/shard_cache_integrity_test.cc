@@ -8,14 +8,19 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <numeric>
 #include <random>
 #include <thread>
 
+#include "base/boot_time.h"
 #include "base/file_util.h"
+#include "base/holed_file_testutil.h"
 #include "base/temp_dir_testutil.h"
 #include "cache/cache_layout.h"
 #include "cache/cache_testutil.h"
+#include "cache/digest_record.h"
+#include "cache/download_digest.h"
 #include "cache/file_lock.h"
 #include "cache/shard_cache_fixture_testutil.h"
 #include "ferry/cache/shard_cache.h"
@@ -29,6 +34,7 @@ namespace {
 using namespace shard_cache_test;  // NOLINT: the fixture and its helpers
 
 namespace fs = std::filesystem;
+using ferry::ShardFile;
 using internal_cache::CacheLayout;
 using internal_cache::FileLock;
 using internal_cache::LockMode;
@@ -214,6 +220,175 @@ TEST_F(ShardCacheTest, ACorruptKeptZipIsReplacedByADownload) {
   ASSERT_TRUE(handle.has_value()) << handle.status().ToString();
   EXPECT_TRUE(testing::RawShardIsIntact(handle->path(), shard));
   EXPECT_EQ(Reads(shard.zip_data->basename), 2);
+}
+
+// A power cut may leave anything of an unflushed download the disk had not got: a short file, a
+// hole, a block of other bytes, a damaged record. After the reboot each is caught by the file's
+// digest record on first use and fetched again; a whole file is read once and trusted from then
+// on, without a download.
+TEST_F(ShardCacheTest, APowerCutsDamageIsFoundByTheDigestRecordAndFetchedAgain) {
+  WriteRemote({.samples = 40, .sample_bytes = 20'000, .size_limit = 200'000});
+  auto cache = Open();
+  { ASSERT_TRUE(cache->Acquire(0).has_value()); }
+  const fs::path raw = RawPath(0, Cache());
+  const fs::path record = CacheLayout(Cache()).DigestPath(index_.shards[0].raw_data.basename);
+  const auto contents = ReadFileToString(raw);
+  ASSERT_TRUE(contents.has_value());
+  {
+    const auto written = internal_cache::ReadDigestRecord(record);
+    ASSERT_TRUE(written.has_value() && written->has_value()) << record;
+    EXPECT_EQ((*written)->bytes, contents->size());
+    EXPECT_EQ((*written)->xxh3, internal_cache::DigestOf(*contents, false).xxh3);
+    EXPECT_TRUE((*written)->verified_boot.empty());
+  }
+  const auto rewrite = [&](std::string bytes) {
+    return WriteFileAtomically(raw, bytes, 0600).ok();
+  };
+  const std::vector<std::pair<std::string, std::function<bool()>>> damages = {
+      {"short", [&] { return rewrite(contents->substr(0, contents->size() / 2)); }},
+      {"one byte flipped",
+       [&] {
+         std::string bytes = *contents;
+         bytes[bytes.size() / 3] ^= 0x10;
+         return rewrite(std::move(bytes));
+       }},
+      {"a block of zeros",
+       [&] {
+         std::string bytes = *contents;
+         std::fill_n(bytes.begin() + 8192, 4096, '\0');
+         return rewrite(std::move(bytes));
+       }},
+      {"a hole", [&] { return testing::WriteWithHole(raw, *contents, 4096, 12288); }},
+      {"a garbled record",
+       [&] {
+         fs::resize_file(record, 7);
+         return true;
+       }},
+      {"no record... but not at the size",
+       [&] {
+         fs::remove(record);
+         return rewrite(*contents + "x");
+       }},
+  };
+  int reads = Reads("shard.00000.mds");
+  const uint64_t damaged_before = CounterValue("/ferry/cache/damaged_copies");
+  const uint64_t reverified_before = CounterValue("/ferry/cache/reverified_files");
+  {
+    const RebootedAfterThisTest rebooted;
+    for (const auto& [name, damage] : damages) {
+      SCOPED_TRACE(name);
+      ASSERT_TRUE(damage());
+      auto again = cache->Acquire(0);
+      ASSERT_TRUE(again.has_value()) << again.status().ToString();
+      EXPECT_FALSE(again->was_cached());
+      EXPECT_EQ(Reads("shard.00000.mds"), ++reads);
+      EXPECT_EQ(ReadFileToString(raw).value_or(""), *contents);
+      EXPECT_TRUE(fs::exists(record));
+    }
+    EXPECT_EQ(CounterValue("/ferry/cache/damaged_copies") - damaged_before, damages.size());
+    EXPECT_EQ(CounterValue("/ferry/cache/reverified_files"), reverified_before);
+
+    // Whole, and written before the (simulated) boot: read once, not fetched, noted.
+    EXPECT_TRUE(cache->IsLocal(0));
+    for (int use = 0; use < 3; ++use) {
+      auto hit = cache->Acquire(0);
+      ASSERT_TRUE(hit.has_value()) << hit.status().ToString();
+      EXPECT_TRUE(hit->was_cached());
+    }
+    EXPECT_EQ(Reads("shard.00000.mds"), reads);
+    EXPECT_EQ(CounterValue("/ferry/cache/reverified_files") - reverified_before, 1u);
+    const auto noted = internal_cache::ReadDigestRecord(record);
+    ASSERT_TRUE(noted.has_value() && noted->has_value());
+    EXPECT_EQ((*noted)->verified_boot, BootId());
+  }
+  // Evicted, the record goes with the file.
+  ASSERT_TRUE(cache->Evict(0).has_value());
+  EXPECT_FALSE(fs::exists(raw));
+  EXPECT_FALSE(fs::exists(record));
+}
+
+// Every raw file gets a record: companions, and files decompressed from a zip.
+TEST_F(ShardCacheTest, EveryRawFileItWritesGetsADigestRecord) {
+  WriteRemote({.compression = "zstd"});
+  auto cache = Open();
+  ASSERT_TRUE(cache->Acquire(1).has_value());
+  const CacheLayout layout(Cache());
+  for (const ShardFile& file : index_.shards[1].files()) {
+    const auto record = internal_cache::ReadDigestRecord(layout.DigestPath(file.raw->basename));
+    ASSERT_TRUE(record.has_value() && record->has_value()) << file.raw->basename;
+    const auto contents = ReadFileToString(layout.FilePath(file.raw->basename));
+    ASSERT_TRUE(contents.has_value());
+    EXPECT_EQ((*record)->xxh3, internal_cache::DigestOf(*contents, false).xxh3);
+  }
+  // With digest_records off, none (and none of an earlier copy survives a download).
+  ASSERT_TRUE(cache->Evict(1).has_value());
+  auto plain = Open({.digest_records = false});
+  ASSERT_TRUE(plain->Acquire(1).has_value());
+  EXPECT_FALSE(fs::exists(layout.DigestPath(index_.shards[1].raw_data.basename)));
+}
+
+// A body damaged on the way, which the store's free MD5 catches: fetched again, and counted.
+TEST_F(ShardCacheTest, ADownloadThatDisagreesWithTheStoresMd5IsFetchedAgain) {
+  WriteRemote();
+  Store();  // sets prefix_
+  const auto md5_of = [&](size_t k) {
+    const auto contents = ReadFileToString(Remote() / index_.shards[k].raw_data.basename);
+    return internal_cache::DigestOf(contents.value_or(""), true).md5;
+  };
+  std::map<std::string, std::string> md5;
+  std::map<std::string, size_t> shard_of;
+  for (size_t k = 0; k < 2; ++k) {
+    md5[prefix_ + "/" + index_.shards[k].raw_data.basename] = md5_of(k);
+    shard_of[prefix_ + "/" + index_.shards[k].raw_data.basename] = k;
+  }
+  std::atomic<int> bodies{0};
+  auto store = Store({.md5 = [&](std::string_view key) { return md5[std::string(key)]; },
+                      .mangle =
+                          [&](std::string_view key, uint64_t offset, std::string& bytes) {
+                            if (offset != 0) return;
+                            // Shard 0's first body, and every body of shard 1, each differently.
+                            const int body = bodies.fetch_add(1);
+                            if (shard_of[std::string(key)] == 1 || body == 0) {
+                              bytes[static_cast<size_t>(body) % bytes.size()] ^= 1;
+                            }
+                          }});
+  const uint64_t checked = CounterValue("/ferry/cache/checksummed_downloads");
+  const uint64_t failed = CounterValue("/ferry/cache/checksum_failures");
+  auto cache = Open({}, store);
+  auto handle = cache->Acquire(0);
+  ASSERT_TRUE(handle.has_value()) << handle.status().ToString();
+  EXPECT_EQ(internal_cache::DigestOf(ReadFileToString(handle->path()).value_or(""), true).md5,
+            md5_of(0));
+  EXPECT_EQ(Reads(index_.shards[0].raw_data.basename), 2);
+  EXPECT_EQ(CounterValue("/ferry/cache/checksum_failures") - failed, 1u);
+  EXPECT_EQ(CounterValue("/ferry/cache/checksummed_downloads") - checked, 1u);
+
+  // Damaged every time: a clear error naming the object and both digests, and nothing left.
+  auto failing = cache->Acquire(1);
+  ASSERT_FALSE(failing.has_value());
+  EXPECT_EQ(failing.status().code(), StatusCode::kDataLoss);
+  EXPECT_THAT(failing.status().message(), HasSubstr(index_.shards[1].raw_data.basename));
+  EXPECT_THAT(failing.status().message(), HasSubstr("the store sent test " + md5_of(1)));
+  EXPECT_FALSE(cache->IsLocal(1));
+  EXPECT_EQ(Reads(index_.shards[1].raw_data.basename), 2);
+}
+
+// A "checksum" that is not the object's MD5 (an S3-compatible store's ETag that only looks like
+// one): two downloads agree with each other and not with it, so it is what is wrong - the bytes
+// are kept, and the header is not checked again.
+TEST_F(ShardCacheTest, AStoreChecksumThatIsNotTheObjectsMd5IsDroppedAfterTwoAgreeingDownloads) {
+  WriteRemote();
+  auto store = Store({.md5 = [](std::string_view) { return std::string(32, 'a'); }});
+  auto cache = Open({}, store);
+  auto first = cache->Acquire(0);
+  ASSERT_TRUE(first.has_value()) << first.status().ToString();
+  EXPECT_EQ(Reads(index_.shards[0].raw_data.basename), 2);
+  ASSERT_TRUE(cache->Acquire(1).has_value());
+  EXPECT_EQ(Reads(index_.shards[1].raw_data.basename), 1);  // not checked any more
+  // Off altogether: one download each.
+  auto unchecked = Open({.local = tmp_ / "other", .store_checksums = false}, store);
+  ASSERT_TRUE(unchecked->Acquire(2).has_value());
+  EXPECT_EQ(Reads(index_.shards[2].raw_data.basename), 1);
 }
 
 }  // namespace

@@ -18,6 +18,8 @@
 #include "base/log.h"
 #include "base/mapped_file.h"
 #include "cache/cache_metrics.h"
+#include "cache/digest_record.h"
+#include "cache/download_digest.h"
 #include "cache/download_progress.h"
 #include "format/compression.h"
 #include "format/hash.h"
@@ -96,10 +98,9 @@ Status WriteNewFile(const fs::path& path, std::string_view data) {
   return status;
 }
 
-// Neither the file nor the folder is fsynced: what a power cut can lose of a file written in
-// order is found short (or missing) by the cache's size check and fetched again; a file written
-// in ranged parts, allocated at full size first (DownloadParts), is found with holes instead
-// (Examine in shard_cache.cc, docs/streaming.md "Publishing").
+// Neither the file nor the folder is fsynced: what a power cut takes of a file is found by its
+// digest record - or, for a file without one, by its size and holes - and fetched again
+// (src/cache/cached_copy.h, docs/streaming.md "Publishing").
 Status Publish(const fs::path& tmp, const fs::path& path) {
   if (::rename(tmp.c_str(), path.c_str()) != 0) return ErrnoToStatus(errno, "rename", path);
   return Status::Ok();
@@ -111,9 +112,11 @@ Status Stopped(const std::string& url) {
   return CancelledError(fmt::format("{}: download stopped: nobody waits for it any more", url));
 }
 
-Status DownloadWhole(ObjectStore& store, std::string_view key, int fd, const fs::path& tmp,
-                     uint64_t expected_size, const std::string& url, PartTuner* tuner,
-                     DownloadProgressWriter* progress, std::stop_token stop) {
+Result<ObjectInfo> DownloadWhole(ObjectStore& store, std::string_view key, int fd,
+                                 const fs::path& tmp, uint64_t expected_size,
+                                 const std::string& url, PartTuner* tuner,
+                                 DownloadProgressWriter* progress, DownloadDigest* digest,
+                                 std::stop_token stop) {
   metrics::Counter& downloaded = CacheMetrics::Get().downloaded_bytes;
   uint64_t written = 0;
   PartTuner::Body body = tuner != nullptr ? tuner->Track() : PartTuner::Body();
@@ -128,6 +131,7 @@ Status DownloadWhole(ObjectStore& store, std::string_view key, int fd, const fs:
     FERRY_RETURN_IF_ERROR(PwriteAll(fd, chunk, written, tmp));
     written += chunk.size();
     if (progress != nullptr) progress->Landed(0, written);
+    if (digest != nullptr) digest->Landed(0, written);
     downloaded.Add(chunk.size());
     return Status::Ok();
   });
@@ -137,7 +141,7 @@ Status DownloadWhole(ObjectStore& store, std::string_view key, int fd, const fs:
         fmt::format("{}: {} bytes, index.json says {}", url, written, expected_size));
   }
   body.Finish();
-  return Status::Ok();
+  return info;
 }
 
 // [0, size) split into at most `max_parts` parts of equal size (the last one shorter).
@@ -152,9 +156,11 @@ std::vector<DownloadPart> SplitIntoParts(uint64_t size, uint32_t max_parts) {
   return out;
 }
 
-Status DownloadParts(ObjectStore& store, std::string_view key, int fd, const fs::path& tmp,
-                     uint64_t size, const std::vector<DownloadPart>& ranges, const std::string& url,
-                     PartTuner* tuner, DownloadProgressWriter* progress, std::stop_token stop) {
+Result<ObjectInfo> DownloadParts(ObjectStore& store, std::string_view key, int fd,
+                                 const fs::path& tmp, uint64_t size,
+                                 const std::vector<DownloadPart>& ranges, const std::string& url,
+                                 PartTuner* tuner, DownloadProgressWriter* progress,
+                                 DownloadDigest* digest, std::stop_token stop) {
   // Parts land out of order: reserving every block now also makes a full disk fail here, not
   // halfway through. Where the filesystem has no fallocate, glibc writes zeros instead (and the
   // ftruncate below is for C libraries that say EOPNOTSUPP).
@@ -189,6 +195,7 @@ Status DownloadParts(ObjectStore& store, std::string_view key, int fd, const fs:
       FERRY_RETURN_IF_ERROR(PwriteAll(fd, chunk, begin + written, tmp));
       written += chunk.size();
       if (progress != nullptr) progress->Landed(static_cast<uint32_t>(part), begin + written);
+      if (digest != nullptr) digest->Landed(static_cast<uint32_t>(part), begin + written);
       downloaded.Add(chunk.size());
       return Status::Ok();
     });
@@ -232,8 +239,13 @@ Status DownloadParts(ObjectStore& store, std::string_view key, int fd, const fs:
       return DataLossError(fmt::format("{}: changed during the download (etag {} then {})", url,
                                        first->etag, object.etag));
     }
+    if (object.md5 != first->md5) {  // one version, two checksums: believe neither
+      return DataLossError(fmt::format("{}: its parts came with different checksums ({} {}, {} {})",
+                                       url, first->md5_from, first->md5, object.md5_from,
+                                       object.md5));
+    }
   }
-  return Status::Ok();
+  return first != nullptr ? *first : ObjectInfo{.size = size};
 }
 
 }  // namespace
@@ -244,9 +256,10 @@ Status CheckDownloadParts(uint32_t parts) {
                                           kMaxDownloadParts, parts));
 }
 
-Status DownloadToFile(ObjectStore& store, std::string_view key, const fs::path& tmp,
-                      uint64_t expected_size, const PartOptions& parts, std::stop_token stop,
-                      const fs::path& progress_record) {
+Result<DownloadedFile> DownloadToFile(ObjectStore& store, std::string_view key, const fs::path& tmp,
+                                      uint64_t expected_size, const PartOptions& parts,
+                                      std::stop_token stop, const fs::path& progress_record,
+                                      DownloadChecks checks) {
   const std::string url = http::RedactUrl(store.ToUrl(key));
   if (stop.stop_requested()) return Stopped(url);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, Modes().file);
@@ -266,14 +279,41 @@ Status DownloadToFile(ObjectStore& store, std::string_view key, const fs::path& 
       Log().debug("cache: no progress record for {}: {}", url, created.status().message());
     }
   }
-  Status status =
-      ranged ? DownloadParts(store, key, fd, tmp, expected_size, ranges, url, tuner, progress.get(),
-                             stop)
-             : DownloadWhole(store, key, fd, tmp, expected_size, url, tuner, progress.get(), stop);
+  std::unique_ptr<DownloadDigest> digest;
+  if (checks.digest || checks.store_md5) {
+    auto started = DownloadDigest::Start(tmp, ranges, checks.store_md5 && checks.md5_expected);
+    if (started) {
+      digest = std::move(*started);
+    } else {  // published without a digest record: the size and hole checks remain
+      Log().warn("cache: {}: no digest: {}", url, started.status().message());
+    }
+  }
+  Result<ObjectInfo> object = ranged ? DownloadParts(store, key, fd, tmp, expected_size, ranges,
+                                                     url, tuner, progress.get(), digest.get(), stop)
+                                     : DownloadWhole(store, key, fd, tmp, expected_size, url, tuner,
+                                                     progress.get(), digest.get(), stop);
+  Status status = object.status();
   if (progress) progress->Finish(status.ok());
   if (::close(fd) != 0 && status.ok()) status = ErrnoToStatus(errno, "close", tmp);
-  if (!status.ok()) ::unlink(tmp.c_str());
-  return status;
+  DownloadedFile out;
+  if (status.ok()) {
+    out.store_md5 = object->md5;
+    out.store_md5_from = object->md5_from;
+    if (digest) {
+      auto digests = digest->Finish(/*want_md5=*/checks.store_md5 && !out.store_md5.empty());
+      if (digests) {
+        out.digests = *digests;
+      } else {
+        status = digests.status();
+      }
+    }
+  }
+  digest.reset();  // its descriptor goes before the file does
+  if (!status.ok()) {
+    ::unlink(tmp.c_str());
+    return status;
+  }
+  return out;
 }
 
 ShardDownloader::ShardDownloader(std::shared_ptr<ObjectStore> remote, std::string remote_prefix,
@@ -308,8 +348,8 @@ Status ShardDownloader::CheckDigest(std::string_view data, const FileInfo& file,
 namespace {
 
 // Decompresses `zip` (the contents of file.zip) into the raw file's temporary.
-Status WriteRawFromZip(const ShardDescription& shard, const ShardFile& file, std::string_view zip,
-                       const fs::path& raw_tmp) {
+Result<FileDigests> WriteRawFromZip(const ShardDescription& shard, const ShardFile& file,
+                                    std::string_view zip, const fs::path& raw_tmp) {
   if (shard.config == nullptr || !shard.config->compression) {
     return InvalidArgumentError(fmt::format(
         "{}: index.json lists a compressed file but no compression", file.zip->basename));
@@ -322,7 +362,8 @@ Status WriteRawFromZip(const ShardDescription& shard, const ShardFile& file, std
     return DataLossError(fmt::format("{}: decompresses to {} bytes, index.json says {}",
                                      file.zip->basename, raw->size(), file.raw->bytes));
   }
-  return WriteNewFile(raw_tmp, *raw);
+  FERRY_RETURN_IF_ERROR(WriteNewFile(raw_tmp, *raw));
+  return DigestOf(*raw, /*md5=*/false);
 }
 
 }  // namespace
@@ -331,20 +372,67 @@ Status ShardDownloader::DecompressLocalZip(const ShardDescription& shard,
                                            const ShardFile& file) const {
   const fs::path zip_path = layout_.FilePath(file.zip->basename);
   const fs::path raw_tmp = layout_.TemporaryPath(file.raw->basename);
+  std::optional<FileDigests> digests;
   {
     FERRY_ASSIGN_OR_RETURN(const MappedFile zip, MappedFile::Open(zip_path));
     FERRY_RETURN_IF_ERROR(CheckDigest(zip.data(), *file.zip, zip_path.string()));
-    FERRY_RETURN_IF_ERROR(WriteRawFromZip(shard, file, zip.data(), raw_tmp));
+    FERRY_ASSIGN_OR_RETURN(digests, WriteRawFromZip(shard, file, zip.data(), raw_tmp));
   }
   TemporaryGuard raw_guard(raw_tmp);
-  FERRY_RETURN_IF_ERROR(Publish(raw_tmp, layout_.FilePath(file.raw->basename)));
+  // A local dataset's folder gets no records: nothing in it is ever fetched again.
+  if (!remote_) digests.reset();
+  FERRY_RETURN_IF_ERROR(PublishRaw(raw_tmp, file.raw->basename, digests));
   raw_guard.Dismiss();
   Log().debug("cache: decompressed {} in {}", file.zip->basename, layout_.root().string());
   return Status::Ok();
 }
 
+Status ShardDownloader::PublishRaw(const fs::path& tmp, std::string_view basename,
+                                   const std::optional<FileDigests>& digests) const {
+  const fs::path record = layout_.DigestPath(basename);
+  if (options_.digest_records && digests) {
+    struct stat st {};
+    if (::stat(tmp.c_str(), &st) != 0) return ErrnoToStatus(errno, "stat", tmp);
+    // Before the file: a published file always has its record (digest_record.h).
+    FERRY_RETURN_IF_ERROR(WriteDigestRecord(
+        record, {.bytes = static_cast<uint64_t>(st.st_size), .xxh3 = digests->xxh3}, Modes().file));
+  } else {
+    RemoveDigestRecord(record);  // one of an earlier copy would not describe this one
+  }
+  return Publish(tmp, layout_.FilePath(basename));
+}
+
+Status ShardDownloader::CheckStoreMd5(const DownloadedFile& got, const std::string& url,
+                                      std::optional<uint64_t>& mismatched) const {
+  if (!got.digests || got.store_md5.empty() || got.digests->md5.empty()) return Status::Ok();
+  CacheMetrics& metrics = CacheMetrics::Get();
+  if (got.digests->md5 == got.store_md5) {
+    metrics.checksummed_downloads.Add();
+    return Status::Ok();
+  }
+  if (mismatched == got.digests->xxh3) {
+    // The same bytes twice, and not the ones the checksum describes: a damaged body would not
+    // come back identical, so the checksum is what is wrong (an ETag that only looks like an
+    // MD5, a Content-MD5 set wrong by the uploader). Not checked again for this dataset.
+    if (!md5_untrusted_.exchange(true)) {
+      Log().warn(
+          "cache: {}: two downloads brought the same bytes, whose MD5 {} is not the {} {} the "
+          "store sends: that header is not this object's MD5, and is not checked any more for "
+          "this dataset (validate_hash checks against index.json)",
+          url, got.digests->md5, got.store_md5_from, got.store_md5);
+    }
+    return Status::Ok();
+  }
+  mismatched = got.digests->xxh3;
+  metrics.checksum_failures.Add();
+  return DataLossError(fmt::format(
+      "{}: the bytes received have MD5 {}, but the store sent {} {} with them (damaged on the way)",
+      url, got.digests->md5, got.store_md5_from, got.store_md5));
+}
+
 Status ShardDownloader::DownloadOnce(const ShardDescription& shard, const ShardFile& file,
-                                     const MakeRoomFn& make_room, std::stop_token stop) const {
+                                     const MakeRoomFn& make_room, std::stop_token stop,
+                                     std::optional<uint64_t>& mismatched) const {
   const FileInfo& fetched = file.zip ? *file.zip : *file.raw;
   // A compressed file peaks at both forms while it is decompressed.
   FERRY_RETURN_IF_ERROR(make_room(fetched.bytes + (file.zip ? file.raw->bytes : 0)));
@@ -358,23 +446,33 @@ Status ShardDownloader::DownloadOnce(const ShardDescription& shard, const ShardF
   // one, nor of bytes validate_hash must check first.
   const fs::path progress =
       file.zip || options_.validate_hash ? fs::path() : layout_.ProgressPath(fetched.basename);
-  FERRY_RETURN_IF_ERROR(
-      DownloadToFile(*remote_, key, tmp, fetched.bytes, options_.parts, stop, progress));
+  const bool check_md5 = options_.store_checksums && !md5_untrusted_.load();
+  const DownloadChecks checks = {
+      // A compressed file's raw form is digested as it is written, from memory.
+      .digest = options_.digest_records && !file.zip,
+      .store_md5 = check_md5,
+      .md5_expected = md5_expected_.load(std::memory_order_relaxed)};
+  FERRY_ASSIGN_OR_RETURN(
+      const DownloadedFile got,
+      DownloadToFile(*remote_, key, tmp, fetched.bytes, options_.parts, stop, progress, checks));
   TemporaryGuard guard(tmp);
+  md5_expected_.store(!got.store_md5.empty(), std::memory_order_relaxed);
+  FERRY_RETURN_IF_ERROR(CheckStoreMd5(got, url, mismatched));
   if (!file.zip) {
     if (options_.validate_hash) {
       FERRY_ASSIGN_OR_RETURN(const MappedFile downloaded, MappedFile::Open(tmp));
       FERRY_RETURN_IF_ERROR(CheckDigest(downloaded.data(), fetched, url));
     }
-    FERRY_RETURN_IF_ERROR(Publish(tmp, layout_.FilePath(fetched.basename)));
+    FERRY_RETURN_IF_ERROR(PublishRaw(tmp, fetched.basename, got.digests));
     guard.Dismiss();
     return Status::Ok();
   }
   const fs::path raw_tmp = layout_.TemporaryPath(file.raw->basename);
+  std::optional<FileDigests> raw_digests;
   {
     FERRY_ASSIGN_OR_RETURN(const MappedFile downloaded, MappedFile::Open(tmp));
     FERRY_RETURN_IF_ERROR(CheckDigest(downloaded.data(), fetched, url));
-    FERRY_RETURN_IF_ERROR(WriteRawFromZip(shard, file, downloaded.data(), raw_tmp));
+    FERRY_ASSIGN_OR_RETURN(raw_digests, WriteRawFromZip(shard, file, downloaded.data(), raw_tmp));
   }
   TemporaryGuard raw_guard(raw_tmp);
   // The zip goes first: a crash between the two renames leaves it and no raw file, which the next
@@ -386,7 +484,7 @@ Status ShardDownloader::DownloadOnce(const ShardDescription& shard, const ShardF
     FERRY_RETURN_IF_ERROR(RemoveIfExists(tmp));
     guard.Dismiss();
   }
-  FERRY_RETURN_IF_ERROR(Publish(raw_tmp, layout_.FilePath(file.raw->basename)));
+  FERRY_RETURN_IF_ERROR(PublishRaw(raw_tmp, file.raw->basename, raw_digests));
   raw_guard.Dismiss();
   return Status::Ok();
 }
@@ -429,8 +527,9 @@ Status ShardDownloader::FetchFile(const ShardDescription& shard, const ShardFile
         fmt::format("{}: not in the local dataset (nor its compressed form)", raw_path.string()));
   }
   Status status;
+  std::optional<uint64_t> mismatched;
   for (int attempt = 1; attempt <= kDownloadAttempts; ++attempt) {
-    status = DownloadOnce(shard, file, make_room, stop);
+    status = DownloadOnce(shard, file, make_room, stop, mismatched);
     if (status.code() == StatusCode::kNotFound) {
       // The index was current when the dataset was opened (cached_index.h): the remote dataset
       // changed since.

@@ -16,7 +16,10 @@
 //   4. check the size against index.json and the digest with validate_hash; a mismatch deletes
 //      the temporary and downloads once more, then fails with kDataLoss naming the shard and the
 //      algorithm;
-//   5. decompress into the raw file's temporary; rename into place (not fsynced: see Publish).
+//   5. decompress into the raw file's temporary; write the raw file's digest record
+//      (digest_record.h: its XXH3, computed as the bytes landed, src/cache/download_digest.h),
+//      then rename the file into place (neither is fsynced: see Publish). A download is also
+//      checked against the MD5 the store sent with it, when it sent one (a mismatch is step 4's).
 //      The compressed file is renamed into place too with keep_zip (first, so that a crash in
 //      between leaves the zip and no raw file - never a temporary beside a published raw file),
 //      else deleted.
@@ -27,6 +30,7 @@
 // Thread-safety: Fetch may run on many threads at once for different shards.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -37,6 +41,7 @@
 #include <string_view>
 
 #include "cache/cache_layout.h"
+#include "cache/download_digest.h"
 #include "cache/part_tuner.h"
 #include "ferry/format/dataset_description.h"
 #include "ferry/result.h"
@@ -56,20 +61,40 @@ inline constexpr uint32_t kMaxDownloadParts = 64;
 /// kInvalidArgument, with the range, unless 1 <= parts <= kMaxDownloadParts.
 Status CheckDownloadParts(uint32_t parts);
 
+/// What a download digests as its bytes land (src/cache/download_digest.h).
+struct DownloadChecks {
+  bool digest = false;        // XXH3-64, for the digest record
+  bool store_md5 = false;     // MD5, when the store sends one to check it against
+  bool md5_expected = false;  // ... computed on the way (else in one more pass, if one comes)
+};
+
+struct DownloadedFile {
+  std::optional<FileDigests> digests;  // when DownloadChecks asked for any
+  std::string store_md5;               // the MD5 the store sent with the object; may be empty
+  std::string store_md5_from;          // the header it came in
+};
+
 /// Downloads the whole object `key` into a new file `tmp` (which must not exist), checking that
 /// it has `expected_size` bytes (kDataLoss otherwise). Large objects come as ranged parts (see
 /// the file comment). On error `tmp` is removed. The file is not flushed to disk (see Publish).
 /// A stop request ends the download at the next bytes that arrive, with kCancelled.
 /// With `progress_record` set, how far the bytes have landed is told to readers through a
-/// record there (src/cache/download_progress.h) while the download runs.
-Status DownloadToFile(ObjectStore& store, std::string_view key, const std::filesystem::path& tmp,
-                      uint64_t expected_size, const PartOptions& parts, std::stop_token stop = {},
-                      const std::filesystem::path& progress_record = {});
+/// record there (src/cache/download_progress.h) while the download runs. Comparing the digests
+/// with the store's checksum is the caller's.
+Result<DownloadedFile> DownloadToFile(ObjectStore& store, std::string_view key,
+                                      const std::filesystem::path& tmp, uint64_t expected_size,
+                                      const PartOptions& parts, std::stop_token stop = {},
+                                      const std::filesystem::path& progress_record = {},
+                                      DownloadChecks checks = {});
 
 struct ShardDownloaderOptions {
   bool keep_zip = false;
   std::optional<std::string> validate_hash;
   PartOptions parts;
+  /// Writes a digest record (digest_record.h) for every raw file it publishes.
+  bool digest_records = true;
+  /// Checks a download against the MD5 the store sends with it (storage/http/store_checksum.h).
+  bool store_checksums = true;
 };
 
 class ShardDownloader {
@@ -96,9 +121,17 @@ class ShardDownloader {
                    const MakeRoomFn& make_room, std::stop_token stop) const;
   // Decompresses the local compressed file into the raw file. kDataLoss on a digest mismatch.
   Status DecompressLocalZip(const ShardDescription& shard, const ShardFile& file) const;
-  // One download (and, for a compressed file, decompression) attempt.
+  // One download (and, for a compressed file, decompression) attempt. `mismatched` carries the
+  // XXH3 of an earlier attempt's bytes that disagreed with the store's MD5.
   Status DownloadOnce(const ShardDescription& shard, const ShardFile& file,
-                      const MakeRoomFn& make_room, std::stop_token stop) const;
+                      const MakeRoomFn& make_room, std::stop_token stop,
+                      std::optional<uint64_t>& mismatched) const;
+  // kDataLoss when `got` disagrees with the MD5 the store sent (see DownloadOnce).
+  Status CheckStoreMd5(const DownloadedFile& got, const std::string& url,
+                       std::optional<uint64_t>& mismatched) const;
+  // Publishes the raw file `tmp` as `basename`, with its digest record when there is one.
+  Status PublishRaw(const std::filesystem::path& tmp, std::string_view basename,
+                    const std::optional<FileDigests>& digests) const;
   // Checks the validate_hash digest of `data`, the contents of `file`.
   Status CheckDigest(std::string_view data, const FileInfo& file, std::string_view origin) const;
 
@@ -106,6 +139,11 @@ class ShardDownloader {
   std::string remote_prefix_;
   CacheLayout layout_;
   ShardDownloaderOptions options_;
+  // Whether the last download came with an MD5 (so the next one computes it on the way).
+  mutable std::atomic<bool> md5_expected_{true};
+  // Set once two downloads agreed with each other and not with the store's MD5: the store's
+  // "MD5" (an ETag, say) is not one, and is not checked again.
+  mutable std::atomic<bool> md5_untrusted_{false};
 };
 
 }  // namespace ferry::internal_cache

@@ -101,7 +101,7 @@ TEST_F(DownloadToFileTest, ASizeOtherThanTheIndexSaysIsDataLossAndLeavesNothing)
   for (const PartOptions& parts :
        {PartOptions{}, PartOptions{.parallel_part_threshold = 1, .download_parts = 3}}) {
     for (const uint64_t expected : {data_.size() - 1, data_.size() + 1}) {
-      const Status status = DownloadToFile(*store, Key(), Tmp(), expected, parts);
+      const Status status = DownloadToFile(*store, Key(), Tmp(), expected, parts).status();
       EXPECT_EQ(status.code(), StatusCode::kDataLoss) << status.ToString();
       EXPECT_THAT(status.message(), HasSubstr("remote/blob"));
       EXPECT_FALSE(fs::exists(Tmp()));
@@ -119,7 +119,8 @@ TEST_F(DownloadToFileTest, AFailingPartFailsTheDownloadWithItsOwnError) {
                         return Status::Ok();
                       }});
   const Status status = DownloadToFile(*store, Key(), Tmp(), data_.size(),
-                                       {.parallel_part_threshold = 1, .download_parts = 4});
+                                       {.parallel_part_threshold = 1, .download_parts = 4})
+                            .status();
   EXPECT_EQ(status.code(), StatusCode::kPermissionDenied) << status.ToString();
   EXPECT_FALSE(fs::exists(Tmp()));
 }
@@ -135,7 +136,8 @@ TEST_F(DownloadToFileTest, AStopRequestEndsEveryPartAndLeavesNothing) {
   const auto start = std::chrono::steady_clock::now();
   const Status status =
       DownloadToFile(*store, Key(), Tmp(), data_.size(),
-                     {.parallel_part_threshold = 1, .download_parts = 4}, stop.get_token());
+                     {.parallel_part_threshold = 1, .download_parts = 4}, stop.get_token())
+          .status();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1500));
   EXPECT_EQ(status.code(), StatusCode::kCancelled) << status.ToString();
   EXPECT_THAT(status.message(), ::testing::HasSubstr("stopped")) << status.ToString();
@@ -144,7 +146,7 @@ TEST_F(DownloadToFileTest, AStopRequestEndsEveryPartAndLeavesNothing) {
 
 TEST_F(DownloadToFileTest, AMissingObjectIsNotFound) {
   auto store = Store();
-  const Status status = DownloadToFile(*store, remote_.key + "/nope", Tmp(), 10, {});
+  const Status status = DownloadToFile(*store, remote_.key + "/nope", Tmp(), 10, {}).status();
   EXPECT_EQ(status.code(), StatusCode::kNotFound) << status.ToString();
   EXPECT_FALSE(fs::exists(Tmp()));
 }
@@ -153,9 +155,64 @@ TEST_F(DownloadToFileTest, ExistingTemporaryIsNotOverwritten) {
   // Removing leftovers is the caller's job, done under the download lock.
   ASSERT_TRUE(WriteFileAtomically(Tmp(), "stale").ok());
   auto store = Store();
-  EXPECT_EQ(DownloadToFile(*store, Key(), Tmp(), data_.size(), {}).code(),
+  EXPECT_EQ(DownloadToFile(*store, Key(), Tmp(), data_.size(), {}).status().code(),
             StatusCode::kAlreadyExists);
   EXPECT_EQ(testing::FileText(Tmp()), "stale");
+}
+
+// The digests follow the bytes as they land, in file order, whichever order the parts land in.
+TEST_F(DownloadToFileTest, DigestsTheBytesInFileOrderWhateverOrderThePartsLandIn) {
+  const FileDigests want = DigestOf(data_, /*md5=*/true);
+  ASSERT_EQ(want.md5.size(), 32u);
+  for (const uint32_t parts : {1u, 3u, 8u}) {
+    for (const bool md5_expected : {true, false}) {
+      SCOPED_TRACE(fmt::format("{} parts, md5 expected {}", parts, md5_expected));
+      fs::remove(Tmp());
+      // Later parts land faster than earlier ones: the follower waits at part 0.
+      auto store = Store({.chunk_bytes = 997,
+                          .chunk_delay = std::chrono::microseconds(200),
+                          .md5 = [](std::string_view) { return std::string("given"); }});
+      auto got = DownloadToFile(*store, Key(), Tmp(), data_.size(),
+                                {.parallel_part_threshold = 1, .download_parts = parts}, {}, {},
+                                {.digest = true, .store_md5 = true, .md5_expected = md5_expected});
+      ASSERT_TRUE(got.has_value()) << got.status().ToString();
+      ASSERT_TRUE(got->digests.has_value());
+      EXPECT_EQ(got->digests->xxh3, want.xxh3);
+      // Computed on the way, or in one more pass once the store turned out to send one.
+      EXPECT_EQ(got->digests->md5, want.md5);
+      EXPECT_EQ(got->store_md5, "given");
+      EXPECT_EQ(got->store_md5_from, "test");
+      EXPECT_EQ(testing::FileText(Tmp()), data_);
+    }
+  }
+}
+
+TEST_F(DownloadToFileTest, NoChecksAskedForDigestsNothing) {
+  auto got = DownloadToFile(*Store(), Key(), Tmp(), data_.size(), {});
+  ASSERT_TRUE(got.has_value()) << got.status().ToString();
+  EXPECT_FALSE(got->digests.has_value());
+  // MD5 only where the store sends one to check.
+  fs::remove(Tmp());
+  got = DownloadToFile(*Store(), Key(), Tmp(), data_.size(), {}, {}, {},
+                       {.digest = true, .store_md5 = true, .md5_expected = false});
+  ASSERT_TRUE(got.has_value()) << got.status().ToString();
+  ASSERT_TRUE(got->digests.has_value());
+  EXPECT_EQ(got->digests->xxh3, DigestOf(data_, false).xxh3);
+  EXPECT_TRUE(got->digests->md5.empty());
+}
+
+TEST_F(DownloadToFileTest, AFailedDownloadStopsItsDigestAndLeavesNothing) {
+  auto store = Store({.chunk_bytes = 1024,
+                      .chunk_delay = std::chrono::microseconds(300),
+                      .fail_read = [](std::string_view, const ByteRange& range) -> Status {
+                        if (range.offset > 0) return UnavailableError("injected failure");
+                        return Status::Ok();
+                      }});
+  const auto got = DownloadToFile(*store, Key(), Tmp(), data_.size(),
+                                  {.parallel_part_threshold = 1, .download_parts = 4}, {}, {},
+                                  {.digest = true, .store_md5 = true, .md5_expected = true});
+  EXPECT_EQ(got.status().code(), StatusCode::kUnavailable) << got.status().ToString();
+  EXPECT_FALSE(fs::exists(Tmp()));
 }
 
 }  // namespace

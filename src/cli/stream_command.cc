@@ -61,6 +61,8 @@ struct StreamCommandOptions {
   int metrics_port = -1;  // -1: no metrics server
   std::string metrics_host = "127.0.0.1";
   std::string validate_hash;
+  bool no_digest_records = false;
+  bool no_store_checksums = false;
   std::string sample_ids;
 };
 
@@ -118,6 +120,8 @@ Result<int> RunStream(const StreamCommandOptions& o) {
   options.strict_cache_limit = o.strict_cache_limit;
   options.offline = o.offline;
   if (!o.validate_hash.empty()) options.validate_hash = o.validate_hash;
+  options.digest_records = !o.no_digest_records;
+  options.store_checksums = !o.no_store_checksums;
 
   WorldShape world;
   if (std::sscanf(o.world.c_str(), "%u,%u,%u", &world.nodes, &world.ranks_per_node,
@@ -243,6 +247,11 @@ Result<int> RunStream(const StreamCommandOptions& o) {
     j["direct_reads"] = delta("/ferry/stream/direct_reads");
     j["landed_reads"] = delta("/ferry/stream/landed_reads");
     j["wait_s"] = static_cast<double>(delta("/ferry/stream/wait_ns")) / 1e9;
+    // What the stores' throttling and the free checksums did (request_throttle.h,
+    // store_checksum.h).
+    j["throttled"] = delta("/ferry/storage/throttled");
+    j["throttle_wait_s"] = static_cast<double>(delta("/ferry/storage/throttle_wait_ns")) / 1e9;
+    j["checksum_failures"] = delta("/ferry/cache/checksum_failures");
     j["time_to_first_sample_s"] = first_s;
     j["time_to_first_batch_s"] = static_cast<double>(first_batch_ns.load()) / 1e9;
     j["predownload"] = Metric(after, "/ferry/stream/predownload");
@@ -311,6 +320,12 @@ Command AddStreamCommand(CLI::App& parent) {
   app->add_flag("--offline", o->offline,
                 "Read the cache's index.json without asking the remote whether it changed");
   app->add_option("--validate-hash", o->validate_hash, "Check downloads with this hash");
+  app->add_flag("--no-digest-records", o->no_digest_records,
+                "Keep no digest record per downloaded shard (a file from before a reboot then "
+                "gets only size and hole checks); to measure what the records cost");
+  app->add_flag("--no-store-checksums", o->no_store_checksums,
+                "Do not check downloads against the MD5 the store sends with them (S3 ETag, "
+                "GCS x-goog-hash, Azure Content-MD5); to measure what the check costs");
   app->add_option("--world", o->world, "NODES,RANKS_PER_NODE,WORKERS_PER_RANK")
       ->capture_default_str();
   app->add_option("--rank", o->rank, "Global rank to run (node * ranks_per_node + rank)")

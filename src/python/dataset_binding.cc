@@ -90,6 +90,8 @@ StreamingOptions ParseOptions(const py::dict& d) {
   o.validate_hash = GetOptional<std::string>(d, "validate_hash");
   o.allow_unsafe_types = Get<bool>(d, "allow_unsafe_types", false);
   o.download_on_access = Get<bool>(d, "download_on_access", false);
+  o.digest_records = Get<bool>(d, "digest_records", true);
+  o.store_checksums = Get<bool>(d, "store_checksums", true);
   CheckUnusedMosaicOptions(d);
   return o;
 }

@@ -110,6 +110,8 @@ Status StreamingDatasetImpl::Init() {
     cache_options.validate_hash = options_.validate_hash;
     cache_options.download_parts = options_.download_parts;
     cache_options.node_download_concurrency = options_.node_download_concurrency;
+    cache_options.digest_records = options_.digest_records;
+    cache_options.store_checksums = options_.store_checksums;
     prepared.push_back({.st = std::move(st),
                         .tar_names = std::move(tar_names),
                         .cache_options = std::move(cache_options)});

@@ -29,6 +29,7 @@ StoreUnderTest S3Store(const std::string& server) {
         return StoreAndKey{store, "conformance/" + RunId() + "/"};
       },
       .multipart_bytes = 2 * kPart + 123456,
+      .gives_md5 = true,
   };
 }
 
@@ -48,6 +49,7 @@ StoreUnderTest GcsOnMoto() {
         return StoreAndKey{store, "conformance-gcs/" + RunId() + "/"};
       },
       .multipart_bytes = 2 * kPart + 99,
+      .gives_md5 = true,
   };
 }
 
@@ -64,6 +66,7 @@ StoreUnderTest AzureOnAzurite() {
             ProcessEnv, options);
       },
       .multipart_bytes = 3 * (512 << 10) + 17,
+      .gives_md5 = true,
   };
 }
 

@@ -22,7 +22,8 @@ using ::testing::HasSubstr;
 // kinds mixed). Body faults (cut, reset, stalled, flipped, slowed bodies) hit a share of the
 // connections, request faults (refused, 503 SlowDown / ServerBusy, 500) a share of the
 // requests; either way at least a tenth of the requests the proxy saw were faulted. Every run
-// must read every sample with the shards' bytes checked against their xxh64 (--validate-hash)
+// must read every sample with the shards' bytes checked against their xxh64 (--validate-hash;
+// one run without it, where the MD5 the store sends with each body catches the flipped bits)
 // and fetch each byte once (a cut, reset or slowed body resumes for its missing range only) - or
 // stop with an error naming the shard: only when a corruption hits the same shard twice (exhausting
 // its one re-download), or when one request's retries are all spent. Every shard left in the
@@ -30,6 +31,9 @@ using ::testing::HasSubstr;
 struct FaultRun {
   std::string kinds;
   double rate;
+  // Off: only the MD5 the store sends with each body (its ETag) stands between a flipped bit
+  // and the cache.
+  bool validate_hash = true;
 };
 
 void RunFaultSuite(Server server, const std::vector<FaultRun>& runs) {
@@ -39,7 +43,8 @@ void RunFaultSuite(Server server, const std::vector<FaultRun>& runs) {
   uint64_t total_faults = 0, total_requests = 0;
   for (size_t k = 0; k < runs.size(); ++k) {
     const FaultRun& r = runs[k];
-    SCOPED_TRACE(store + " " + r.kinds);
+    const std::string label = r.kinds + (r.validate_hash ? "" : ",unhashed");
+    SCOPED_TRACE(store + " " + label);
     const auto run = tmp / fmt::format("run{}", k);
     std::filesystem::create_directories(run);
     TempDir wan_dir;
@@ -54,9 +59,9 @@ void RunFaultSuite(Server server, const std::vector<FaultRun>& runs) {
     const WanGuard wan_process(wan_dir);
     const int code = Sh(
         fmt::format("{} FERRY_LOW_SPEED_LIMIT=4096 FERRY_LOW_SPEED_TIME=1 {} stream {} --local {} "
-                    "--validate-hash xxh64 --touch --json > {} 2>&1",
+                    "{} --touch --json > {} 2>&1",
                     ThroughWan(server, endpoint), FERRY_CLI_PATH, d.url, Quote(run / "cache"),
-                    Quote(run / "out")));
+                    r.validate_hash ? "--validate-hash xxh64" : "", Quote(run / "out")));
     StopWan(wan_dir);
     nlohmann::json wan;
     for (int i = 0; i < 200 && wan.is_null(); ++i) {
@@ -80,7 +85,7 @@ void RunFaultSuite(Server server, const std::vector<FaultRun>& runs) {
         // A body cut short is resumed for its missing range only: not one byte twice.
         EXPECT_EQ(lines[0]["bytes_fetched"], d.raw_bytes);
       }
-      std::cerr << store << " " << r.kinds << ": " << fired << " faults, " << seen
+      std::cerr << store << " " << label << ": " << fired << " faults, " << seen
                 << " requests seen by the proxy, " << lines[0]["remote_requests"] << " requests, "
                 << lines[0]["bytes_fetched"] << " bytes fetched of " << d.raw_bytes << "\n";
     } else {
@@ -91,8 +96,9 @@ void RunFaultSuite(Server server, const std::vector<FaultRun>& runs) {
                   out.find("attempts") != std::string::npos)
           << out;
       EXPECT_THAT(out, HasSubstr("shard.")) << out;
-      std::cerr << store << " " << r.kinds << ": " << fired << " faults, " << seen
-                << " requests seen by the proxy, ended with a clear error\n";
+      std::cerr << store << " " << label << ": " << fired << " faults, " << seen
+                << " requests seen by the proxy, ended with a clear error: "
+                << out.substr(0, out.find('\n')) << "\n";
     }
     for (const auto& s : d.index.shards) {
       const auto path = run / "cache" / s.raw_data.basename;
@@ -116,6 +122,7 @@ TEST(Stream, FaultsCostRetriesNeverWrongOrMissingSamples) {
       {"truncate", 0.6},
       {"stall", 0.9},
       {"flip", 0.9},
+      {"flip", 0.9, /*validate_hash=*/false},
       {"truncate,reset,stall,slow,refuse,http503,busy,http500,flip", 0.3}};
   if (const char* suite = std::getenv("FERRY_FAULT_SUITE");
       suite != nullptr && std::string_view(suite) == "full") {
@@ -139,6 +146,71 @@ TEST(Stream, FaultsOnAzureCostRetriesToo) {
     runs.insert(runs.begin(), {{"truncate", 0.6}, {"slow", 0.5}, {"busy", 0.3}, {"refuse", 0.3}});
   }
   RunFaultSuite(Server::kAzurite, runs);
+}
+
+// Throttling: ferry-wan answers requests beyond a rate as the service throttles (S3's 503
+// SlowDown, Azure's ServerBusy), with Retry-After: 1. Two processes stream at once through it,
+// with more downloads in flight than the rate allows; they share the throttle through the
+// node-wide table. Throttling costs time, never a sample or an error. make test runs a short
+// version against s3rver; FERRY_FAULT_SUITE=full (make reliability) a longer one and Azurite.
+void RunThrottleSuite(Server server, uint64_t samples, double rate) {
+  TempDir tmp;
+  const Dataset d = MakeRemoteDataset(tmp, "throttled", samples, 4000, 64 << 10, server);
+  const std::string store = server == Server::kS3rver ? "s3rver" : "azurite";
+  TempDir wan_dir;
+  const std::string endpoint =
+      StartWan(wan_dir,
+               fmt::format("--throttle-rps {} --throttle-reply {} --throttle-retry-after 1", rate,
+                           server == Server::kS3rver ? "s3" : "azure"),
+               server);
+  const WanGuard wan_process(wan_dir);
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> commands;
+  for (int p = 0; p < 2; ++p) {
+    commands.push_back(
+        fmt::format("{} {} stream {} --local {} --concurrency 32 --touch --json > {} 2>&1",
+                    ThroughWan(server, endpoint), FERRY_CLI_PATH, d.url,
+                    Quote(tmp / fmt::format("cache{}", p)), Quote(tmp / fmt::format("out{}", p))));
+  }
+  EXPECT_EQ(Sh(fmt::format("({}) & ({}) & wait %1 && wait %2", commands[0], commands[1])), 0);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  StopWan(wan_dir);
+  nlohmann::json wan;
+  for (int i = 0; i < 200 && wan.is_null(); ++i) {
+    auto lines = JsonLines(wan_dir / "wan.log");
+    if (!lines.empty()) wan = lines.back();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_FALSE(wan.is_null()) << "ferry-wan printed no totals";
+  const uint64_t replies = wan["faults"]["throttle"].get<uint64_t>();
+  const uint64_t seen = wan["requests"].get<uint64_t>();
+  EXPECT_GT(replies, 0u) << "the rate never throttled";
+  uint64_t throttled = 0;
+  double waited = 0;
+  for (int p = 0; p < 2; ++p) {
+    const auto out = tmp / fmt::format("out{}", p);
+    auto lines = JsonLines(out);
+    ASSERT_EQ(lines.size(), 1u) << ReadFileToString(out).value_or("");
+    EXPECT_EQ(lines[0]["samples"], d.samples);
+    EXPECT_EQ(lines[0]["bytes_fetched"], d.raw_bytes);  // no shard fetched twice
+    throttled += lines[0]["throttled"].get<uint64_t>();
+    waited += lines[0]["throttle_wait_s"].get<double>();
+  }
+  EXPECT_EQ(throttled, replies);  // every throttle reply was seen as one, none became an error
+  EXPECT_GT(waited, 0);
+  std::cerr << fmt::format(
+      "throttle suite {}: {} shards at {} requests/s, 2 processes x 32 downloads: {} throttle "
+      "replies of {} requests seen, {:.0f} request-seconds waited at the gates, {:.1f} s in "
+      "all\n",
+      store, d.index.shards.size(), rate, replies, seen, waited, seconds);
+}
+
+TEST(Stream, ThrottlingCostsTimeNeverSamples) {
+  const char* suite = std::getenv("FERRY_FAULT_SUITE");
+  const bool full = suite != nullptr && std::string_view(suite) == "full";
+  RunThrottleSuite(Server::kS3rver, full ? 3000 : 800, 20);
+  if (full) RunThrottleSuite(Server::kAzurite, 1500, 20);
 }
 
 // Runs `command` as an unprivileged user when this process is root (for whom permission bits

@@ -75,6 +75,14 @@ struct ShardCacheOptions {
   /// opens it with the same value (flock'ed slots, src/cache/download_slots.h); nullopt: no
   /// limit beyond each reader's own.
   std::optional<uint32_t> node_download_concurrency;
+  /// Keep each downloaded shard file's size and XXH3 in a digest record, so that a file from
+  /// before a reboot is checked exactly on its first use after it (src/cache/digest_record.h).
+  /// Off: such files get only the size and hole checks.
+  bool digest_records = true;
+  /// Check each download against the MD5 the store sends with it for free - an S3 ETag that is
+  /// one, GCS's x-goog-hash, Azure's Content-MD5 (src/storage/http/store_checksum.h) - and
+  /// fetch it again on a mismatch.
+  bool store_checksums = true;
 };
 
 /// A pinned, complete, local raw shard. Movable; unpins when destroyed.

@@ -38,6 +38,11 @@ struct ObjectInfo {
   uint64_t size = 0;
   std::string etag;  // as the store reports it, without quotes; may be empty
   std::optional<std::chrono::system_clock::time_point> mtime;
+  /// The whole object's MD5 (lowercase hex) as a Read's response vouches for it, for free: an
+  /// S3 ETag that is one, GCS's x-goog-hash, Azure's Content-MD5 (src/storage/http/
+  /// store_checksum.h); empty when the store gives none. `md5_from` names the header.
+  std::string md5;
+  std::string md5_from;
 };
 
 /// What tells one version of an object from another, for change detection: its etag, or for

@@ -114,6 +114,11 @@ struct StreamingOptions {
   bool offline = false;
   bool keep_zip = false;
   std::optional<std::string> validate_hash;
+  /// A digest record per downloaded shard file, which checks it exactly after a reboot, and
+  /// the check of each download against the MD5 the store sends with it: ShardCacheOptions'
+  /// digest_records and store_checksums. Both on by default; off only to measure their cost.
+  bool digest_records = true;
+  bool store_checksums = true;
   bool allow_unsafe_types = false;
   /// Samples read before their raw shards are local (not with validate_hash, which needs the
   /// whole shard first): an iterator's first batch (order.batch_size samples), at a cold start,

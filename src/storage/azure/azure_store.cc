@@ -48,6 +48,7 @@
 #include "storage/azure/azure_errors.h"
 #include "storage/azure/azure_metadata.h"
 #include "storage/http/resumable_get.h"
+#include "storage/http/store_checksum.h"
 #include "storage/http/url_encoding.h"
 #include "storage/store_cache.h"
 
@@ -114,6 +115,11 @@ class AzureBlobStore final : public ObjectStore {
       return request;
     };
     get.map_error = [&](const http::Response& response) { return ErrorOf(response, get.url); };
+    get.describe = [](int status, const http::Headers& headers, ObjectInfo& info) {
+      http::StoreMd5 md5 = http::Md5FromAzureHeaders(status, headers);
+      info.md5 = std::move(md5.hex);
+      info.md5_from = std::move(md5.from);
+    };
     auto info = http::ResumableGet(*transport, get, range, sink);
     if (!info) return Scrub(info.status(), get.url);
     info->key = std::string(key);

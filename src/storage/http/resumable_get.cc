@@ -4,6 +4,7 @@
 
 #include "base/ascii.h"
 #include "storage/http/http_date.h"
+#include "storage/http/request_throttle.h"
 
 namespace ferry::http {
 
@@ -82,6 +83,7 @@ Result<ObjectInfo> ResumableGet(Transport& transport, const ResumableGetOptions&
   std::string last_modified;  // of the first response: the pin when the server gives no etag
   std::optional<uint64_t> expected = range.length;  // bytes the whole range holds, once known
   int attempt_number = 0;
+  const auto deadline = std::chrono::steady_clock::now() + options.retry.total_budget;
 
   auto attempt = [&]() -> Status {
     ++attempt_number;
@@ -100,15 +102,14 @@ Result<ObjectInfo> ResumableGet(Transport& transport, const ResumableGetOptions&
     } else if (!last_modified.empty()) {
       headers.Set("If-Unmodified-Since", last_modified);
     }
-    FERRY_ASSIGN_OR_RETURN(Request request, options.build(a, std::move(headers)));
-
     // Learn the object's etag and size as soon as a good response's headers arrive, so that a
     // body that breaks off later still resumes pinned to this version and knows where it ends.
     bool ignored_range = false;
-    request.on_headers = [&](int status, const Headers& h) {
+    const auto on_headers = [&](int status, const Headers& h) {
       if (status >= 300) return;
       if (info.etag.empty()) {
         if (auto etag = h.Get("ETag")) info.etag = UnquoteEtag(*etag);
+        if (options.describe) options.describe(status, h, info);
       }
       if (last_modified.empty()) {
         if (auto modified = h.Get("Last-Modified")) last_modified = std::string(*modified);
@@ -135,22 +136,33 @@ Result<ObjectInfo> ResumableGet(Transport& transport, const ResumableGetOptions&
       }
     };
 
+    const auto build = [&]() -> Result<Request> {
+      FERRY_ASSIGN_OR_RETURN(Request request, options.build(a, headers));
+      request.on_headers = on_headers;
+      return request;
+    };
     bool have_enough = false;  // the range is complete; the rest of the body is not wanted
-    auto result = transport.Execute(std::move(request), [&](std::string_view chunk) -> Status {
-      if (chunk.empty()) return sink(chunk);  // the transport asking whether to go on
-      if (ignored_range) {
-        return DataLossError(fmt::format("{}: the server ignored a range request", options.url));
-      }
-      // Never hand the sink more than the range asked for, whatever the server sends.
-      if (expected && delivered + chunk.size() > *expected) {
-        chunk = chunk.substr(0, *expected - delivered);
-        have_enough = true;
-      }
-      if (!chunk.empty()) FERRY_RETURN_IF_ERROR(sink(chunk));
-      delivered += chunk.size();
-      // Stopping the transfer is how extra bytes are refused; it is not an error.
-      return have_enough ? CancelledError("range complete") : Status::Ok();
-    });
+    // A throttle reply is waited out at the target's gate and asked again, for as long as the
+    // retry budget lasts, without spending one of its attempts (request_throttle.h).
+    auto result = ExecuteThroughGate(
+        transport, build,
+        [&](std::string_view chunk) -> Status {
+          if (chunk.empty()) return sink(chunk);  // the transport asking whether to go on
+          if (ignored_range) {
+            return DataLossError(
+                fmt::format("{}: the server ignored a range request", options.url));
+          }
+          // Never hand the sink more than the range asked for, whatever the server sends.
+          if (expected && delivered + chunk.size() > *expected) {
+            chunk = chunk.substr(0, *expected - delivered);
+            have_enough = true;
+          }
+          if (!chunk.empty()) FERRY_RETURN_IF_ERROR(sink(chunk));
+          delivered += chunk.size();
+          // Stopping the transfer is how extra bytes are refused; it is not an error.
+          return have_enough ? CancelledError("range complete") : Status::Ok();
+        },
+        deadline, [&] { return sink(std::string_view()); });
     // Every byte of the range arrived and only the end of the exchange broke (a stall or reset
     // after the last byte): asking again would ask for nothing, which a server refuses (416).
     if (!result && (have_enough || (expected && delivered == *expected))) return Status::Ok();

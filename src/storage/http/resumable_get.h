@@ -45,6 +45,9 @@ struct ResumableGetOptions {
   std::function<Status(const Response& response)> map_error;
   std::string url;  // for error messages; already redacted
   RetryPolicy retry;
+  /// Reads what the store's headers say of the whole object beyond size and etag (its free
+  /// checksum: ObjectInfo::md5) from the first good response (`status` 200 or 206). Optional.
+  std::function<void(int status, const Headers& headers, ObjectInfo& info)> describe;
 };
 
 /// Streams `range` of the object to `sink`. Returns the object's size and etag (key empty). A

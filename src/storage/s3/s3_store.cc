@@ -30,6 +30,7 @@
 
 #include "base/ascii.h"
 #include "storage/http/resumable_get.h"
+#include "storage/http/store_checksum.h"
 #include "storage/http/url_encoding.h"
 #include "storage/s3/s3_errors.h"
 #include "storage/s3/s3_metadata.h"
@@ -119,6 +120,11 @@ class S3Store final : public ObjectStore {
       return MakeRequest("GET", url, std::move(headers), std::nullopt, kEmptyPayloadSha256);
     };
     options.map_error = [&](const http::Response& r) { return RetryableError(r, options.url); };
+    options.describe = [](int, const http::Headers& headers, ObjectInfo& info) {
+      http::StoreMd5 md5 = http::Md5FromS3Headers(headers);
+      info.md5 = std::move(md5.hex);
+      info.md5_from = std::move(md5.from);
+    };
     auto transport = GetTransport();
     auto info = http::ResumableGet(*transport, options, range, sink);
     if (!info) return Named(info.status(), options.url);

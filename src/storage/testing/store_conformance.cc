@@ -1,6 +1,7 @@
 #include "storage/testing/store_conformance.h"
 
 #include <gmock/gmock.h>
+#include <openssl/evp.h>
 
 #include <algorithm>
 #include <atomic>
@@ -9,6 +10,7 @@
 #include <thread>
 
 #include "base/file_util.h"
+#include "base/hex.h"
 #include "base/temp_dir_testutil.h"
 
 namespace ferry::testing {
@@ -227,6 +229,39 @@ TEST_P(StoreConformanceTest, LargeObjectsGoUpInPartsAndComeBackIntact) {
   auto saved = store_->GetToFile(Key("large/from-file.bin"), tmp / "out.bin");
   ASSERT_TRUE(saved.has_value()) << saved.status().ToString();
   EXPECT_TRUE(ReadFileToString(tmp / "out.bin").value() == data);
+}
+
+std::string Md5Hex(std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EXPECT_EQ(EVP_Digest(data.data(), data.size(), digest, &length, EVP_md5(), nullptr), 1);
+  return ToHex(std::string_view(reinterpret_cast<const char*>(digest), length));
+}
+
+// The MD5 a Read reports (the store's free checksum) is the whole object's, on a whole read and
+// on a range alike; a multipart object's is its MD5 or none (an S3 multipart ETag is not one).
+TEST_P(StoreConformanceTest, TheMd5AReadReportsIsTheWholeObjects) {
+  const auto discard = [](std::string_view) { return Status::Ok(); };
+  const std::string data = TestBytes(300'000, 5);
+  const std::string key = Key("md5/object.bin");
+  ASSERT_TRUE(store_->Put(key, data).ok());
+  for (const ByteRange range : {ByteRange{}, ByteRange{1000, 5000}}) {
+    auto info = store_->Read(key, range, discard);
+    ASSERT_TRUE(info.has_value()) << info.status().ToString();
+    if (GetParam().gives_md5) {
+      EXPECT_EQ(info->md5, Md5Hex(data)) << "range at " << range.offset;
+      EXPECT_FALSE(info->md5_from.empty());
+    } else {
+      EXPECT_TRUE(info->md5.empty()) << info->md5;
+    }
+  }
+  const std::string large = TestBytes(GetParam().multipart_bytes, 6);
+  ASSERT_TRUE(store_->Put(Key("md5/large.bin"), large).ok());
+  auto info = store_->Read(Key("md5/large.bin"), ByteRange{0, 100}, discard);
+  ASSERT_TRUE(info.has_value()) << info.status().ToString();
+  if (!info->md5.empty()) {
+    EXPECT_EQ(info->md5, Md5Hex(large)) << info->md5_from;
+  }
 }
 
 TEST_P(StoreConformanceTest, RemoveDeletes) {

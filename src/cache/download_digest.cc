@@ -1,0 +1,180 @@
+#include "cache/download_digest.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <openssl/evp.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "base/file_util.h"
+#include "base/hex.h"
+#include "base/mapped_file.h"
+
+namespace ferry::internal_cache {
+namespace {
+
+namespace fs = std::filesystem;
+
+// How far the part at the follower's cursor must land before it is woken.
+constexpr uint64_t kDigestStep = uint64_t{1} << 20;
+
+// XXH3-64 and, optionally, MD5 over bytes given in order.
+class Hasher {
+ public:
+  explicit Hasher(bool md5) : xxh3_(XXH3_createState()) {
+    XXH3_64bits_reset(xxh3_.get());
+    if (md5) {
+      md5_.reset(EVP_MD_CTX_new());
+      // MD5 is always there in OpenSSL's default provider; without it no MD5 is reported, and
+      // the store's checksum is not checked.
+      if (md5_ && EVP_DigestInit_ex(md5_.get(), EVP_md5(), nullptr) != 1) md5_.reset();
+    }
+  }
+
+  void Update(std::string_view data) {
+    XXH3_64bits_update(xxh3_.get(), data.data(), data.size());
+    if (md5_) EVP_DigestUpdate(md5_.get(), data.data(), data.size());
+  }
+
+  FileDigests Final() {
+    FileDigests out{.xxh3 = XXH3_64bits_digest(xxh3_.get())};
+    if (md5_) {
+      unsigned char digest[EVP_MAX_MD_SIZE];
+      unsigned int length = 0;
+      if (EVP_DigestFinal_ex(md5_.get(), digest, &length) == 1) {
+        out.md5 = ToHex(std::string_view(reinterpret_cast<const char*>(digest), length));
+      }
+    }
+    return out;
+  }
+
+ private:
+  struct FreeXxh3 {
+    void operator()(XXH3_state_t* state) const { XXH3_freeState(state); }
+  };
+  struct FreeMd {
+    void operator()(EVP_MD_CTX* ctx) const { EVP_MD_CTX_free(ctx); }
+  };
+  std::unique_ptr<XXH3_state_t, FreeXxh3> xxh3_;
+  std::unique_ptr<EVP_MD_CTX, FreeMd> md5_;
+};
+
+}  // namespace
+
+FileDigests DigestOf(std::string_view data, bool md5) {
+  Hasher hasher(md5);
+  hasher.Update(data);
+  return hasher.Final();
+}
+
+Result<FileDigests> DigestFile(const fs::path& path, bool md5) {
+  FERRY_ASSIGN_OR_RETURN(const MappedFile file, MappedFile::Open(path));
+  return DigestOf(file.data(), md5);
+}
+
+Result<std::unique_ptr<DownloadDigest>> DownloadDigest::Start(const fs::path& path,
+                                                              std::vector<DownloadPart> parts,
+                                                              bool md5) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoToStatus(errno, "open", path);
+  try {
+    return std::unique_ptr<DownloadDigest>(new DownloadDigest(path, fd, std::move(parts), md5));
+  } catch (const std::system_error& e) {  // no thread to be had
+    ::close(fd);
+    return ResourceExhaustedError(
+        fmt::format("{}: cannot start the thread that digests it: {}", path.string(), e.what()));
+  }
+}
+
+DownloadDigest::DownloadDigest(const fs::path& path, int fd, std::vector<DownloadPart> parts,
+                               bool md5)
+    : path_(path),
+      fd_(fd),
+      md5_(md5),
+      parts_(std::make_unique<Part[]>(parts.size())),
+      part_count_(parts.size()) {
+  for (size_t i = 0; i < parts.size(); ++i) {
+    parts_[i].range = parts[i];
+    parts_[i].landed.store(parts[i].begin, std::memory_order_relaxed);
+  }
+  follower_ = std::jthread([this](std::stop_token stop) { Follow(stop); });
+}
+
+DownloadDigest::~DownloadDigest() {
+  if (follower_.joinable()) {
+    follower_.request_stop();
+    follower_.join();
+  }
+  ::close(fd_);
+}
+
+void DownloadDigest::Landed(uint32_t part, uint64_t end) {
+  if (part >= part_count_) return;
+  parts_[part].landed.store(end);
+  // Sequentially consistent with WaitFor's stores: either the follower sees this mark before it
+  // sleeps, or this sees the mark it sleeps for and wakes it.
+  if (waiting_part_.load() == part && end >= waiting_for_.load()) {
+    { std::lock_guard lock(mu_); }
+    landed_cv_.notify_one();
+  }
+}
+
+uint64_t DownloadDigest::WaitFor(size_t p, uint64_t want, std::stop_token stop) {
+  Part& part = parts_[p];
+  if (part.landed.load() >= want) return part.landed.load();
+  waiting_part_.store(p);
+  waiting_for_.store(want);
+  {
+    std::unique_lock lock(mu_);
+    landed_cv_.wait(lock, stop, [&] { return part.landed.load() >= want; });
+  }
+  waiting_for_.store(~uint64_t{0});
+  return part.landed.load();
+}
+
+void DownloadDigest::Follow(std::stop_token stop) {
+  Hasher hasher(md5_);
+  std::vector<char> buffer(kDigestStep);
+  for (size_t p = 0; p < part_count_; ++p) {
+    const DownloadPart range = parts_[p].range;
+    uint64_t position = range.begin;
+    while (position < range.end) {
+      const uint64_t landed = WaitFor(p, std::min(position + kDigestStep, range.end), stop);
+      if (stop.stop_requested()) {
+        result_ = CancelledError(fmt::format("{}: digest stopped", path_.string()));
+        return;
+      }
+      while (position < landed) {
+        const size_t want =
+            static_cast<size_t>(std::min<uint64_t>(buffer.size(), landed - position));
+        const ssize_t n = ::pread(fd_, buffer.data(), want, static_cast<off_t>(position));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+          result_ = n < 0 ? ErrnoToStatus(errno, "read back", path_)
+                          : DataLossError(fmt::format("{}: ends at byte {}, before the {} bytes "
+                                                      "the download wrote",
+                                                      path_.string(), position, landed));
+          return;
+        }
+        hasher.Update(std::string_view(buffer.data(), static_cast<size_t>(n)));
+        position += static_cast<uint64_t>(n);
+      }
+    }
+  }
+  digests_ = hasher.Final();
+}
+
+Result<FileDigests> DownloadDigest::Finish(bool want_md5) {
+  follower_.join();
+  FERRY_RETURN_IF_ERROR(result_);
+  if (want_md5 && digests_.md5.empty()) {
+    FERRY_ASSIGN_OR_RETURN(const FileDigests again, DigestFile(path_, true));
+    digests_.md5 = again.md5;
+  }
+  return digests_;
+}
+
+}  // namespace ferry::internal_cache

@@ -1,0 +1,92 @@
+// DownloadDigest: the digests of a file that a download is writing, computed as its bytes land,
+// in file order, by a thread of its own that reads them back from the page cache behind the
+// download.
+//
+// Why a thread that follows rather than hashing in the download's sink: the sinks run on the
+// transport's one I/O thread, which moves every other request's bytes too (MD5 there would cap
+// the whole process at one core's MD5 rate), and a download in ranged parts writes them out of
+// order while a digest must see the bytes in order. The follower sleeps until the part at its
+// cursor has landed a step further (1 MiB, or the part's end), so the download wakes it once per
+// step, not once per chunk.
+//
+// What it computes: XXH3-64 of every byte, for the cache's digest record (digest_record.h), and
+// MD5 when asked - the checksum S3, GCS and Azure send with every GET for free
+// (storage/http/store_checksum.h). MD5 may also be asked for after the download (Finish with a
+// store MD5 when it was not computed on the way): one more pass over the file.
+//
+// Thread-safety: Landed may be called from any thread (the parts' sinks); Start, Finish and the
+// destructor from the thread that owns the download.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cache/download_progress.h"
+#include "ferry/result.h"
+
+namespace ferry::internal_cache {
+
+struct FileDigests {
+  uint64_t xxh3 = 0;
+  std::string md5;  // lowercase hex; empty when not computed
+};
+
+/// XXH3-64 (and with `md5`, MD5) of `data` at once: for files written from memory.
+FileDigests DigestOf(std::string_view data, bool md5);
+
+/// XXH3-64 (and with `md5`, MD5) of the file at `path`, read once.
+Result<FileDigests> DigestFile(const std::filesystem::path& path, bool md5);
+
+class DownloadDigest {
+ public:
+  /// Follows the download into `path` (created, not yet written) that `parts` (in order,
+  /// covering [0, size)) fill. With `md5`, computes MD5 too.
+  static Result<std::unique_ptr<DownloadDigest>> Start(const std::filesystem::path& path,
+                                                       std::vector<DownloadPart> parts, bool md5);
+  ~DownloadDigest();  // stops the thread (a failed download)
+  DownloadDigest(const DownloadDigest&) = delete;
+  DownloadDigest& operator=(const DownloadDigest&) = delete;
+
+  /// Part `part` has landed (been written) up to byte `end`. Cheap: a store, and a wake-up
+  /// only when the follower waits for that much.
+  void Landed(uint32_t part, uint64_t end);
+
+  /// After every byte has landed: waits for the follower to reach the end and returns the
+  /// digests. With `want_md5` and no MD5 computed on the way, reads the file once more for it.
+  Result<FileDigests> Finish(bool want_md5);
+
+ private:
+  struct Part {
+    DownloadPart range;
+    std::atomic<uint64_t> landed{0};
+  };
+  DownloadDigest(const std::filesystem::path& path, int fd, std::vector<DownloadPart> parts,
+                 bool md5);
+  void Follow(std::stop_token stop);
+  // Waits until part `p` has landed up to `want`, or stop; returns what has landed.
+  uint64_t WaitFor(size_t p, uint64_t want, std::stop_token stop);
+
+  const std::filesystem::path path_;
+  const int fd_;  // the file, read-only, our own descriptor
+  const bool md5_;
+  std::unique_ptr<Part[]> parts_;
+  size_t part_count_ = 0;
+
+  std::mutex mu_;
+  std::condition_variable_any landed_cv_;
+  std::atomic<size_t> waiting_part_{0};
+  std::atomic<uint64_t> waiting_for_{~uint64_t{0}};  // the mark the follower sleeps until
+  Status result_;          // the follower's error, if any; set before it ends
+  FileDigests digests_;    // the follower's, once it has reached the end
+  std::jthread follower_;  // last: started once everything above exists
+};
+
+}  // namespace ferry::internal_cache
