@@ -411,9 +411,10 @@ struct WanProxy::Impl {
     std::lock_guard lock(random_mu);
     if (const double rate = options.throttle.requests_per_s; rate > 0) {
       const auto now = std::chrono::steady_clock::now();
-      throttle_tokens =
-          std::min(rate, throttle_tokens +
-                             rate * std::chrono::duration<double>(now - throttle_filled).count());
+      // The bucket holds a second's worth, and at least one request (a rate below 1).
+      throttle_tokens = std::min(
+          std::max(1.0, rate),
+          throttle_tokens + rate * std::chrono::duration<double>(now - throttle_filled).count());
       throttle_filled = now;
       if (throttle_tokens < 1) return FaultKind::kThrottle;
       throttle_tokens -= 1;

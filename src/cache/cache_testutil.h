@@ -5,13 +5,16 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -171,6 +174,39 @@ class TestStore : public ForwardingStore {
 
   TestStoreOptions options_;
 };
+
+/// Mounts a tmpfs of `bytes` at `folder` in a mount namespace of the calling process's own (a
+/// forked test child's: single-threaded, as unshare needs), as root or, unprivileged, in a user
+/// namespace of its own. Returns "" on success, else why not (no namespaces to be had here).
+inline std::string MountTinyTmpfs(const std::filesystem::path& folder, uint64_t bytes) {
+  const uid_t uid = ::geteuid();
+  const gid_t gid = ::getegid();
+  if (::unshare(CLONE_NEWNS) != 0) {
+    if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
+      return fmt::format("unshare: {}", std::strerror(errno));
+    }
+    const auto write = [](const char* path, const std::string& text) {
+      const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+      const bool ok =
+          fd >= 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+      if (fd >= 0) ::close(fd);
+      return ok;
+    };
+    if (!write("/proc/self/setgroups", "deny") ||
+        !write("/proc/self/uid_map", fmt::format("{} {} 1", uid, uid)) ||
+        !write("/proc/self/gid_map", fmt::format("{} {} 1", gid, gid))) {
+      return "cannot map this user into a user namespace";
+    }
+  }
+  // Mounts made here stay here.
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+    return fmt::format("make / private: {}", std::strerror(errno));
+  }
+  if (::mount("tmpfs", folder.c_str(), "tmpfs", 0, fmt::format("size={}", bytes).c_str()) != 0) {
+    return fmt::format("mount tmpfs: {}", std::strerror(errno));
+  }
+  return "";
+}
 
 /// The store and key of local folder `folder` (a FileStore, the tests' "remote").
 inline StoreAndKey LocalRemote(const std::filesystem::path& folder) {

@@ -11,9 +11,10 @@
 // existed) keeps the old checks.
 //
 // The record is written (to a temporary, renamed) before the shard file is renamed into place,
-// so a published file always has its record; neither is flushed. What a power cut does to the
-// record itself - lost, empty, garbled - makes the file it describes unverifiable, and it is
-// fetched again: the safe direction. Only the holder of the shard's download lock writes it.
+// so a published file always has its record; neither is flushed. A record that a power cut
+// left empty or garbled makes the file it describes unverifiable, and it is fetched again: the
+// safe direction. One lost altogether leaves the file the older checks (size and holes), as for
+// a file written before records existed. Only the holder of the shard's download lock writes it.
 //
 // Format, one line of text (so that `cat` explains it):
 //   ferry-digest 1 <bytes> xxh3 <16 hex digits>[ verified <boot id>]

@@ -11,7 +11,6 @@
 
 #include "base/file_util.h"
 #include "base/hex.h"
-#include "base/mapped_file.h"
 
 namespace ferry::internal_cache {
 namespace {
@@ -71,8 +70,26 @@ FileDigests DigestOf(std::string_view data, bool md5) {
 }
 
 Result<FileDigests> DigestFile(const fs::path& path, bool md5) {
-  FERRY_ASSIGN_OR_RETURN(const MappedFile file, MappedFile::Open(path));
-  return DigestOf(file.data(), md5);
+  // Read, not mapped: a block the disk cannot read is an error to report, not a SIGBUS.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoToStatus(errno, "open", path);
+  Hasher hasher(md5);
+  std::vector<char> buffer(kDigestStep);
+  uint64_t offset = 0;
+  for (;;) {
+    const ssize_t n = ::pread(fd, buffer.data(), buffer.size(), static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;
+      ::close(fd);
+      return ErrnoToStatus(error, "read", path);
+    }
+    if (n == 0) break;
+    hasher.Update(std::string_view(buffer.data(), static_cast<size_t>(n)));
+    offset += static_cast<uint64_t>(n);
+  }
+  ::close(fd);
+  return hasher.Final();
 }
 
 Result<std::unique_ptr<DownloadDigest>> DownloadDigest::Start(const fs::path& path,

@@ -22,8 +22,9 @@
 //
 // What a landed mark does not promise: bytes of the object as it is at the end of the download
 // (an object rewritten during it fails the download - mixed etags - after a reader may have
-// served a sample from its first version) and bytes checked against validate_hash, under which
-// no record is written at all.
+// served a sample from its first version), bytes checked against the MD5 the store sent (a
+// sample may be served from bytes the check then rejects, and the shard is fetched again) and
+// bytes checked against validate_hash, under which no record is written at all.
 //
 // Thread-safety: a writer is used by its download's threads (Landed from any of them); a reader
 // by one thread at a time.

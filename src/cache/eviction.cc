@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -49,6 +50,20 @@ uint64_t RemoveFile(const std::filesystem::path& path) {
 }
 
 }  // namespace
+
+bool IsDiskFull(const Status& status) {
+  if (status.code() != StatusCode::kResourceExhausted) return false;
+  // ErrnoToStatus's message carries strerror; the code alone also means EMFILE or ENOMEM.
+  return status.message().find(std::strerror(ENOSPC)) != std::string::npos ||
+         status.message().find(std::strerror(EDQUOT)) != std::string::npos;
+}
+
+Result<DiskSpace> MeasureDiskSpace(const std::filesystem::path& folder) {
+  struct statvfs vfs {};
+  if (::statvfs(folder.c_str(), &vfs) != 0) return ErrnoToStatus(errno, "statvfs", folder);
+  return DiskSpace{.free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize,
+                   .total_bytes = static_cast<uint64_t>(vfs.f_blocks) * vfs.f_frsize};
+}
 
 std::vector<size_t> UpcomingPositions(std::span<const size_t> upcoming, size_t num_shards) {
   return UpcomingPositions(std::span<const std::span<const size_t>>(&upcoming, 1), num_shards);

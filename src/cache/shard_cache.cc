@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "base/file_util.h"
+#include "base/human_size.h"
 #include "base/log.h"
 #include "base/mutex.h"
 #include "cache/cache_layout.h"
@@ -324,8 +325,7 @@ class ShardCacheImpl final : public ShardCache {
           WaitTimer slot_wait(CacheMetrics::Get().slot_wait_ns);
           FERRY_ASSIGN_OR_RETURN(slot, slots_->Take(stop));
         }
-        FERRY_RETURN_IF_ERROR(downloader_.Fetch(
-            shard, [&](uint64_t bytes) { return MakeRoomFor(k, bytes); }, stop));
+        FERRY_RETURN_IF_ERROR(FetchOnAFullDisk(k, stop));
       } else if (seen.unverified) {
         // Verified: it was there all along.
         metrics.hits.Add();
@@ -390,6 +390,62 @@ class ShardCacheImpl final : public ShardCache {
     return handle(false);
   }
 
+  // Fetches shard `k` (its download lock held). A disk that fills (ENOSPC, EDQUOT) while it
+  // downloads - the cache_limit is above what the disk holds, or unset, or others fill the disk
+  // - gets what the schedule allows evicted to make room on the disk, and the download is tried
+  // once more; if that cannot be, the error names the folder, the free space and the
+  // cache_limit that would keep the folder within the disk. Nothing partial is left either way
+  // (the downloader removes its temporaries).
+  Status FetchOnAFullDisk(size_t k, std::stop_token stop) {
+    const ShardDescription& shard = index_->shards[k];
+    const auto make_room = [&](uint64_t bytes) { return MakeRoomFor(k, bytes); };
+    Status status = downloader_.Fetch(shard, make_room, stop);
+    if (!internal_cache::IsDiskFull(status)) return status;
+    uint64_t needed = 0;
+    for (const ShardFile& file : shard.files()) {
+      needed += file.raw->bytes + (file.zip ? file.zip->bytes : 0);
+    }
+    auto space = internal_cache::MeasureDiskSpace(layout_.root());
+    if (space) {
+      // The shards may take what they take now plus what is free.
+      const uint64_t used = internal_cache::MeasureDiskUsage(layout_, *index_);
+      auto room = internal_cache::MakeRoom(
+          layout_, *index_, UpcomingNow(),
+          {.limit = used + space->free_bytes, .needed = needed, .for_shard = k});
+      if (room && room->evicted_bytes > 0) {
+        Log().warn("cache: {}: the disk is full ({} free): evicted {} of shards to fetch {}",
+                   layout_.root().string(), FormatBytes(space->free_bytes),
+                   FormatBytes(room->evicted_bytes), shard.raw_data.basename);
+        status = downloader_.Fetch(shard, make_room, stop);
+        if (!internal_cache::IsDiskFull(status)) return status;
+        space = internal_cache::MeasureDiskSpace(layout_.root());
+      }
+    }
+    const uint64_t folder = internal_cache::MeasureDiskUsage(layout_, *index_) + OtherBytesNow();
+    return ResourceExhaustedError(fmt::format(
+        "{}: the disk is full fetching {} ({} at most){}: {}; nothing more may be evicted (the "
+        "shards left are in use or needed sooner). A cache_limit of at most {} keeps the folder "
+        "within the disk (it holds {} now)",
+        layout_.root().string(), shard.raw_data.basename, FormatBytes(needed),
+        space ? fmt::format(", {} free of {}", FormatBytes(space->free_bytes),
+                            FormatBytes(space->total_bytes))
+              : std::string(),
+        status.message(), FormatBytes(folder + (space ? space->free_bytes : 0)),
+        FormatBytes(folder)));
+  }
+
+  // Each shard's soonest position in any reader's upcoming list (eviction's order).
+  std::vector<size_t> UpcomingNow() {
+    std::vector<std::shared_ptr<const std::vector<size_t>>> lists;
+    {
+      MutexLock lock(mu_);
+      for (const auto& [reader, list] : upcoming_) lists.push_back(list);
+    }
+    std::vector<std::span<const size_t>> spans;
+    for (const auto& list : lists) spans.emplace_back(*list);
+    return internal_cache::UpcomingPositions(spans, index_->shards.size());
+  }
+
   // ferry's records beside the shards as they are now: each process that starts or stops
   // reading the folder adds or removes its metrics file. Measured again only when the metrics
   // folder has changed since (one stat per download rather than a listing and six stats: a
@@ -417,15 +473,7 @@ class ShardCacheImpl final : public ShardCache {
   // Evicts until `bytes` more fit under cache_limit; goes over it when the rest is pinned.
   Status MakeRoomFor(size_t k, uint64_t bytes) {
     if (!options_.cache_limit) return Status::Ok();
-    std::vector<std::shared_ptr<const std::vector<size_t>>> lists;
-    {
-      MutexLock lock(mu_);
-      for (const auto& [reader, list] : upcoming_) lists.push_back(list);
-    }
-    std::vector<std::span<const size_t>> spans;
-    for (const auto& list : lists) spans.emplace_back(*list);
-    const std::vector<size_t> positions =
-        internal_cache::UpcomingPositions(spans, index_->shards.size());
+    const std::vector<size_t> positions = UpcomingNow();
     // The shards get what index.json and ferry's records leave of the limit.
     const uint64_t other_bytes = OtherBytesNow();
     const uint64_t shard_room =

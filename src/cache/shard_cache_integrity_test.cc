@@ -1,5 +1,6 @@
 // ShardCache when things go wrong: killed downloads, corrupt shards and zips, digests, and
 // kept compressed files.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -434,6 +435,72 @@ TEST_F(ShardCacheTest, AFullDiskIsAClearErrorAndLeavesNothingBehind) {
   auto handle = cache->Acquire(0);
   ASSERT_TRUE(handle.has_value()) << handle.status().ToString();
   EXPECT_TRUE(testing::RawShardIsIntact(handle->path(), index_.shards[0]));
+}
+
+// A disk that fills before the cache_limit does (here there is none): what the schedule allows
+// is evicted to make room on the disk, and the download goes on. When nothing may go (every
+// shard pinned), a clear error names the folder, the free space and the cache_limit that would
+// fit, and nothing partial is left. The disk is a tmpfs of four shards' size, mounted in the
+// child's own mount namespace.
+TEST_F(ShardCacheTest, AFullDiskEvictsToMakeRoomOrSaysWhatWouldFit) {
+  WriteRemote({.samples = 160, .sample_bytes = 4000, .size_limit = 64 << 10});
+  ASSERT_GE(index_.shards.size(), 8u);
+  const auto store = Store();  // (sets prefix_)
+  const fs::path disk = tmp_ / "tiny-disk";
+  fs::create_directories(disk);
+  testing::Children children;
+  testing::Pipe report;
+  const pid_t child = children.Spawn([&]() -> int {
+    report.CloseRead();
+    const auto say = [&](const std::string& text) {
+      (void)!::write(report.write_fd(), text.data(), text.size());
+    };
+    if (std::string why = testing::MountTinyTmpfs(disk, 4 * ShardBytes(0)); !why.empty()) {
+      say(why);
+      return 20;
+    }
+    const fs::path folder = disk / "cache";
+    auto cache = ShardCache::Open(store, prefix_, index_, {.local = folder});
+    if (!cache) {
+      say(cache.status().ToString());
+      return 11;
+    }
+    const uint64_t evicted = CounterValue("/ferry/cache/evictions");
+    for (size_t k = 0; k < index_.shards.size(); ++k) {  // one at a time
+      auto handle = (*cache)->Acquire(k);
+      if (!handle || !testing::RawShardIsIntact(handle->path(), index_.shards[k])) {
+        say(fmt::format("shard {}: {}", k, handle ? "damaged" : handle.status().ToString()));
+        return 12;
+      }
+    }
+    if (CounterValue("/ferry/cache/evictions") == evicted) return 13;  // the disk never filled
+    std::vector<ShardHandle> held;  // now every shard pinned, until the disk is full
+    for (size_t k = 0; k < index_.shards.size(); ++k) {
+      auto handle = (*cache)->Acquire(k);
+      if (handle) {
+        held.push_back(std::move(*handle));
+        continue;
+      }
+      if (!Temporaries(folder).empty()) return 14;
+      if (fs::exists(folder / index_.shards[k].raw_data.basename)) return 15;
+      say(handle.status().ToString());
+      return 0;
+    }
+    return 16;  // never full
+  });
+  report.CloseWrite();
+  std::string message;
+  char buffer[1024];
+  for (ssize_t n; (n = ::read(report.read_fd(), buffer, sizeof buffer)) > 0;) {
+    message.append(buffer, static_cast<size_t>(n));
+  }
+  const int code = children.Wait(child);
+  if (code == 20) GTEST_SKIP() << "no tmpfs to be had here: " << message;
+  ASSERT_EQ(code, 0) << message;
+  EXPECT_THAT(message, HasSubstr("RESOURCE_EXHAUSTED"));
+  EXPECT_THAT(message, HasSubstr((disk / "cache").string() + ": the disk is full fetching"));
+  EXPECT_THAT(message, HasSubstr("free of"));
+  EXPECT_THAT(message, HasSubstr("A cache_limit of at most"));
 }
 
 }  // namespace

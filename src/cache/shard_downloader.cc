@@ -227,6 +227,7 @@ Result<ObjectInfo> DownloadParts(ObjectStore& store, std::string_view key, int f
     if (!status.ok()) return std::move(status);
   }
   const ObjectInfo* first = nullptr;
+  bool mixed_md5 = false;
   for (const auto& part : objects) {
     if (!part) continue;
     const ObjectInfo& object = *part;
@@ -239,13 +240,17 @@ Result<ObjectInfo> DownloadParts(ObjectStore& store, std::string_view key, int f
       return DataLossError(fmt::format("{}: changed during the download (etag {} then {})", url,
                                        first->etag, object.etag));
     }
-    if (object.md5 != first->md5) {  // one version, two checksums: believe neither
-      return DataLossError(fmt::format("{}: its parts came with different checksums ({} {}, {} {})",
-                                       url, first->md5_from, first->md5, object.md5_from,
-                                       object.md5));
-    }
+    if (object.md5 != first->md5) mixed_md5 = true;
   }
-  return first != nullptr ? *first : ObjectInfo{.size = size};
+  if (first == nullptr) return ObjectInfo{.size = size};
+  ObjectInfo out = *first;
+  // One version, parts that say different checksums (a proxy that drops a header on some
+  // replies): believe none of them.
+  if (mixed_md5) {
+    out.md5.clear();
+    out.md5_from.clear();
+  }
+  return out;
 }
 
 }  // namespace
@@ -446,7 +451,8 @@ Status ShardDownloader::DownloadOnce(const ShardDescription& shard, const ShardF
   // one, nor of bytes validate_hash must check first.
   const fs::path progress =
       file.zip || options_.validate_hash ? fs::path() : layout_.ProgressPath(fetched.basename);
-  const bool check_md5 = options_.store_checksums && !md5_untrusted_.load();
+  const bool check_md5 =
+      options_.store_checksums && !options_.validate_hash && !md5_untrusted_.load();
   const DownloadChecks checks = {
       // A compressed file's raw form is digested as it is written, from memory.
       .digest = options_.digest_records && !file.zip,
@@ -457,7 +463,9 @@ Status ShardDownloader::DownloadOnce(const ShardDescription& shard, const ShardF
       DownloadToFile(*remote_, key, tmp, fetched.bytes, options_.parts, stop, progress, checks));
   TemporaryGuard guard(tmp);
   md5_expected_.store(!got.store_md5.empty(), std::memory_order_relaxed);
-  FERRY_RETURN_IF_ERROR(CheckStoreMd5(got, url, mismatched));
+  // validate_hash checks against index.json, which outranks the store's word: with it, the
+  // store's MD5 is not asked.
+  if (!options_.validate_hash) FERRY_RETURN_IF_ERROR(CheckStoreMd5(got, url, mismatched));
   if (!file.zip) {
     if (options_.validate_hash) {
       FERRY_ASSIGN_OR_RETURN(const MappedFile downloaded, MappedFile::Open(tmp));

@@ -127,7 +127,9 @@ std::optional<milliseconds> RetryAfter(const Headers& headers,
                                        std::chrono::system_clock::time_point now) {
   std::optional<milliseconds> wait;
   if (auto ms = headers.Get("x-ms-retry-after-ms")) {
-    if (auto n = ParseUint(TrimAsciiWhitespace(*ms))) wait = milliseconds(*n);
+    if (auto n = ParseUint(TrimAsciiWhitespace(*ms))) {
+      wait = milliseconds(std::min<uint64_t>(*n, static_cast<uint64_t>(kMaxRetryAfter.count())));
+    }
   }
   if (!wait) {
     if (auto value = headers.Get("Retry-After")) {
@@ -151,7 +153,10 @@ std::string ThrottleTarget(std::string_view url) {
   if (slash == std::string_view::npos) return std::string(rest);
   const std::string_view host = rest.substr(0, slash);
   const std::string_view path = rest.substr(slash + 1);
-  return fmt::format("{}/{}", host, path.substr(0, path.find('/')));
+  const size_t next = path.find('/');
+  // A key at the root of a virtual-hosted bucket: its first segment is the object itself.
+  if (next == std::string_view::npos) return std::string(host);
+  return fmt::format("{}/{}", host, path.substr(0, next));
 }
 
 RequestThrottle::Permit::~Permit() {
@@ -253,16 +258,13 @@ milliseconds RequestThrottle::Throttled(std::optional<milliseconds> retry_after)
   MutexLock lock(mu_);
   const auto now = Clock::now();
   Decrease(now);
-  milliseconds pause;
-  if (retry_after) {
-    pause = *retry_after;
-  } else {
-    const int doublings = std::min(throttles_in_a_row_, 16);
-    const auto backoff =
-        std::min<int64_t>(tuning_.max_pause.count(), tuning_.first_pause.count() << doublings);
-    pause =
-        milliseconds(static_cast<int64_t>(static_cast<double>(backoff) * (0.5 + UnitRandom() / 2)));
-  }
+  // The backoff, doubling with each throttle in a row, is the least pause: a Retry-After of 0
+  // (or a date gone by) must not make every request ask again at once.
+  const int doublings = std::min(throttles_in_a_row_, 16);
+  const auto backoff =
+      std::min<int64_t>(tuning_.max_pause.count(), tuning_.first_pause.count() << doublings);
+  milliseconds pause(static_cast<int64_t>(static_cast<double>(backoff) * (0.5 + UnitRandom() / 2)));
+  if (retry_after) pause = std::max(pause, *retry_after);
   ++throttles_in_a_row_;
   paused_until_ = std::max(paused_until_, now + pause);
   if (node_) {
@@ -284,6 +286,8 @@ std::optional<double> RequestThrottle::limit() const {
 
 namespace {
 
+constexpr size_t kMaxGates = 256;
+
 struct ThrottleRegistry {
   Mutex mu;
   // Never destroyed: a forked child drops the parent's gates (their requests are not its own,
@@ -293,28 +297,37 @@ struct ThrottleRegistry {
   bool node_opened GUARDED_BY(mu) = false;
 };
 
-void DropParentGates();
+// Set before the fork hook is registered: the hook must not touch Registry()'s static while
+// it is being initialized.
+std::atomic<ThrottleRegistry*> registry_for_fork{nullptr};
+
+void DropParentGates() NO_THREAD_SAFETY_ANALYSIS {  // runs holding the registry's mutex
+  registry_for_fork.load()->gates.clear();
+}
 
 ThrottleRegistry& Registry() {
   static ThrottleRegistry* const registry = [] {
     auto* r = new ThrottleRegistry;
+    registry_for_fork.store(r);
     LockAcrossFork(r->mu, &DropParentGates);
     return r;
   }();
   return *registry;
 }
 
-void DropParentGates() NO_THREAD_SAFETY_ANALYSIS {  // runs holding the registry's mutex
-  Registry().gates.clear();
-}
-
 }  // namespace
 
 RequestThrottle& ThrottleFor(std::string_view url) {
-  const std::string target = ThrottleTarget(url);
+  std::string target = ThrottleTarget(url);
   ThrottleRegistry& registry = Registry();
   MutexLock lock(registry.mu);
   if (auto it = registry.gates.find(target); it != registry.gates.end()) return *it->second;
+  // Keys spread over very many first folders: past kMaxGates, one gate per host, so that the
+  // gates and the node table's entries stay bounded.
+  if (registry.gates.size() >= kMaxGates) {
+    target = target.substr(0, target.find('/'));
+    if (auto it = registry.gates.find(target); it != registry.gates.end()) return *it->second;
+  }
   if (!registry.node_opened) {
     registry.node_opened = true;
     registry.node = OpenDefaultNodeTable();
@@ -341,6 +354,7 @@ Result<Response> ExecuteThroughGate(Transport& transport,
     }
     if (Clock::now() >= deadline) return result;
     const auto pause = gate.Throttled(RetryAfter(result->headers));
+    if (still_wanted) FERRY_RETURN_IF_ERROR(still_wanted());
     Log().debug("storage: {} throttles (HTTP {}): waiting {} ms, then at most {} requests at once",
                 gate.target(), result->status, pause.count(),
                 gate.limit() ? fmt::format("{:.0f}", *gate.limit()) : std::string("unlimited"));

@@ -40,6 +40,8 @@ TEST(RetryAfter, SecondsMillisecondsAndDates) {
                  now),
       milliseconds(0));
   EXPECT_EQ(RetryAfter(ThrottleHeaders({{"Retry-After", "86400"}}), now), kMaxRetryAfter);
+  EXPECT_EQ(RetryAfter(ThrottleHeaders({{"x-ms-retry-after-ms", "18446744073709551615"}}), now),
+            kMaxRetryAfter);
   EXPECT_FALSE(RetryAfter(ThrottleHeaders({{"Retry-After", "soon"}}), now).has_value());
   EXPECT_FALSE(RetryAfter(ThrottleHeaders({}), now).has_value());
 }
@@ -62,6 +64,8 @@ TEST(ThrottleTarget, HostAndFirstPathSegment) {
   EXPECT_EQ(ThrottleTarget("https://acct.blob.core.windows.net/container/k?sig=secret"),
             "acct.blob.core.windows.net/container");
   EXPECT_EQ(ThrottleTarget("https://host"), "host");
+  // A key at a virtual-hosted bucket's root: the bucket, not one gate per object.
+  EXPECT_EQ(ThrottleTarget("https://bkt.s3.amazonaws.com/shard.00001.mds"), "bkt.s3.amazonaws.com");
 }
 
 // Holds `n` permits of `gate` until destroyed.
@@ -143,6 +147,10 @@ TEST(RequestThrottle, WithoutRetryAfterThePauseDoublesAndASuccessResetsIt) {
   gate.Succeeded();
   std::this_thread::sleep_for(milliseconds(1'050));
   EXPECT_LE(gate.Throttled(std::nullopt), milliseconds(100));
+  // A Retry-After of 0 still waits the backoff: no request is asked again at once.
+  gate.Succeeded();
+  std::this_thread::sleep_for(milliseconds(150));
+  EXPECT_GE(gate.Throttled(milliseconds(0)), milliseconds(45));
 }
 
 // Two gates on one entry of one table: two processes on a node throttled by the same target.
