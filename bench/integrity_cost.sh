@@ -18,26 +18,15 @@ while [ $# -gt 0 ]; do
     *) echo "usage: $0 [--rounds N]" >&2; exit 2 ;;
   esac
 done
-bin=${FERRY_BENCH_BIN:-build/release}
-work=build/bench
-src=$work/images-10000
-if [ ! -f "$src.complete" ]; then
-  rm -rf "$src"
-  "$bin/bench/data/ferry-make-images" "$src" --count 10000 --classes 1000 --seed 7
-  touch "$src.complete"
-fi
-ds=$work/mds-64mb
-if [ ! -f "$ds/index.json" ] || ! grep -q '"data"' "$ds/index.json"; then
-  "$bin/src/cli/ferry" convert "$src" "$ds" -q --size-limit 64mb --overwrite > /dev/null
-fi
 # shellcheck source=bench/s3rver_env.sh
 . bench/s3rver_env.sh
-"$bin/src/cli/ferry" cp -r -q --jobs 8 "$ds" "s3://$bucket/integrity" > /dev/null
-
+# shellcheck source=bench/bench_data.sh
+. bench/bench_data.sh
+upload_bench_mds 64mb
+url=s3://$bucket/64mb
 # A pass to warm the server first (node's JIT, its file handles): cold, the first run reads a
 # fraction of the rest.
-"$bin/src/cli/ferry" stream "s3://$bucket/integrity" --local "$work/integrity-cache" --epochs 1 \
-  -q > /dev/null
+"$bin/src/cli/ferry" stream "$url" --local "$work/integrity-cache" --epochs 1 -q > /dev/null
 declare -A flags=([all]="" [records]="--no-store-checksums"
                   [none]="--no-digest-records --no-store-checksums")
 declare -A rates=() cpus=()
@@ -46,7 +35,7 @@ for round in $(seq "$rounds"); do
     cache=$work/integrity-cache
     rm -rf "$cache"
     # shellcheck disable=SC2086  # the flags are words
-    out=$( { TIMEFORMAT='cpu %U %S'; time "$bin/src/cli/ferry" stream "s3://$bucket/integrity" \
+    out=$( { TIMEFORMAT='cpu %U %S'; time "$bin/src/cli/ferry" stream "$url" \
       --local "$cache" --epochs 1 --json -q ${flags[$setting]}; } 2>&1)
     rate=$(echo "$out" | grep -o '"mb_per_s": [0-9.]*' | grep -o '[0-9.]*$')
     cpu=$(echo "$out" | awk '$1 == "cpu" { print $2 + $3 }')

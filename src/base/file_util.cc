@@ -121,6 +121,13 @@ Result<std::string> ReadFileToString(const std::filesystem::path& path) {
   return out;
 }
 
+bool IsDiskFullError(const Status& status) {
+  if (status.code() != StatusCode::kResourceExhausted) return false;
+  // ErrnoToStatus's message ends in strerror's text.
+  return status.message().find(std::strerror(ENOSPC)) != std::string::npos ||
+         status.message().find(std::strerror(EDQUOT)) != std::string::npos;
+}
+
 bool IsRegularFile(const std::filesystem::path& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);

@@ -23,6 +23,10 @@ namespace ferry {
 /// kInvalidArgument, else kInternal. The message is "<path>: <what> failed: <strerror>".
 Status ErrnoToStatus(int error_number, std::string_view what, const std::filesystem::path& path);
 
+/// Whether `status` (ErrnoToStatus's) says the disk, or the user's quota, is full: ENOSPC or
+/// EDQUOT. (kResourceExhausted alone also means EMFILE or ENOMEM.)
+bool IsDiskFullError(const Status& status);
+
 /// Whether `path` (symlinks followed) is a regular file; false when it cannot be stat'ed.
 bool IsRegularFile(const std::filesystem::path& path);
 

@@ -48,18 +48,6 @@ Result<DatasetDescription> FolderIndex(const CacheLayout& layout) {
   return index;
 }
 
-uint64_t PresentBytes(const CacheLayout& layout, const ShardDescription& shard, bool* present) {
-  uint64_t bytes = 0;
-  for (const FileInfo* form : shard.all_forms()) {
-    std::error_code ec;
-    const uint64_t size = fs::file_size(layout.FilePath(form->basename), ec);
-    if (ec) continue;
-    *present = true;
-    bytes += size;
-  }
-  return bytes;
-}
-
 // The processes reading the folder now, named for an error.
 std::string Readers(const std::vector<metrics::ProcessMetrics>& processes) {
   std::vector<std::string> names;
@@ -69,6 +57,27 @@ std::string Readers(const std::vector<metrics::ProcessMetrics>& processes) {
 
 }  // namespace
 
+Result<std::vector<fs::path>> CacheFoldersOrDefault(const std::vector<std::string>& given) {
+  std::vector<fs::path> out(given.begin(), given.end());
+  if (out.empty()) out = FindCacheFolders(DefaultCacheRoot());
+  if (out.empty()) {
+    return NotFoundError(
+        fmt::format("no cache folder given, and none under {}", DefaultCacheRoot().string()));
+  }
+  return out;
+}
+
+Result<CacheFolderMeter> CacheFolderMeter::Open(const fs::path& folder) {
+  FERRY_ASSIGN_OR_RETURN(DatasetDescription index, FolderIndex(CacheLayout(folder)));
+  return CacheFolderMeter(folder, std::make_shared<const DatasetDescription>(std::move(index)));
+}
+
+uint64_t CacheFolderMeter::Bytes() const {
+  const CacheLayout layout(folder_);
+  return internal_cache::MeasureDiskUsage(layout, *index_) +
+         internal_cache::MeasureOtherBytes(layout);
+}
+
 Result<CacheFolderInfo> InspectCacheFolder(const fs::path& folder) {
   const CacheLayout layout(folder);
   FERRY_ASSIGN_OR_RETURN(const DatasetDescription index, FolderIndex(layout));
@@ -76,18 +85,15 @@ Result<CacheFolderInfo> InspectCacheFolder(const fs::path& folder) {
   if (auto origin = internal_cache::ReadCacheOrigin(layout); origin.ok() && *origin) {
     info.remote = (*origin)->remote;
   }
-  for (const ShardDescription& shard : index.shards) {
-    bool present = false;
-    info.shard_bytes += PresentBytes(layout, shard, &present);
-    info.cached_shards += present;
-  }
+  const auto local = internal_cache::LocalShards(layout, index);
+  info.cached_shards = local.size();
+  for (const auto& shard : local) info.shard_bytes += shard.bytes;
   info.other_bytes = internal_cache::MeasureOtherBytes(layout);
   if (auto readers = internal_cache::CountReaders(layout); readers.ok()) info.readers = *readers;
   FERRY_ASSIGN_OR_RETURN(metrics::NodeMetrics node, ReadCacheFolderMetrics(folder));
-  for (const metrics::ProcessMetrics& p : node.processes) {
-    if (auto it = p.values.find("/ferry/cache/limit_bytes"); it != p.values.end()) {
-      info.limit = std::max(info.limit, static_cast<uint64_t>(std::max<int64_t>(0, it->second)));
-    }
+  // The largest of the readers' (metrics::AcrossProcesses::kLargest).
+  if (auto it = node.values.find("/ferry/cache/limit_bytes"); it != node.values.end()) {
+    info.limit = static_cast<uint64_t>(std::max<int64_t>(0, it->second));
   }
   info.processes = std::move(node.processes);
   return info;
@@ -137,9 +143,11 @@ Result<CacheVerifyReport> VerifyCacheFolder(const fs::path& folder, bool remove_
       if (known == form->hashes.end()) {
         // No digest in the index: the one ferry recorded when it wrote the file, if any.
         auto record = internal_cache::ReadDigestRecord(layout.DigestPath(form->basename));
-        if (!record) {
+        // A record not readable now (EMFILE, EACCES) is no verdict on the file; a garbled
+        // one says nothing of what it should hold.
+        if (!record && record.status().code() == StatusCode::kDataLoss) {
           problem(record.status().ToString());
-        } else if (*record) {
+        } else if (record && *record) {
           ++report.hashed;
           const uint64_t xxh3 = internal_cache::DigestOf(mapped->data(), false).xxh3;
           if (xxh3 != (*record)->xxh3) {
@@ -185,12 +193,9 @@ Result<CacheRemoval> ClearCacheFolder(const fs::path& folder, bool everything) {
     }
   }
   CacheRemoval removal;
-  for (size_t k = 0; k < index.shards.size(); ++k) {
-    bool present = false;
-    PresentBytes(layout, index.shards[k], &present);
-    if (!present) continue;
+  for (const auto& shard : internal_cache::LocalShards(layout, index)) {
     FERRY_ASSIGN_OR_RETURN(const internal_cache::EvictResult evicted,
-                           internal_cache::EvictShard(layout, index, k));
+                           internal_cache::EvictShard(layout, index, shard.shard));
     if (evicted.pinned) {
       ++removal.pinned_shards;
     } else {
@@ -218,10 +223,7 @@ Result<CacheRemoval> PruneCacheFolder(const fs::path& folder, const PruneOptions
   std::sort(shards.begin(), shards.end(),
             [](const auto& a, const auto& b) { return a.last_use_ns < b.last_use_ns; });
   uint64_t used = internal_cache::MeasureOtherBytes(layout);
-  for (const auto& candidate : shards) {
-    bool present = false;
-    used += PresentBytes(layout, index.shards[candidate.shard], &present);
-  }
+  for (const auto& candidate : shards) used += candidate.bytes;
   const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                              std::chrono::system_clock::now().time_since_epoch())
                              .count();

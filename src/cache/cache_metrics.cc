@@ -17,7 +17,8 @@ CacheMetrics& CacheMetrics::Get() {
       .checksummed_downloads = metrics::GetCounter("/ferry/cache/checksummed_downloads"),
       .checksum_failures = metrics::GetCounter("/ferry/cache/checksum_failures"),
       .slot_wait_ns = metrics::GetCounter("/ferry/cache/slot_wait_ns"),
-      .limit_bytes = metrics::GetGauge("/ferry/cache/limit_bytes"),
+      .limit_bytes =
+          metrics::GetGauge("/ferry/cache/limit_bytes", metrics::AcrossProcesses::kLargest),
   };
   return *instance;
 }

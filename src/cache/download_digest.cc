@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <openssl/evp.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -17,7 +18,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// How far the part at the follower's cursor must land before it is woken.
+// How far the part at the follower's cursor must land before it is woken; and what is read
+// back at a time.
 constexpr uint64_t kDigestStep = uint64_t{1} << 20;
 
 // XXH3-64 and, optionally, MD5 over bytes given in order.
@@ -36,10 +38,11 @@ class Hasher {
   void Update(std::string_view data) {
     XXH3_64bits_update(xxh3_.get(), data.data(), data.size());
     if (md5_) EVP_DigestUpdate(md5_.get(), data.data(), data.size());
+    bytes_ += data.size();
   }
 
   FileDigests Final() {
-    FileDigests out{.xxh3 = XXH3_64bits_digest(xxh3_.get())};
+    FileDigests out{.bytes = bytes_, .xxh3 = XXH3_64bits_digest(xxh3_.get())};
     if (md5_) {
       unsigned char digest[EVP_MAX_MD_SIZE];
       unsigned int length = 0;
@@ -59,7 +62,36 @@ class Hasher {
   };
   std::unique_ptr<XXH3_state_t, FreeXxh3> xxh3_;
   std::unique_ptr<EVP_MD_CTX, FreeMd> md5_;
+  uint64_t bytes_ = 0;
 };
+
+// A buffer for reading back up to `bytes` in kDigestStep pieces, not zero-filled.
+std::unique_ptr<char[]> ReadBuffer(uint64_t bytes, size_t* size) {
+  *size = static_cast<size_t>(std::clamp<uint64_t>(bytes, 1, kDigestStep));
+  return std::make_unique_for_overwrite<char[]>(*size);
+}
+
+// Hashes [begin, end) of `fd` into `hasher`: kDataLoss when the file ends first, unless
+// `to_eof` (then the end of the file is the end).
+Status HashRange(int fd, uint64_t begin, uint64_t end, bool to_eof, char* buffer,
+                 size_t buffer_size, Hasher& hasher, const fs::path& path) {
+  for (uint64_t position = begin; position < end;) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(buffer_size, end - position));
+    const ssize_t n = ::pread(fd, buffer, want, static_cast<off_t>(position));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoToStatus(errno, "read back", path);
+    if (n == 0) {
+      if (to_eof) return Status::Ok();
+      return DataLossError(
+          fmt::format("{}: ends at byte {}, before the {} bytes the download "
+                      "wrote",
+                      path.string(), position, end));
+    }
+    hasher.Update(std::string_view(buffer, static_cast<size_t>(n)));
+    position += static_cast<uint64_t>(n);
+  }
+  return Status::Ok();
+}
 
 }  // namespace
 
@@ -73,22 +105,16 @@ Result<FileDigests> DigestFile(const fs::path& path, bool md5) {
   // Read, not mapped: a block the disk cannot read is an error to report, not a SIGBUS.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoToStatus(errno, "open", path);
+  struct stat st {};
+  Status status = ::fstat(fd, &st) == 0 ? Status::Ok() : ErrnoToStatus(errno, "stat", path);
   Hasher hasher(md5);
-  std::vector<char> buffer(kDigestStep);
-  uint64_t offset = 0;
-  for (;;) {
-    const ssize_t n = ::pread(fd, buffer.data(), buffer.size(), static_cast<off_t>(offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int error = errno;
-      ::close(fd);
-      return ErrnoToStatus(error, "read", path);
-    }
-    if (n == 0) break;
-    hasher.Update(std::string_view(buffer.data(), static_cast<size_t>(n)));
-    offset += static_cast<uint64_t>(n);
+  if (status.ok()) {
+    size_t size = 0;
+    const auto buffer = ReadBuffer(static_cast<uint64_t>(st.st_size), &size);
+    status = HashRange(fd, 0, ~uint64_t{0}, /*to_eof=*/true, buffer.get(), size, hasher, path);
   }
   ::close(fd);
+  FERRY_RETURN_IF_ERROR(status);
   return hasher.Final();
 }
 
@@ -108,11 +134,7 @@ Result<std::unique_ptr<DownloadDigest>> DownloadDigest::Start(const fs::path& pa
 
 DownloadDigest::DownloadDigest(const fs::path& path, int fd, std::vector<DownloadPart> parts,
                                bool md5)
-    : path_(path),
-      fd_(fd),
-      md5_(md5),
-      parts_(std::make_unique<Part[]>(parts.size())),
-      part_count_(parts.size()) {
+    : path_(path), fd_(fd), md5_(md5), parts_(parts.size()) {
   for (size_t i = 0; i < parts.size(); ++i) {
     parts_[i].range = parts[i];
     parts_[i].landed.store(parts[i].begin, std::memory_order_relaxed);
@@ -129,7 +151,7 @@ DownloadDigest::~DownloadDigest() {
 }
 
 void DownloadDigest::Landed(uint32_t part, uint64_t end) {
-  if (part >= part_count_) return;
+  if (part >= parts_.size()) return;
   parts_[part].landed.store(end);
   // Sequentially consistent with WaitFor's stores: either the follower sees this mark before it
   // sleeps, or this sees the mark it sleeps for and wakes it.
@@ -154,31 +176,20 @@ uint64_t DownloadDigest::WaitFor(size_t p, uint64_t want, std::stop_token stop) 
 
 void DownloadDigest::Follow(std::stop_token stop) {
   Hasher hasher(md5_);
-  std::vector<char> buffer(kDigestStep);
-  for (size_t p = 0; p < part_count_; ++p) {
+  size_t size = 0;
+  const auto buffer = ReadBuffer(parts_.empty() ? 0 : parts_.back().range.end, &size);
+  for (size_t p = 0; p < parts_.size(); ++p) {
     const DownloadPart range = parts_[p].range;
-    uint64_t position = range.begin;
-    while (position < range.end) {
+    for (uint64_t position = range.begin; position < range.end;) {
       const uint64_t landed = WaitFor(p, std::min(position + kDigestStep, range.end), stop);
       if (stop.stop_requested()) {
         result_ = CancelledError(fmt::format("{}: digest stopped", path_.string()));
         return;
       }
-      while (position < landed) {
-        const size_t want =
-            static_cast<size_t>(std::min<uint64_t>(buffer.size(), landed - position));
-        const ssize_t n = ::pread(fd_, buffer.data(), want, static_cast<off_t>(position));
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-          result_ = n < 0 ? ErrnoToStatus(errno, "read back", path_)
-                          : DataLossError(fmt::format("{}: ends at byte {}, before the {} bytes "
-                                                      "the download wrote",
-                                                      path_.string(), position, landed));
-          return;
-        }
-        hasher.Update(std::string_view(buffer.data(), static_cast<size_t>(n)));
-        position += static_cast<uint64_t>(n);
-      }
+      result_ =
+          HashRange(fd_, position, landed, /*to_eof=*/false, buffer.get(), size, hasher, path_);
+      if (!result_.ok()) return;
+      position = landed;
     }
   }
   digests_ = hasher.Final();

@@ -14,6 +14,9 @@
 // (storage/http/store_checksum.h). MD5 may also be asked for after the download (Finish with a
 // store MD5 when it was not computed on the way): one more pass over the file.
 //
+// A small whole download needs no follower: DownloadToFile digests it once it has landed
+// (DigestFile), on its own thread.
+//
 // Thread-safety: Landed may be called from any thread (the parts' sinks); Start, Finish and the
 // destructor from the thread that owns the download.
 #pragma once
@@ -35,6 +38,7 @@
 namespace ferry::internal_cache {
 
 struct FileDigests {
+  uint64_t bytes = 0;  // how many were digested
   uint64_t xxh3 = 0;
   std::string md5;  // lowercase hex; empty when not computed
 };
@@ -77,8 +81,7 @@ class DownloadDigest {
   const std::filesystem::path path_;
   const int fd_;  // the file, read-only, our own descriptor
   const bool md5_;
-  std::unique_ptr<Part[]> parts_;
-  size_t part_count_ = 0;
+  std::vector<Part> parts_;  // sized once: its atomics never move
 
   std::mutex mu_;
   std::condition_variable_any landed_cv_;

@@ -18,6 +18,7 @@
 #include "cache/cache_metrics.h"
 #include "cache/digest_record.h"
 #include "cache/file_lock.h"
+#include "ferry/metrics/node_metrics.h"
 
 namespace ferry::internal_cache {
 namespace {
@@ -50,13 +51,6 @@ uint64_t RemoveFile(const std::filesystem::path& path) {
 }
 
 }  // namespace
-
-bool IsDiskFull(const Status& status) {
-  if (status.code() != StatusCode::kResourceExhausted) return false;
-  // ErrnoToStatus's message carries strerror; the code alone also means EMFILE or ENOMEM.
-  return status.message().find(std::strerror(ENOSPC)) != std::string::npos ||
-         status.message().find(std::strerror(EDQUOT)) != std::string::npos;
-}
 
 Result<DiskSpace> MeasureDiskSpace(const std::filesystem::path& folder) {
   struct statvfs vfs {};
@@ -127,7 +121,7 @@ uint64_t MetricsBytes(const CacheLayout& layout) {
   uint64_t bytes = 0, totals = 0;
   for (const auto& entry : std::filesystem::directory_iterator(layout.MetricsDir(), ec)) {
     const uint64_t size = StatFile(entry.path()).bytes;
-    (entry.path().filename() == "totals.json" ? totals : bytes) += size;
+    (entry.path().filename() == metrics::kNodeTotalsFile ? totals : bytes) += size;
   }
   return bytes + std::max(totals, kMetricsTotalsBytes);
 }
@@ -172,7 +166,9 @@ std::vector<EvictionCandidate> LocalShards(const CacheLayout& layout,
   std::vector<EvictionCandidate> out;
   for (size_t i = 0; i < index.shards.size(); ++i) {
     const ShardFiles files = ScanShard(layout, index.shards[i]);
-    if (files.present) out.push_back({.shard = i, .last_use_ns = files.last_use_ns});
+    if (files.present) {
+      out.push_back({.shard = i, .last_use_ns = files.last_use_ns, .bytes = files.bytes});
+    }
   }
   return out;
 }

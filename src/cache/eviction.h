@@ -49,6 +49,7 @@ inline constexpr size_t kNotUpcoming = static_cast<size_t>(-1);
 struct EvictionCandidate {
   size_t shard = 0;
   int64_t last_use_ns = 0;  // since the epoch; older is evicted first
+  uint64_t bytes = 0;       // of its files present (raw and compressed)
 };
 
 /// For each of `num_shards` shards, its first position in `upcoming` (kNotUpcoming if absent).
@@ -99,9 +100,6 @@ struct EvictResult {
 /// is lowered by what was freed. Bumps the evictions/evicted_bytes counters.
 Result<EvictResult> EvictShard(const CacheLayout& layout, const DatasetDescription& index,
                                size_t k);
-
-/// Whether `status` says the disk (or the user's quota) is full: ENOSPC or EDQUOT.
-bool IsDiskFull(const Status& status);
 
 struct DiskSpace {
   uint64_t free_bytes = 0;  // what an unprivileged writer may still take

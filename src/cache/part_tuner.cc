@@ -23,7 +23,8 @@ constexpr double kFewerBelow = 0.25;
 constexpr double kMinBodySeconds = 0.002;
 
 metrics::Gauge& PartsGauge() {
-  static metrics::Gauge& gauge = metrics::GetGauge("/ferry/cache/download_parts");
+  static metrics::Gauge& gauge =
+      metrics::GetGauge("/ferry/cache/download_parts", metrics::AcrossProcesses::kLargest);
   return gauge;
 }
 

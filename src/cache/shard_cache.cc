@@ -45,6 +45,7 @@
 #include "cache/shard_downloader.h"
 #include "ferry/format/local_dataset.h"
 #include "ferry/metrics/node_metrics.h"
+#include "ferry/metrics/prometheus.h"
 #include "format/hash.h"
 #include "storage/http/http_types.h"
 
@@ -400,28 +401,29 @@ class ShardCacheImpl final : public ShardCache {
     const ShardDescription& shard = index_->shards[k];
     const auto make_room = [&](uint64_t bytes) { return MakeRoomFor(k, bytes); };
     Status status = downloader_.Fetch(shard, make_room, stop);
-    if (!internal_cache::IsDiskFull(status)) return status;
+    if (!IsDiskFullError(status)) return status;
     uint64_t needed = 0;
     for (const ShardFile& file : shard.files()) {
       needed += file.raw->bytes + (file.zip ? file.zip->bytes : 0);
     }
+    uint64_t shard_bytes = internal_cache::MeasureDiskUsage(layout_, *index_);
     auto space = internal_cache::MeasureDiskSpace(layout_.root());
     if (space) {
       // The shards may take what they take now plus what is free.
-      const uint64_t used = internal_cache::MeasureDiskUsage(layout_, *index_);
       auto room = internal_cache::MakeRoom(
           layout_, *index_, UpcomingNow(),
-          {.limit = used + space->free_bytes, .needed = needed, .for_shard = k});
+          {.limit = shard_bytes + space->free_bytes, .needed = needed, .for_shard = k});
+      if (room) shard_bytes = room->used_after;
       if (room && room->evicted_bytes > 0) {
         Log().warn("cache: {}: the disk is full ({} free): evicted {} of shards to fetch {}",
                    layout_.root().string(), FormatBytes(space->free_bytes),
                    FormatBytes(room->evicted_bytes), shard.raw_data.basename);
         status = downloader_.Fetch(shard, make_room, stop);
-        if (!internal_cache::IsDiskFull(status)) return status;
+        if (!IsDiskFullError(status)) return status;
         space = internal_cache::MeasureDiskSpace(layout_.root());
       }
     }
-    const uint64_t folder = internal_cache::MeasureDiskUsage(layout_, *index_) + OtherBytesNow();
+    const uint64_t folder = shard_bytes + OtherBytesNow();
     return ResourceExhaustedError(fmt::format(
         "{}: the disk is full fetching {} ({} at most){}: {}; nothing more may be evicted (the "
         "shards left are in use or needed sooner). A cache_limit of at most {} keeps the folder "
@@ -632,6 +634,21 @@ Result<uint64_t> ShardCache::Evict(size_t k) {
 
 Result<metrics::NodeMetrics> ReadCacheFolderMetrics(const std::filesystem::path& local) {
   return metrics::ReadNodeMetrics(CacheLayout(local).MetricsDir(), internal_cache::Modes().file);
+}
+
+std::string CacheFoldersPrometheusText(const std::vector<std::string>& folders) {
+  if (folders.empty()) return metrics::ProcessPrometheusText();
+  std::vector<metrics::PrometheusSource> sources;
+  std::string errors;
+  for (const std::string& folder : folders) {
+    auto node = ReadCacheFolderMetrics(folder);
+    if (node.ok()) {
+      sources.push_back(metrics::NodePrometheusSource(*node, folder));
+    } else {
+      errors += "# " + node.status().ToString() + "\n";
+    }
+  }
+  return errors + metrics::PrometheusText(sources);
 }
 
 }  // namespace ferry

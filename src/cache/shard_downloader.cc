@@ -31,6 +31,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A whole body up to this size is digested after it has landed, not followed by a thread.
+constexpr uint64_t kFollowAbove = uint64_t{1} << 20;
+
 // A download that turns out corrupt is fetched once more before giving up: a flipped bit on the
 // way is worth one retry, a corrupt object is not worth more.
 constexpr int kDownloadAttempts = 2;
@@ -285,7 +288,10 @@ Result<DownloadedFile> DownloadToFile(ObjectStore& store, std::string_view key, 
     }
   }
   std::unique_ptr<DownloadDigest> digest;
-  if (checks.digest || checks.store_md5) {
+  const bool digests = checks.digest || checks.store_md5;
+  // A small whole body is digested once it has landed, below: a thread to follow it would cost
+  // more than the digest.
+  if (digests && (ranged || expected_size > kFollowAbove)) {
     auto started = DownloadDigest::Start(tmp, ranges, checks.store_md5 && checks.md5_expected);
     if (started) {
       digest = std::move(*started);
@@ -304,13 +310,14 @@ Result<DownloadedFile> DownloadToFile(ObjectStore& store, std::string_view key, 
   if (status.ok()) {
     out.store_md5 = object->md5;
     out.store_md5_from = object->md5_from;
-    if (digest) {
-      auto digests = digest->Finish(/*want_md5=*/checks.store_md5 && !out.store_md5.empty());
-      if (digests) {
-        out.digests = *digests;
-      } else {
-        status = digests.status();
-      }
+    const bool want_md5 = checks.store_md5 && !out.store_md5.empty();
+    Result<FileDigests> digested = digest    ? digest->Finish(want_md5)
+                                   : digests ? DigestFile(tmp, want_md5)
+                                             : Result<FileDigests>(FileDigests{});
+    if (digested) {
+      if (digests) out.digests = *digested;
+    } else {
+      status = digested.status();
     }
   }
   digest.reset();  // its descriptor goes before the file does
@@ -396,11 +403,9 @@ Status ShardDownloader::PublishRaw(const fs::path& tmp, std::string_view basenam
                                    const std::optional<FileDigests>& digests) const {
   const fs::path record = layout_.DigestPath(basename);
   if (options_.digest_records && digests) {
-    struct stat st {};
-    if (::stat(tmp.c_str(), &st) != 0) return ErrnoToStatus(errno, "stat", tmp);
     // Before the file: a published file always has its record (digest_record.h).
-    FERRY_RETURN_IF_ERROR(WriteDigestRecord(
-        record, {.bytes = static_cast<uint64_t>(st.st_size), .xxh3 = digests->xxh3}, Modes().file));
+    FERRY_RETURN_IF_ERROR(
+        WriteDigestRecord(record, {.bytes = digests->bytes, .xxh3 = digests->xxh3}, Modes().file));
   } else {
     RemoveDigestRecord(record);  // one of an earlier copy would not describe this one
   }

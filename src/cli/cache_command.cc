@@ -36,16 +36,6 @@ struct CacheOptions {
   std::string older_than;
 };
 
-Result<std::vector<fs::path>> Folders(const CacheOptions& o) {
-  std::vector<fs::path> out(o.folders.begin(), o.folders.end());
-  if (out.empty()) out = FindCacheFolders(DefaultCacheRoot());
-  if (out.empty()) {
-    return NotFoundError(
-        fmt::format("no cache folder given, and none under {}", DefaultCacheRoot().string()));
-  }
-  return out;
-}
-
 // "90s", "30m", "12h", "7d" (a bare number: seconds).
 Result<std::chrono::seconds> ParseAge(const std::string& text) {
   size_t end = 0;
@@ -75,7 +65,7 @@ void Print(const nlohmann::ordered_json& j) {
 std::string Limit(uint64_t limit) { return limit > 0 ? FormatBytes(limit) : "none set"; }
 
 Result<int> RunLs(const CacheOptions& o, bool sizes_only) {
-  FERRY_ASSIGN_OR_RETURN(const std::vector<fs::path> folders, Folders(o));
+  FERRY_ASSIGN_OR_RETURN(const std::vector<fs::path> folders, CacheFoldersOrDefault(o.folders));
   for (const fs::path& folder : folders) {
     FERRY_ASSIGN_OR_RETURN(const CacheFolderInfo info, InspectCacheFolder(folder));
     const uint64_t total = info.shard_bytes + info.other_bytes;
@@ -118,7 +108,7 @@ Result<int> RunLs(const CacheOptions& o, bool sizes_only) {
 }
 
 Result<int> RunVerify(const CacheOptions& o) {
-  FERRY_ASSIGN_OR_RETURN(const std::vector<fs::path> folders, Folders(o));
+  FERRY_ASSIGN_OR_RETURN(const std::vector<fs::path> folders, CacheFoldersOrDefault(o.folders));
   bool problems = false;
   for (const fs::path& folder : folders) {
     FERRY_ASSIGN_OR_RETURN(const CacheVerifyReport report, VerifyCacheFolder(folder, o.remove_bad));

@@ -95,11 +95,11 @@ Result<int> RunCp(const CpOptions& o) {
                                        JsonKeyOrder::kInsertion)
                             .c_str());
   }
-  for (const auto& f : o.json ? std::vector<CopyFailure>{} : report.failures) {
-    std::printf("FAILED %s -> %s: %s\n", f.src_url.c_str(), f.dst_url.c_str(),
-                f.error.message().c_str());
-  }
   if (!o.json) {
+    for (const auto& f : report.failures) {
+      std::printf("FAILED %s -> %s: %s\n", f.src_url.c_str(), f.dst_url.c_str(),
+                  f.error.message().c_str());
+    }
     std::printf("copied %llu of %zu objects (%s) in %.2f s: %.0f objects/s, %.1f MB/s\n",
                 static_cast<unsigned long long>(report.objects), items.size(),
                 FormatBytes(report.bytes).c_str(), seconds,

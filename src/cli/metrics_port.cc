@@ -20,20 +20,7 @@ Result<std::unique_ptr<metrics::MetricsServer>> ServeMetrics(int port, const std
                                                              std::vector<std::string> folders,
                                                              bool announce) {
   if (port < 0) return std::unique_ptr<metrics::MetricsServer>();
-  auto text = [folders = std::move(folders)] {
-    if (folders.empty()) return metrics::ProcessPrometheusText();
-    std::vector<metrics::PrometheusSource> sources;
-    std::string errors;
-    for (const std::string& folder : folders) {
-      auto node = ReadCacheFolderMetrics(folder);
-      if (node.ok()) {
-        sources.push_back(metrics::NodePrometheusSource(*node, folder));
-      } else {
-        errors += "# " + node.status().ToString() + "\n";
-      }
-    }
-    return errors + metrics::PrometheusText(sources);
-  };
+  auto text = [folders = std::move(folders)] { return CacheFoldersPrometheusText(folders); };
   FERRY_ASSIGN_OR_RETURN(auto server, metrics::MetricsServer::Start(
                                           std::move(text), static_cast<uint16_t>(port), host));
   if (announce) {

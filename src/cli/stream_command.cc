@@ -75,12 +75,6 @@ Result<std::optional<uint64_t>> Auto(std::string_view what, const std::string& t
   }
 }
 
-int64_t Metric(const std::map<std::string, int64_t>& m, const std::string& name) {
-  auto it = m.find(name);
-  return it == m.end() ? 0 : it->second;
-}
-
-// The sum of every store's counter `what` ("requests", "errors").
 Result<int> RunStream(const StreamCommandOptions& o) {
   StreamingOptions options;
   StreamSpec spec;
@@ -225,7 +219,7 @@ Result<int> RunStream(const StreamCommandOptions& o) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const auto after = metrics::Values();
     auto delta = [&](const std::string& name) {
-      return Metric(after, name) - Metric(before, name);
+      return metrics::ValueOr0(after, name) - metrics::ValueOr0(before, name);
     };
     const double first_s = static_cast<double>(first_ns.load()) / 1e9;
     nlohmann::ordered_json j;
@@ -254,11 +248,12 @@ Result<int> RunStream(const StreamCommandOptions& o) {
     j["checksum_failures"] = delta("/ferry/cache/checksum_failures");
     j["time_to_first_sample_s"] = first_s;
     j["time_to_first_batch_s"] = static_cast<double>(first_batch_ns.load()) / 1e9;
-    j["predownload"] = Metric(after, "/ferry/stream/predownload");
-    j["concurrency"] = Metric(after, "/ferry/stream/concurrency");
+    j["predownload"] = metrics::ValueOr0(after, "/ferry/stream/predownload");
+    j["concurrency"] = metrics::ValueOr0(after, "/ferry/stream/concurrency");
     // The part count of the next large download (the tuner's latest choice, in auto).
-    j["download_parts"] = options.download_parts ? int64_t{*options.download_parts}
-                                                 : Metric(after, "/ferry/cache/download_parts");
+    j["download_parts"] = options.download_parts
+                              ? int64_t{*options.download_parts}
+                              : metrics::ValueOr0(after, "/ferry/cache/download_parts");
     if (report) report->AddEpoch(j);
     if (o.json) {
       std::printf("%s\n", DumpPythonJson(j, JsonKeyOrder::kInsertion).c_str());

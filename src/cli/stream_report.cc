@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "base/file_util.h"
 #include "base/stoppable_sleep.h"
@@ -18,11 +20,9 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr auto kSampleEvery = std::chrono::milliseconds(250);
-
-int64_t MetricValue(const std::map<std::string, int64_t>& values, const std::string& name) {
-  auto it = values.find(name);
-  return it == values.end() ? 0 : it->second;
-}
+// The most points a series keeps: past it, neighbouring points are averaged in pairs (a run of
+// days still draws whole, in a few hundred KB).
+constexpr size_t kMaxPoints = 8192;
 
 // The folder holding the ferry package that goes with this binary, or "" (then the
 // interpreter's own path must have it).
@@ -74,10 +74,18 @@ void StreamReport::Sample() {
   MutexLock lock(mu_);
   series_["t"].push_back(t);
   series_["read_bytes"].push_back(metrics::StoreTotal(v, "bytes_read"));
-  series_["in_flight"].push_back(MetricValue(v, "/ferry/stream/bytes_in_flight"));
-  series_["cache_bytes"].push_back(MetricValue(v, "/ferry/cache/downloaded_bytes") -
-                                   MetricValue(v, "/ferry/cache/evicted_bytes"));
-  series_["samples"].push_back(MetricValue(v, "/ferry/stream/samples"));
+  series_["in_flight"].push_back(metrics::ValueOr0(v, "/ferry/stream/bytes_in_flight"));
+  series_["cache_bytes"].push_back(metrics::ValueOr0(v, "/ferry/cache/downloaded_bytes") -
+                                   metrics::ValueOr0(v, "/ferry/cache/evicted_bytes"));
+  series_["samples"].push_back(metrics::ValueOr0(v, "/ferry/stream/samples"));
+  if (series_["t"].size() < kMaxPoints) return;
+  for (auto& [name, column] : series_.items()) {
+    nlohmann::ordered_json halved = nlohmann::ordered_json::array();
+    for (size_t i = 0; i + 1 < column.size(); i += 2) {
+      halved.push_back((column[i].get<double>() + column[i + 1].get<double>()) / 2);
+    }
+    column = std::move(halved);
+  }
 }
 
 void StreamReport::AddEpoch(nlohmann::ordered_json epoch) { epochs_.push_back(std::move(epoch)); }
@@ -96,25 +104,38 @@ Status StreamReport::Write(const std::string& path) {
   const fs::path out = fs::absolute(path);
   const fs::path data = TemporaryPathFor(out.string() + ".json");
   FERRY_RETURN_IF_ERROR(WriteFileAtomically(data, run.dump()));
-  const std::string parent = PackageParent();
-  if (!parent.empty()) {
+  // The package beside this binary goes first on the child's path, set through env(1): this
+  // process's own environment is not changed while its other threads may read it.
+  std::vector<std::string> argv = {"/usr/bin/env"};
+  if (const std::string parent = PackageParent(); !parent.empty()) {
     const char* old = std::getenv("PYTHONPATH");
-    const std::string joined = old != nullptr && *old != '\0' ? parent + ":" + old : parent;
-    ::setenv("PYTHONPATH", joined.c_str(), 1);
+    argv.push_back("PYTHONPATH=" + (old != nullptr && *old != '\0' ? parent + ":" + old : parent));
   }
-  auto done =
-      RunSubprocess({Interpreter(), "-m", "ferry._report", "stream", data.string(), out.string()},
-                    std::chrono::minutes(2));
-  std::error_code ec;
-  fs::remove(data, ec);
-  FERRY_RETURN_IF_ERROR(
-      done.status().WithContext(fmt::format("{}: the report was not written", out.string())));
-  if (done->exit_code != 0) {
-    return InternalError(fmt::format(
+  for (std::string arg : {Interpreter(), std::string("-m"), std::string("ferry._report"),
+                          std::string("stream"), data.string(), out.string()}) {
+    argv.push_back(std::move(arg));
+  }
+  auto done = RunSubprocess(argv, std::chrono::minutes(2));
+  Status status =
+      done.status().WithContext(fmt::format("{}: the report was not written", out.string()));
+  if (status.ok() && done->exit_code != 0) {
+    status = InternalError(fmt::format(
         "{}: the report was not written: {} -m ferry._report failed ({}): {}", out.string(),
         Interpreter(), done->exit_code, done->err.empty() ? done->out : done->err));
   }
-  return Status::Ok();
+  std::error_code ec;
+  if (status.ok()) {
+    fs::remove(data, ec);
+    return status;
+  }
+  // The run's figures are not lost with the page: kept, and named, to draw again.
+  const fs::path kept = out.string() + ".json";
+  fs::rename(data, kept, ec);
+  const std::string figures = (ec ? data : kept).string();
+  return Status(status.code(),
+                fmt::format("{}; the run's figures are kept in {} (python3 -m ferry._report "
+                            "stream {} {} draws the page)",
+                            status.message(), figures, figures, out.string()));
 }
 
 }  // namespace ferry::cli

@@ -20,6 +20,7 @@
 #include "cli/transfer.h"
 #include "ferry/storage/registry.h"
 #include "storage/http/http_types.h"
+#include "storage/http/store_checksum.h"
 #include "storage/object_key.h"
 
 namespace ferry::cli {
@@ -35,14 +36,9 @@ struct SyncOptions {
   size_t jobs = 16;
 };
 
-bool IsMd5Hex(std::string_view etag) {
-  return etag.size() == 32 &&
-         etag.find_first_not_of("0123456789abcdefABCDEF") == std::string_view::npos;
-}
-
 bool AlreadyThere(const ObjectInfo& src, const ObjectInfo& dst) {
   if (src.size != dst.size) return false;
-  if (IsMd5Hex(src.etag) && IsMd5Hex(dst.etag)) return src.etag == dst.etag;
+  if (http::IsMd5Hex(src.etag) && http::IsMd5Hex(dst.etag)) return src.etag == dst.etag;
   if (src.mtime && dst.mtime) {
     // Object stores keep whole seconds (Last-Modified), local files nanoseconds: an object
     // uploaded in the second its file last changed would otherwise always look older.

@@ -42,28 +42,20 @@ double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Bytes of the folder's files, ferry's own records included (what a cache_limit counts).
-uint64_t FolderBytes(const fs::path& folder) {
-  uint64_t bytes = 0;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(folder, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    std::error_code size_ec;
-    if (it->is_regular_file(size_ec)) {
-      const uint64_t size = it->file_size(size_ec);
-      if (!size_ec) bytes += size;
-    }
+// What the folder's cache_limit counts of it now; 0 while it has no index.json.
+uint64_t CacheBytes(std::optional<CacheFolderMeter>& meter, const fs::path& folder) {
+  if (!meter) {
+    auto opened = CacheFolderMeter::Open(folder);
+    if (!opened) return 0;
+    meter = std::move(*opened);
   }
-  return bytes;
+  return meter->Bytes();
 }
 
 Result<int> RunTop(const TopOptions& o) {
-  std::vector<fs::path> folders(o.folders.begin(), o.folders.end());
-  if (folders.empty()) folders = FindCacheFolders(DefaultCacheRoot());
-  if (folders.empty()) {
-    return NotFoundError(fmt::format("ferry top: no cache folder given, and none under {}",
-                                     DefaultCacheRoot().string()));
-  }
+  auto found = CacheFoldersOrDefault(o.folders);
+  if (!found) return found.status().WithContext("ferry top");
+  const std::vector<fs::path> folders = std::move(*found);
   for (const fs::path& folder : folders) {
     std::error_code ec;
     if (!fs::is_directory(folder, ec)) {
@@ -77,6 +69,9 @@ Result<int> RunTop(const TopOptions& o) {
   const bool terminal = !o.json && ::isatty(STDOUT_FILENO);
   const InterruptWatch interrupt;
   std::vector<std::optional<TopReading>> before(folders.size());
+  // Opened at the first refresh that finds the folder's index.json (a folder given before its
+  // first reader wrote one has none yet).
+  std::vector<std::optional<CacheFolderMeter>> meters(folders.size());
   for (uint64_t refresh = 0; o.count == 0 || refresh < o.count; ++refresh) {
     if (refresh > 0 &&
         !SleepUnlessStopped(std::chrono::duration<double>(o.interval_s), interrupt.token())) {
@@ -85,10 +80,11 @@ Result<int> RunTop(const TopOptions& o) {
     std::string screen;
     for (size_t i = 0; i < folders.size(); ++i) {
       FERRY_ASSIGN_OR_RETURN(metrics::NodeMetrics node, ReadCacheFolderMetrics(folders[i]));
-      TopFrame frame{
-          .folder = folders[i].string(),
-          .now = {.node = std::move(node), .at_s = Now(), .cache_bytes = FolderBytes(folders[i])},
-          .before = before[i]};
+      TopFrame frame{.folder = folders[i].string(),
+                     .now = {.node = std::move(node),
+                             .at_s = Now(),
+                             .cache_bytes = CacheBytes(meters[i], folders[i])},
+                     .before = before[i]};
       if (o.json) {
         screen += DumpPythonJson(TopJson(frame), JsonKeyOrder::kInsertion) + "\n";
       } else {

@@ -31,18 +31,13 @@ constexpr WaitCause kWaits[] = {
     {"/ferry/files/wait_ns", "file", "file"},
 };
 
-int64_t Get(const Values& v, std::string_view name) {
-  auto it = v.find(std::string(name));
-  return it == v.end() ? 0 : it->second;
-}
+int64_t Get(const Values& v, std::string_view name) { return metrics::ValueOr0(v, name); }
 
 // The stores' schemes named by /ferry/storage/<scheme>/... metrics.
 std::set<std::string> Schemes(const Values& v) {
   std::set<std::string> out;
   for (const auto& [name, value] : v) {
-    if (!name.starts_with(kStoragePrefix)) continue;
-    const std::string rest = name.substr(kStoragePrefix.size());
-    if (auto slash = rest.find('/'); slash != std::string::npos) out.insert(rest.substr(0, slash));
+    if (auto store = metrics::SplitStoreMetric(name)) out.insert(std::string(store->scheme));
   }
   return out;
 }
@@ -100,12 +95,9 @@ std::vector<Row> Rows(const TopFrame& frame) {
   return rows;
 }
 
+// The node's is the largest of its readers' (metrics::AcrossProcesses::kLargest).
 int64_t CacheLimit(const metrics::NodeMetrics& node) {
-  int64_t limit = 0;
-  for (const metrics::ProcessMetrics& p : node.processes) {
-    limit = std::max(limit, Get(p.values, "/ferry/cache/limit_bytes"));
-  }
-  return limit;
+  return Get(node.values, "/ferry/cache/limit_bytes");
 }
 
 std::string Mb(double bytes_per_s) { return fmt::format("{:.1f}", bytes_per_s / 1e6); }

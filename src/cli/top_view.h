@@ -25,7 +25,7 @@ namespace ferry::cli {
 struct TopReading {
   metrics::NodeMetrics node;
   double at_s = 0;           // a monotonic time
-  uint64_t cache_bytes = 0;  // the folder's files, ferry's records included
+  uint64_t cache_bytes = 0;  // what its cache_limit counts: shards, index.json, ferry's records
 };
 
 struct TopFrame {

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace ferry::cli {
 namespace {
 
@@ -22,10 +24,15 @@ metrics::ProcessMetrics Process(int64_t pid, std::string label, int64_t samples,
                      {"/ferry/cache/limit_bytes", int64_t{10} << 30}}};
 }
 
+// As ReadNodeMetrics combines them: the cache_limit is a setting (the largest counts), the rest
+// are summed.
 metrics::NodeMetrics Node(std::vector<metrics::ProcessMetrics> processes) {
   metrics::NodeMetrics node;
   for (const auto& p : processes) {
-    for (const auto& [name, value] : p.values) node.values[name] += value;
+    for (const auto& [name, value] : p.values) {
+      int64_t& total = node.values[name];
+      total = name == "/ferry/cache/limit_bytes" ? std::max(total, value) : total + value;
+    }
   }
   node.processes = std::move(processes);
   return node;

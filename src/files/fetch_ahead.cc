@@ -10,7 +10,8 @@ namespace ferry::internal_files {
 namespace {
 
 metrics::Gauge& ConcurrencyGauge() {
-  static metrics::Gauge& gauge = metrics::GetGauge("/ferry/files/concurrency");
+  static metrics::Gauge& gauge =
+      metrics::GetGauge("/ferry/files/concurrency", metrics::AcrossProcesses::kLargest);
   return gauge;
 }
 

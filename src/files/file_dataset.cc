@@ -145,7 +145,10 @@ class FileDatasetImpl final : public FileDataset,
                                   .cache_limit = options_.cache_limit,
                                   // A 16th of the limit: at the limit, one folder scan per that
                                   // many bytes fetched, not one per file.
-                                  .eviction_headroom = options_.cache_limit.value_or(0) / 16}));
+                                  .eviction_headroom = options_.cache_limit.value_or(0) / 16,
+                                  // A record per file would double the files of a cache of
+                                  // small ones, outside the limit: these keep the size check.
+                                  .digest_records = false}));
     if (options_.pack) digest_ = internal_files::ListingDigest(listing_.files);
     return Status::Ok();
   }

@@ -24,6 +24,7 @@ struct Registry {
   std::deque<Gauge> gauges GUARDED_BY(mu);
   std::map<std::string, Counter*, std::less<>> counter_names GUARDED_BY(mu);
   std::map<std::string, Gauge*, std::less<>> gauge_names GUARDED_BY(mu);
+  std::map<const Gauge*, AcrossProcesses> gauge_across GUARDED_BY(mu);
 };
 
 // A forked child zeroes what it inherited (base/fork_guard.h holds the lock across the fork).
@@ -55,12 +56,13 @@ Counter& GetCounter(std::string_view name) {
   return *c;
 }
 
-Gauge& GetGauge(std::string_view name) {
+Gauge& GetGauge(std::string_view name, AcrossProcesses across) {
   Registry& r = TheRegistry();
   MutexLock lock(r.mu);
   if (auto it = r.gauge_names.find(name); it != r.gauge_names.end()) return *it->second;
   Gauge* g = &r.gauges.emplace_back();
   r.gauge_names.emplace(std::string(name), g);
+  r.gauge_across.emplace(g, across);
   return *g;
 }
 
@@ -73,7 +75,8 @@ std::vector<Metric> All() {
     out.push_back({.name = name, .gauge = false, .value = static_cast<int64_t>(c->value())});
   }
   for (const auto& [name, g] : r.gauge_names) {
-    out.push_back({.name = name, .gauge = true, .value = g->value()});
+    out.push_back(
+        {.name = name, .gauge = true, .value = g->value(), .across = r.gauge_across.at(g)});
   }
   std::sort(out.begin(), out.end(),
             [](const Metric& a, const Metric& b) { return a.name < b.name; });
@@ -89,14 +92,24 @@ std::map<std::string, int64_t> Values() {
   return out;
 }
 
-int64_t StoreTotal(const std::map<std::string, int64_t>& values, std::string_view what) {
+int64_t ValueOr0(const std::map<std::string, int64_t>& values, std::string_view name) {
+  auto it = values.find(std::string(name));
+  return it == values.end() ? 0 : it->second;
+}
+
+std::optional<StoreMetricName> SplitStoreMetric(std::string_view name) {
   constexpr std::string_view kPrefix = "/ferry/storage/";
+  if (!name.starts_with(kPrefix)) return std::nullopt;
+  const std::string_view rest = name.substr(kPrefix.size());
+  const size_t slash = rest.find('/');
+  if (slash == std::string_view::npos) return std::nullopt;
+  return StoreMetricName{.scheme = rest.substr(0, slash), .what = rest.substr(slash + 1)};
+}
+
+int64_t StoreTotal(const std::map<std::string, int64_t>& values, std::string_view what) {
   int64_t n = 0;
   for (const auto& [name, value] : values) {
-    if (!name.starts_with(kPrefix)) continue;
-    const std::string_view rest = std::string_view(name).substr(kPrefix.size());
-    const size_t slash = rest.find('/');
-    if (slash != std::string_view::npos && rest.substr(slash + 1) == what) n += value;
+    if (auto store = SplitStoreMetric(name); store && store->what == what) n += value;
   }
   return n;
 }

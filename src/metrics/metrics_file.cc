@@ -27,6 +27,10 @@ constexpr uint32_t kCapacity = (kMetricsFileSize - kHeaderSize) / kEntrySize;
 constexpr size_t kLabelOffset = 48;
 constexpr size_t kLabelSize = 80;
 constexpr size_t kKindOffset = 48;
+// The kinds of an entry.
+constexpr char kCounterKind = 0;
+constexpr char kGaugeKind = 1;
+constexpr char kLargestGaugeKind = 2;
 constexpr size_t kValueOffset = 56;
 constexpr size_t kCountOffset = 32;
 constexpr size_t kUpdatedOffset = 40;
@@ -124,7 +128,10 @@ void MetricsFileWriter::Publish(const std::vector<Metric>& values,
       if (m.name.size() > kMetricsFileMaxName || count_ == kCapacity) continue;
       char* entry = map_ + kHeaderSize + count_ * kEntrySize;
       std::memcpy(entry, m.name.data(), m.name.size());
-      entry[kKindOffset] = m.gauge ? 1 : 0;
+      entry[kKindOffset] =
+          static_cast<char>(!m.gauge                                ? kCounterKind
+                            : m.across == AcrossProcesses::kLargest ? kLargestGaugeKind
+                                                                    : kGaugeKind);
       Word<int64_t>(entry, kValueOffset).store(value, std::memory_order_relaxed);
       slot = slots_.emplace(m.name, count_).first;
       // Release: a reader that sees the count sees the name and kind written above.
@@ -178,7 +185,9 @@ Result<MetricsFileContents> ReadMetricsFile(int fd, const fs::path& path) {
       char* entry = m + kHeaderSize + i * kEntrySize;
       std::string name(entry, strnlen(entry, kMetricsFileMaxName + 1));
       const int64_t value = Word<int64_t>(entry, kValueOffset).load(std::memory_order_relaxed);
-      (entry[kKindOffset] == 1 ? c.gauges : c.counters)[std::move(name)] = value;
+      const char kind = entry[kKindOffset];
+      if (kind == kLargestGaugeKind) c.largest.insert(name);
+      (kind == kCounterKind ? c.counters : c.gauges)[std::move(name)] = value;
     }
     return c;
   }();

@@ -8,7 +8,8 @@
 //   16   i64      pid                     24  i64 started, unix ms
 //   32   u64      count (entries written) 40  i64 updated, unix ms
 //   48   char[80] label, NUL-padded (who the process is: "python3 worker 1/2")
-//   128  entries: char[48] name, NUL-padded; u8 kind at 48 (0 counter, 1 gauge); i64 value at 56
+//   128  entries: char[48] name, NUL-padded; u8 kind at 48 (0 counter, 1 gauge summed across
+//        processes, 2 gauge whose largest counts: metrics::AcrossProcesses); i64 value at 56
 // Entries are append-only: a name, once published (count raised with release order), never
 // changes, and each value is one aligned word written atomically. A reader needs no lock and
 // sees every value whole; it may see one update's values from two moments, which a reader of
@@ -24,6 +25,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -76,6 +78,7 @@ struct MetricsFileContents {
   int64_t updated_unix_ms = 0;
   std::map<std::string, int64_t> counters;
   std::map<std::string, int64_t> gauges;
+  std::set<std::string> largest;  // the gauges whose node-wide value is the largest, not the sum
 };
 
 /// What the open file `fd` (named `path` in errors) holds. kDataLoss for one that is not a

@@ -33,7 +33,7 @@ constexpr auto kStaleTemporary = std::chrono::seconds(60);
 
 constexpr std::string_view kProcessPrefix = "proc.";
 constexpr std::string_view kTemporaryPrefix = "tmp.";
-constexpr std::string_view kTotalsName = "totals.json";
+constexpr std::string_view kTotalsName = kNodeTotalsFile;
 constexpr std::string_view kTotalsLockName = "totals.lock";
 
 using ValueMap = std::map<std::string, int64_t>;
@@ -256,8 +256,11 @@ void AddLive(NodeMetrics& node, MetricsFileContents contents) {
                          .updated_unix_ms = contents.updated_unix_ms,
                          .values = std::move(contents.counters)};
   AddCounters(node.values, process.values);
-  AddCounters(node.values, contents.gauges);
-  for (const auto& [gauge, value] : contents.gauges) node.gauges.insert(gauge);
+  for (const auto& [gauge, value] : contents.gauges) {
+    int64_t& total = node.values[gauge];
+    total = contents.largest.contains(gauge) ? std::max(total, value) : total + value;
+    node.gauges.insert(gauge);
+  }
   process.values.merge(contents.gauges);
   node.processes.push_back(std::move(process));
 }

@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "base/file_util.h"
 #include "base/temp_dir_testutil.h"
@@ -144,6 +145,32 @@ TEST(NodeMetrics, AChildThatDiesIsFoldedOnceAndCountsOnlyItsOwn) {
   auto again = ReadNodeMetrics(folder);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(Value(*again, "/test/node/child"), parents + 7) << "folded once, not on every read";
+}
+
+// Two live processes: a gauge that is each one's share is summed, one that is a setting each
+// has (metrics::AcrossProcesses::kLargest: the cache_limit) is the largest, not the sum.
+TEST(NodeMetrics, SharesAreSummedAndSettingsAreTheLargest) {
+  testing::TempDir tmp;
+  const fs::path folder = tmp / "metrics";
+  fs::create_directories(folder);
+  std::vector<MetricsFileWriter> writers;
+  for (const int64_t n : {1, 2}) {
+    auto writer = MetricsFileWriter::Create(folder, "reader");
+    ASSERT_TRUE(writer.ok());
+    writer->Publish({{.name = "/test/node/share", .gauge = true, .value = 3 * n},
+                     {.name = "/test/node/setting",
+                      .gauge = true,
+                      .value = 100 * n,
+                      .across = AcrossProcesses::kLargest}},
+                    {});
+    writers.push_back(std::move(*writer));
+  }
+  auto node = ReadNodeMetrics(folder);
+  ASSERT_TRUE(node.ok()) << node.status().ToString();
+  ASSERT_EQ(node->processes.size(), 2u);
+  EXPECT_EQ(Value(*node, "/test/node/share"), 9);
+  EXPECT_EQ(Value(*node, "/test/node/setting"), 200);
+  EXPECT_TRUE(node->gauges.contains("/test/node/setting"));
 }
 
 // A crash between writing the totals and removing the folded file: the file is recognised as

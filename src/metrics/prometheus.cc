@@ -23,8 +23,6 @@
 namespace ferry::metrics {
 namespace {
 
-constexpr std::string_view kStoragePrefix = "/ferry/storage/";
-
 struct PromName {
   std::string name;
   std::map<std::string, std::string> labels;
@@ -34,13 +32,10 @@ struct PromName {
 // their slashes made underscores. Characters Prometheus does not allow become '_'.
 PromName ToPromName(std::string_view name) {
   PromName out;
-  if (name.starts_with(kStoragePrefix)) {
-    const std::string_view rest = name.substr(kStoragePrefix.size());
-    if (const size_t slash = rest.find('/'); slash != std::string_view::npos) {
-      out.labels["store"] = std::string(rest.substr(0, slash));
-      name = rest.substr(slash + 1);
-      out.name = "ferry_storage_";
-    }
+  if (auto store = SplitStoreMetric(name)) {
+    out.labels["store"] = std::string(store->scheme);
+    name = store->what;
+    out.name = "ferry_storage_";
   }
   if (name.starts_with('/')) name.remove_prefix(1);
   for (const char c : name) {

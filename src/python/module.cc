@@ -99,17 +99,11 @@ PYBIND11_MODULE(_ferry, m) {
         if (port < 0 || port > 65535) {
           ThrowIfError(InvalidArgumentError(fmt::format("port must be 0 to 65535, not {}", port)));
         }
-        std::function<std::string()> text;
-        if (local) {
-          text = [folder = *local] {
-            auto node = ReadCacheFolderMetrics(folder);
-            return node.ok()
-                       ? metrics::PrometheusText({metrics::NodePrometheusSource(*node, folder)})
-                       : "# " + node.status().ToString() + "\n";
-          };
-        } else {
-          text = [] { return metrics::ProcessPrometheusText(); };
-        }
+        std::vector<std::string> folders;
+        if (local) folders.push_back(*local);
+        std::function<std::string()> text = [folders = std::move(folders)] {
+          return CacheFoldersPrometheusText(folders);
+        };
         auto server = [&] {
           py::gil_scoped_release release;
           return metrics::MetricsServer::Start(std::move(text), static_cast<uint16_t>(port), host);

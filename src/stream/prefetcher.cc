@@ -64,7 +64,7 @@ namespace {
 void PublishLink(const internal_cache::LinkEstimator& link) {
   metrics::GetGauge("/ferry/stream/bandwidth_bytes_per_s")
       .Set(static_cast<int64_t>(link.bandwidth()));
-  metrics::GetGauge("/ferry/stream/fetch_latency_us")
+  metrics::GetGauge("/ferry/stream/fetch_latency_us", metrics::AcrossProcesses::kLargest)
       .Set(static_cast<int64_t>(link.latency_s() * 1e6));
 }
 
@@ -105,8 +105,10 @@ void Prefetcher::Retune() {
   const double most = std::min(kMaxAutoConcurrency, options_.node_download_concurrency);
   auto_concurrency_ =
       static_cast<uint32_t>(std::clamp(std::ceil(shards), std::min(4.0, most), most));
-  metrics::GetGauge("/ferry/stream/predownload").Set(static_cast<int64_t>(WindowSamples()));
-  metrics::GetGauge("/ferry/stream/concurrency").Set(Concurrency());
+  metrics::GetGauge("/ferry/stream/predownload", metrics::AcrossProcesses::kLargest)
+      .Set(static_cast<int64_t>(WindowSamples()));
+  metrics::GetGauge("/ferry/stream/concurrency", metrics::AcrossProcesses::kLargest)
+      .Set(Concurrency());
   PublishLink(link_);
 }
 

@@ -62,13 +62,7 @@ void RunFaultSuite(Server server, const std::vector<FaultRun>& runs) {
                     "{} --touch --json > {} 2>&1",
                     ThroughWan(server, endpoint), FERRY_CLI_PATH, d.url, Quote(run / "cache"),
                     r.validate_hash ? "--validate-hash xxh64" : "", Quote(run / "out")));
-    StopWan(wan_dir);
-    nlohmann::json wan;
-    for (int i = 0; i < 200 && wan.is_null(); ++i) {
-      auto lines = JsonLines(wan_dir / "wan.log");
-      if (!lines.empty()) wan = lines.back();
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    const nlohmann::json wan = StopWanAndReadTotals(wan_dir);
     ASSERT_FALSE(wan.is_null()) << "ferry-wan printed no totals";
     uint64_t fired = 0;
     for (const auto& [name, count] : wan["faults"].items()) fired += count.get<uint64_t>();
@@ -175,13 +169,7 @@ void RunThrottleSuite(Server server, uint64_t samples, double rate) {
   EXPECT_EQ(Sh(fmt::format("({}) & ({}) & wait %1 && wait %2", commands[0], commands[1])), 0);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  StopWan(wan_dir);
-  nlohmann::json wan;
-  for (int i = 0; i < 200 && wan.is_null(); ++i) {
-    auto lines = JsonLines(wan_dir / "wan.log");
-    if (!lines.empty()) wan = lines.back();
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  const nlohmann::json wan = StopWanAndReadTotals(wan_dir);
   ASSERT_FALSE(wan.is_null()) << "ferry-wan printed no totals";
   const uint64_t replies = wan["faults"]["throttle"].get<uint64_t>();
   const uint64_t seen = wan["requests"].get<uint64_t>();

@@ -118,6 +118,18 @@ inline void StopWan(const TempDir& tmp) {
   Sh(fmt::format("if [ -f {0} ]; then kill $(cat {0}) 2>/dev/null; rm -f {0}; fi", pid_file));
 }
 
+// Stops the ferry-wan that StartWan started in `tmp` and returns the totals it prints as it
+// goes (connections, requests, bytes, faults by kind); null when none came within 4 s.
+inline nlohmann::json StopWanAndReadTotals(const TempDir& tmp) {
+  StopWan(tmp);
+  for (int i = 0; i < 200; ++i) {
+    auto lines = JsonLines(tmp / "wan.log");
+    if (!lines.empty()) return lines.back();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return nullptr;
+}
+
 // Stops the ferry-wan that StartWan started in `tmp` at the end of the scope, also when an
 // ASSERT ends the test early (stopping it twice is harmless).
 class WanGuard {

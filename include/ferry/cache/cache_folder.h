@@ -14,10 +14,12 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "ferry/format/dataset_description.h"
 #include "ferry/metrics/node_metrics.h"
 #include "ferry/result.h"
 
@@ -45,6 +47,27 @@ std::filesystem::path DefaultCacheRoot();
 
 /// The cache folders directly under `root` (those with an index.json), sorted.
 std::vector<std::filesystem::path> FindCacheFolders(const std::filesystem::path& root);
+
+/// `given` when not empty, else the cache folders under DefaultCacheRoot(); kNotFound naming the
+/// root when there are none (what `ferry cache` and `ferry top` look at).
+Result<std::vector<std::filesystem::path>> CacheFoldersOrDefault(
+    const std::vector<std::string>& given);
+
+/// A cache folder's bytes as its cache_limit counts them - its shard files, index.json and
+/// ferry's records, what `ferry cache du` shows - measured again on each Bytes() without
+/// reading its index again (`ferry top`).
+class CacheFolderMeter {
+ public:
+  /// InspectCacheFolder's errors.
+  static Result<CacheFolderMeter> Open(const std::filesystem::path& folder);
+  uint64_t Bytes() const;
+
+ private:
+  CacheFolderMeter(std::filesystem::path folder, std::shared_ptr<const DatasetDescription> index)
+      : folder_(std::move(folder)), index_(std::move(index)) {}
+  std::filesystem::path folder_;
+  std::shared_ptr<const DatasetDescription> index_;
+};
 
 struct CachedShardProblem {
   std::string file;     // basename

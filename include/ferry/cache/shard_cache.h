@@ -210,4 +210,9 @@ Result<DatasetDescription> LoadIndex(ObjectStore* remote, const std::string& rem
 /// (ferry/metrics/node_metrics.h); the counters of those that exited included.
 Result<metrics::NodeMetrics> ReadCacheFolderMetrics(const std::filesystem::path& local);
 
+/// What a Prometheus scrape gets (ferry/metrics/prometheus.h): the node-wide sums of each cache
+/// folder in `folders`, labelled folder="..." - a folder that cannot be read is a "# " comment
+/// line naming why - or, with no folder, this process's own.
+std::string CacheFoldersPrometheusText(const std::vector<std::string>& folders);
+
 }  // namespace ferry

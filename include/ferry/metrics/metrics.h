@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,15 +45,21 @@ class Gauge {
   std::atomic<int64_t> value_{0};
 };
 
+/// How a gauge's values from a node's processes combine (node_metrics.h): most are each
+/// process's share of a whole (bytes in flight: the sum); some are a setting each process has
+/// (the cache_limit, the parts a download comes in: the largest, not a sum of eight ranks').
+enum class AcrossProcesses { kSum, kLargest };
+
 /// The counter or gauge registered under `name`, created on first use. A name is either a
-/// counter or a gauge for the life of the process.
+/// counter or a gauge for the life of the process; a gauge's `across` is its first caller's.
 Counter& GetCounter(std::string_view name);
-Gauge& GetGauge(std::string_view name);
+Gauge& GetGauge(std::string_view name, AcrossProcesses across = AcrossProcesses::kSum);
 
 struct Metric {
   std::string name;
   bool gauge = false;  // else a counter
   int64_t value = 0;
+  AcrossProcesses across = AcrossProcesses::kSum;  // a gauge's
 };
 
 /// Every metric, ordered by name.
@@ -60,6 +67,16 @@ std::vector<Metric> All();
 
 /// Every metric's current value, by name.
 std::map<std::string, int64_t> Values();
+
+/// `name`'s value in `values`, 0 when absent (a metric nobody bumped yet).
+int64_t ValueOr0(const std::map<std::string, int64_t>& values, std::string_view name);
+
+/// A store's metric, "/ferry/storage/<scheme>/<what>", split; nullopt for any other name.
+struct StoreMetricName {
+  std::string_view scheme;
+  std::string_view what;
+};
+std::optional<StoreMetricName> SplitStoreMetric(std::string_view name);
 
 /// The sum of "/ferry/storage/<scheme>/<what>" over every store in `values`: what all the
 /// stores did together ("bytes_read", "requests", "in_flight").

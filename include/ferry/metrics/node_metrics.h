@@ -22,11 +22,16 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ferry/result.h"
 
 namespace ferry::metrics {
+
+/// The file in a metrics folder that holds what exited processes counted (beside their
+/// "proc.*" files).
+inline constexpr std::string_view kNodeTotalsFile = "totals.json";
 
 struct ProcessMetrics {
   int64_t pid = 0;
@@ -37,7 +42,8 @@ struct ProcessMetrics {
 };
 
 struct NodeMetrics {
-  /// Counters: the live processes' plus every exited one's. Gauges: the live processes' sum.
+  /// Counters: the live processes' plus every exited one's. Gauges: the live processes' sum -
+  /// or their largest value, for a gauge that is a setting (metrics::AcrossProcesses).
   std::map<std::string, int64_t> values;
   /// The processes publishing now.
   std::vector<ProcessMetrics> processes;

@@ -59,15 +59,22 @@ struct NodeThrottleTable {
     return table;
   }
 
-  // The entry of `target`, claimed if need be; -1 when the table is full.
-  int SlotFor(std::string_view target) {
-    const uint64_t hash = std::max<uint64_t>(1, XXH3_64bits(target.data(), target.size()));
+  static uint64_t Hash(std::string_view target) {
+    return std::max<uint64_t>(1, XXH3_64bits(target.data(), target.size()));  // 0: free
+  }
+
+  // The entry of the target hashed `hash`: with `claim`, claimed if it has none (-1 when the
+  // table is full); without, -1 when it has none. Entries are never freed, and only a target
+  // that throttled claims one, so a probe stops at the first free entry.
+  int Slot(uint64_t hash, bool claim) {
     for (int probe = 0; probe < kEntries; ++probe) {
       const int slot = static_cast<int>((hash + static_cast<uint64_t>(probe)) % kEntries);
       uint64_t seen = entries[slot].target.load();
-      if (seen == hash) return slot;
-      if (seen == 0 && entries[slot].target.compare_exchange_strong(seen, hash)) return slot;
-      if (seen == hash) return slot;  // claimed by another process just now
+      if (seen == 0) {
+        if (!claim) return -1;
+        if (entries[slot].target.compare_exchange_strong(seen, hash)) return slot;
+      }
+      if (seen == hash) return slot;  // (maybe claimed by another process just now)
     }
     return -1;
   }
@@ -78,7 +85,7 @@ std::shared_ptr<NodeThrottleTable> OpenNodeThrottleTable(const std::filesystem::
 }
 
 int NodeThrottleSlot(NodeThrottleTable& table, std::string_view target) {
-  return table.SlotFor(target);
+  return table.Slot(NodeThrottleTable::Hash(target), /*claim=*/true);
 }
 
 namespace {
@@ -164,16 +171,11 @@ RequestThrottle::Permit::~Permit() {
 }
 
 RequestThrottle::RequestThrottle(std::string target, ThrottleTuning tuning,
-                                 std::shared_ptr<NodeThrottleTable> node, int node_slot)
+                                 std::shared_ptr<NodeThrottleTable> node)
     : target_(std::move(target)),
       tuning_(tuning),
-      node_(node_slot >= 0 ? std::move(node) : nullptr),
-      node_slot_(node_slot) {
-  if (node_) {
-    MutexLock lock(mu_);
-    node_throttles_seen_ = node_->entries[node_slot_].throttles.load();
-  }
-}
+      node_(std::move(node)),
+      target_hash_(NodeThrottleTable::Hash(target_)) {}
 
 void RequestThrottle::Decrease(Clock::time_point now) {
   if (now - last_decrease_ < tuning_.decrease_interval) return;  // the same burst
@@ -186,6 +188,13 @@ void RequestThrottle::Decrease(Clock::time_point now) {
 
 void RequestThrottle::FollowNode(Clock::time_point now) {
   if (!node_) return;
+  // Until a process on the node is throttled by the target, it has no entry to follow.
+  if (node_slot_ < 0) {
+    node_slot_ = node_->Slot(target_hash_, /*claim=*/false);
+    if (node_slot_ < 0) return;
+    // Throttles from before this gate existed are history; a pause still running is not.
+    node_throttles_seen_ = node_->entries[node_slot_].throttles.load();
+  }
   NodeThrottleEntry& entry = node_->entries[node_slot_];
   const uint64_t throttles = entry.throttles.load();
   if (throttles != node_throttles_seen_) {
@@ -244,13 +253,16 @@ void RequestThrottle::Succeeded() {
   MutexLock lock(mu_);
   throttles_in_a_row_ = 0;
   if (limit_ == 0) return;
+  const int before = static_cast<int>(limit_);
   limit_ += 1.0 / limit_;
   if (limit_ > 2.0 * std::max(1, in_flight_at_cut_)) {
     Log().debug("storage: {} no longer throttles", target_);
     limit_ = 0;
     in_flight_at_cut_ = 0;
+    changed_.notify_all();
+  } else if (static_cast<int>(limit_) > before) {
+    changed_.notify_one();  // room for one more
   }
-  changed_.notify_all();
 }
 
 milliseconds RequestThrottle::Throttled(std::optional<milliseconds> retry_after) {
@@ -267,7 +279,8 @@ milliseconds RequestThrottle::Throttled(std::optional<milliseconds> retry_after)
   if (retry_after) pause = std::max(pause, *retry_after);
   ++throttles_in_a_row_;
   paused_until_ = std::max(paused_until_, now + pause);
-  if (node_) {
+  if (node_ && node_slot_ < 0) node_slot_ = node_->Slot(target_hash_, /*claim=*/true);
+  if (node_slot_ >= 0) {  // (a full table: this process throttles alone)
     NodeThrottleEntry& entry = node_->entries[node_slot_];
     node_throttles_seen_ = entry.throttles.fetch_add(1) + 1;
     const int64_t until = SteadyNs(paused_until_);
@@ -332,8 +345,7 @@ RequestThrottle& ThrottleFor(std::string_view url) {
     registry.node_opened = true;
     registry.node = OpenDefaultNodeTable();
   }
-  const int slot = registry.node ? registry.node->SlotFor(target) : -1;
-  auto* gate = new RequestThrottle(target, {}, registry.node, slot);
+  auto* gate = new RequestThrottle(target, {}, registry.node);
   registry.gates.emplace(target, gate);
   return *gate;
 }
@@ -341,10 +353,14 @@ RequestThrottle& ThrottleFor(std::string_view url) {
 Result<Response> ExecuteThroughGate(Transport& transport,
                                     const std::function<Result<Request>()>& build,
                                     const BodySink& sink, Clock::time_point deadline,
-                                    const std::function<Status()>& still_wanted) {
+                                    const std::function<Status()>& still_wanted,
+                                    RequestThrottle** gate_cache) {
   for (;;) {
     FERRY_ASSIGN_OR_RETURN(Request request, build());
-    RequestThrottle& gate = ThrottleFor(request.url);
+    RequestThrottle* found = gate_cache != nullptr ? *gate_cache : nullptr;
+    if (found == nullptr) found = &ThrottleFor(request.url);
+    if (gate_cache != nullptr) *gate_cache = found;
+    RequestThrottle& gate = *found;
     FERRY_ASSIGN_OR_RETURN(const RequestThrottle::Permit permit, gate.Enter(still_wanted));
     Result<Response> result = transport.Execute(std::move(request), sink);
     if (!result) return result;

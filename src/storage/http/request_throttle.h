@@ -35,7 +35,6 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <stop_token>
 #include <string>
 #include <string_view>
 
@@ -74,7 +73,8 @@ struct NodeThrottleTable;  // the node-wide table (request_throttle.cc)
 /// the file is not a regular file of this user's. ThrottleFor's is /dev/shm/ferry-throttle-<uid>
 /// (TMPDIR where there is no /dev/shm); FERRY_NODE_THROTTLE=off keeps each process to itself.
 std::shared_ptr<NodeThrottleTable> OpenNodeThrottleTable(const std::filesystem::path& file);
-/// `target`'s entry in `table`, claimed if need be; -1 when the table is full.
+/// `target`'s entry in `table`, claimed if need be (as a throttle claims it); -1 when the table
+/// is full.
 int NodeThrottleSlot(NodeThrottleTable& table, std::string_view target);
 
 class RequestThrottle {
@@ -96,9 +96,10 @@ class RequestThrottle {
     RequestThrottle* throttle_ = nullptr;
   };
 
-  /// `node_slot`: this target's entry in the node-wide table (-1: none, process-local only).
+  /// `node`: the node-wide table shared with the user's other processes (null: this process
+  /// alone). The target gets an entry in it when first throttled.
   RequestThrottle(std::string target, ThrottleTuning tuning = {},
-                  std::shared_ptr<NodeThrottleTable> node = nullptr, int node_slot = -1);
+                  std::shared_ptr<NodeThrottleTable> node = nullptr);
 
   /// Waits until a request may start (the pause has passed and fewer than the limit are in
   /// flight). `still_wanted`, when given, is asked about every 100 ms while waiting; its error
@@ -124,7 +125,7 @@ class RequestThrottle {
   const std::string target_;
   const ThrottleTuning tuning_;
   const std::shared_ptr<NodeThrottleTable> node_;
-  const int node_slot_;
+  const uint64_t target_hash_;
 
   mutable Mutex mu_;
   std::condition_variable_any changed_;
@@ -134,6 +135,7 @@ class RequestThrottle {
   Clock::time_point paused_until_ GUARDED_BY(mu_){};
   Clock::time_point last_decrease_ GUARDED_BY(mu_){};
   int throttles_in_a_row_ GUARDED_BY(mu_) = 0;
+  int node_slot_ GUARDED_BY(mu_) = -1;  // the target's entry in node_; -1 until it has one
   uint64_t node_throttles_seen_ GUARDED_BY(mu_) = 0;
 };
 
@@ -144,11 +146,14 @@ RequestThrottle& ThrottleFor(std::string_view url);
 /// Executes the request `build` makes through its target's gate. A throttle reply is waited out
 /// at the gate and the request built afresh (a signature carries the time) and made again,
 /// until `deadline`, after which the throttle reply is returned like any other; `sink` and
-/// `still_wanted` are Transport::Execute's and Enter's.
+/// `still_wanted` are Transport::Execute's and Enter's. `gate`, when given, keeps the gate
+/// found for the first request, so that a caller making several (a read's attempts) looks it up
+/// once.
 Result<Response> ExecuteThroughGate(Transport& transport,
                                     const std::function<Result<Request>()>& build,
                                     const BodySink& sink,
                                     std::chrono::steady_clock::time_point deadline,
-                                    const std::function<Status()>& still_wanted = {});
+                                    const std::function<Status()>& still_wanted = {},
+                                    RequestThrottle** gate = nullptr);
 
 }  // namespace ferry::http

@@ -163,10 +163,8 @@ TEST(RequestThrottle, AThrottleOneProcessSeesHoldsEveryProcessOnTheNode) {
   ASSERT_GE(slot, 0);
   EXPECT_EQ(NodeThrottleSlot(*second_table, "127.0.0.1:1/bucket"), slot);
   EXPECT_NE(NodeThrottleSlot(*second_table, "127.0.0.1:1/other"), slot);
-  RequestThrottle one("127.0.0.1:1/bucket", {.decrease_interval = milliseconds(0)}, first_table,
-                      slot);
-  RequestThrottle two("127.0.0.1:1/bucket", {.decrease_interval = milliseconds(0)}, second_table,
-                      slot);
+  RequestThrottle one("127.0.0.1:1/bucket", {.decrease_interval = milliseconds(0)}, first_table);
+  RequestThrottle two("127.0.0.1:1/bucket", {.decrease_interval = milliseconds(0)}, second_table);
   auto held = Take(two, 6);
   one.Throttled(milliseconds(400));
   EXPECT_TRUE(WouldWait(two));  // paused, and cut

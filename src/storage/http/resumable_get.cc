@@ -84,6 +84,7 @@ Result<ObjectInfo> ResumableGet(Transport& transport, const ResumableGetOptions&
   std::optional<uint64_t> expected = range.length;  // bytes the whole range holds, once known
   int attempt_number = 0;
   const auto deadline = std::chrono::steady_clock::now() + options.retry.total_budget;
+  RequestThrottle* gate = nullptr;  // the target's, found at the first attempt
 
   auto attempt = [&]() -> Status {
     ++attempt_number;
@@ -162,7 +163,7 @@ Result<ObjectInfo> ResumableGet(Transport& transport, const ResumableGetOptions&
           // Stopping the transfer is how extra bytes are refused; it is not an error.
           return have_enough ? CancelledError("range complete") : Status::Ok();
         },
-        deadline, [&] { return sink(std::string_view()); });
+        deadline, [&] { return sink(std::string_view()); }, &gate);
     // Every byte of the range arrived and only the end of the exchange broke (a stall or reset
     // after the last byte): asking again would ask for nothing, which a server refuses (416).
     if (!result && (have_enough || (expected && delivered == *expected))) return Status::Ok();

@@ -14,17 +14,12 @@ std::string HexOfBase64Md5(std::string_view base64) {
   return bytes && bytes->size() == 16 ? ToHex(*bytes) : std::string();
 }
 
-bool IsMd5Hex(std::string_view text) {
-  if (text.size() != 32) return false;
-  for (char c : text) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) {
-      return false;
-    }
-  }
-  return true;
-}
-
 }  // namespace
+
+bool IsMd5Hex(std::string_view text) {
+  return text.size() == 32 &&
+         text.find_first_not_of("0123456789abcdefABCDEF") == std::string_view::npos;
+}
 
 std::string Md5FromGoogHash(std::string_view value) {
   while (!value.empty()) {

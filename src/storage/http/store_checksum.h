@@ -34,6 +34,9 @@ struct StoreMd5 {
 
 StoreMd5 Md5FromS3Headers(const Headers& headers);
 
+/// 32 hex digits, either case: what an ETag that is an object's MD5 looks like.
+bool IsMd5Hex(std::string_view text);
+
 /// The same for an Azure Blob GET answered with `status` (200 or 206).
 StoreMd5 Md5FromAzureHeaders(int status, const Headers& headers);
 
