@@ -29,6 +29,40 @@ from .loader import DataLoader, _metric_sum, _source_bytes
 
 SAMPLE_EVERY_S = 0.25
 COMPUTE_BOUND = 0.10  # waiting at most this share of the time: the data keeps up
+# The most points a plotted series keeps: past it, neighbours are averaged in pairs, so that a
+# profile around a week of training holds a few hundred KB and still draws the whole run.
+MAX_POINTS = 8192
+
+
+class _Series:
+    """Columns of equal length, appended a row at a time, each row the mean of ``stride`` rows
+    given: once the columns hold MAX_POINTS rows, neighbouring rows are averaged in pairs and
+    the stride doubles, so every row stands for as many of the rows given."""
+
+    def __init__(self, *names: str) -> None:
+        self.columns: Dict[str, List[float]] = {name: [] for name in names}
+        self._stride = 1
+        self._pending: Dict[str, float] = dict.fromkeys(names, 0.0)
+        self._pending_rows = 0
+
+    def append(self, **row: float) -> None:
+        for name, value in row.items():
+            self._pending[name] += value
+        self._pending_rows += 1
+        if self._pending_rows < self._stride:
+            return
+        for name, values in self.columns.items():
+            values.append(self._pending[name] / self._pending_rows)
+            self._pending[name] = 0.0
+        self._pending_rows = 0
+        if len(next(iter(self.columns.values()))) >= MAX_POINTS:
+            for name, values in self.columns.items():
+                self.columns[name] = [(values[i] + values[i + 1]) / 2
+                                      for i in range(0, len(values) - 1, 2)]
+            self._stride *= 2
+
+    def __getitem__(self, name: str) -> List[float]:
+        return self.columns[name]
 
 
 # -- what is being read, and by whom ------------------------------------------------------------
@@ -54,7 +88,6 @@ class _Setup:
             self.loader, dataset = "torch.utils.data.DataLoader", loader.dataset
             self.threads = loader.num_workers
             self.readers = max(1, loader.num_workers)
-        self.workers = self.loader == "torch.utils.data.DataLoader" and self.threads > 0
         self.dataset = ""
         self.remote = self.pack = False
         self.auto_concurrency = True
@@ -262,9 +295,13 @@ def _describe(setup: _Setup, m: _Measured) -> str:
 
 # -- the GPU ------------------------------------------------------------------------------------
 
+class _NvmlRates(ctypes.Structure):
+    _fields_ = [("gpu", ctypes.c_uint), ("memory", ctypes.c_uint)]
+
+
 class _Gpu:
     """The GPUs' utilisation (%), from NVML (libnvidia-ml, through ctypes) or ``nvidia-smi``;
-    ``source`` is None where there is neither."""
+    ``source`` is None where there is neither. ``close()`` shuts NVML down again."""
 
     def __init__(self) -> None:
         self.source: Optional[str] = None
@@ -292,12 +329,9 @@ class _Gpu:
     def sample(self) -> Optional[List[float]]:
         """Each GPU's utilisation now, or None when it cannot be read."""
         if self._nvml is not None:
-            class Rates(ctypes.Structure):
-                _fields_ = [("gpu", ctypes.c_uint), ("memory", ctypes.c_uint)]
-
             out = []
             for handle in self._handles:
-                rates = Rates()
+                rates = _NvmlRates()
                 if self._nvml.nvmlDeviceGetUtilizationRates(handle, ctypes.byref(rates)) != 0:
                     return None
                 out.append(float(rates.gpu))
@@ -313,6 +347,11 @@ class _Gpu:
             except (OSError, ValueError, subprocess.SubprocessError):
                 return None
         return None
+
+    def close(self) -> None:
+        if self._nvml is not None:
+            self._nvml.nvmlShutdown()
+            self._nvml = None
 
 
 # -- the profile --------------------------------------------------------------------------------
@@ -337,15 +376,17 @@ class Profile:
 
     def __init__(self, loader: Any, report: Optional[str] = None,
                  max_steps: Optional[int] = None) -> None:
+        if report:
+            import matplotlib  # noqa: F401 - the page needs it: say so now, not after the run
+
         self.loader = loader
         self.report_path = report
         self.max_steps = max_steps
         self.setup = _Setup(loader)
         self.epochs: List[Dict[str, Any]] = []
-        self.step_waits: List[float] = []  # each step's wait for data, in order
-        self.series: Dict[str, List[float]] = {"t": [], "read_bytes": [], "in_flight": [],
-                                               "cache_bytes": [], "samples": [], "gpu": [],
-                                               "latency": []}
+        self.steps = 0
+        self.step_waits = _Series("step", "wait")  # each step's wait for data, in order
+        self.series = _Series("t", "read_bytes", "in_flight", "cache_bytes", "gpu", "latency")
         self.report: Optional[Dict[str, Any]] = None
         self._gpu: Optional[_Gpu] = None
         self._stop = threading.Event()
@@ -369,11 +410,14 @@ class Profile:
         if self._sampler is not None:
             self._sampler.join()
         self._sample()
+        if self._gpu is not None:
+            self._gpu.close()
         self.report = self.result()
         if self.report_path and exc[0] is None:
             from ._report import write_html
 
-            write_html(self.report, self.series, self.step_waits, self.report_path)
+            write_html(self.report, self.series.columns, self.step_waits.columns,
+                       self.report_path)
 
     def _sample_loop(self) -> None:
         while not self._stop.wait(SAMPLE_EVERY_S):
@@ -381,20 +425,20 @@ class Profile:
 
     def _sample(self) -> None:
         values, processes = self.setup.counters()
-        s = self.series
         latency = _latency(processes)
-        s["latency"].append(float("nan") if latency is None else latency)
-        s["t"].append(time.perf_counter() - self._started)
-        s["read_bytes"].append(float(_source_bytes(values) - _source_bytes(self._before)))
-        s["in_flight"].append(float(values.get("/ferry/stream/bytes_in_flight", 0)))
-        s["cache_bytes"].append(float(
-            values.get("/ferry/cache/downloaded_bytes", 0) -
-            values.get("/ferry/cache/evicted_bytes", 0) -
-            self._before.get("/ferry/cache/downloaded_bytes", 0) +
-            self._before.get("/ferry/cache/evicted_bytes", 0)))
-        s["samples"].append(float(sum(e["samples"] for e in self.epochs)))
         gpu = self._gpu.sample() if self._gpu is not None and self._gpu.source else None
-        s["gpu"].append(sum(gpu) / len(gpu) if gpu else float("nan"))
+
+        def grown(name: str) -> int:
+            return values.get(name, 0) - self._before.get(name, 0)
+
+        self.series.append(
+            t=time.perf_counter() - self._started,
+            read_bytes=float(_source_bytes(values) - _source_bytes(self._before)),
+            in_flight=float(values.get("/ferry/stream/bytes_in_flight", 0)),
+            cache_bytes=float(grown("/ferry/cache/downloaded_bytes") -
+                              grown("/ferry/cache/evicted_bytes")),
+            gpu=sum(gpu) / len(gpu) if gpu else float("nan"),
+            latency=float("nan") if latency is None else latency)
 
     # The loop.
     def __iter__(self) -> Iterator[Any]:
@@ -402,23 +446,26 @@ class Profile:
                  "compute_s": 0.0}
         self.epochs.append(epoch)
         it = iter(self.loader)
-        t = time.perf_counter()
-        while self.max_steps is None or len(self.step_waits) < self.max_steps:
-            try:
-                batch = next(it)
-            except StopIteration:
-                break
-            t1 = time.perf_counter()
-            epoch["wait_s"] += t1 - t
-            self.step_waits.append(t1 - t)
-            epoch["steps"] += 1
-            epoch["samples"] += self._batch_samples(batch)
-            yield batch
+        try:
             t = time.perf_counter()
-            epoch["compute_s"] += t - t1
-        close = getattr(it, "close", None)
-        if close is not None:
-            close()
+            while self.max_steps is None or self.steps < self.max_steps:
+                try:
+                    batch = next(it)
+                except StopIteration:
+                    break
+                t1 = time.perf_counter()
+                epoch["wait_s"] += t1 - t
+                self.step_waits.append(step=float(self.steps), wait=t1 - t)
+                self.steps += 1
+                epoch["steps"] += 1
+                epoch["samples"] += self._batch_samples(batch)
+                yield batch
+                t = time.perf_counter()
+                epoch["compute_s"] += t - t1
+        finally:  # also when the caller breaks out: the readers' files and threads go now
+            close = getattr(it, "close", None)
+            if close is not None:
+                close()
 
     def _batch_samples(self, batch: Any) -> int:
         if self.setup.one_sample_per_step:
@@ -507,10 +554,10 @@ def diagnose(loader: Any, step_fn: Callable[[Any], Any], steps: int = 50,
     prof = Profile(loader, report=report, max_steps=steps)
     with prof:
         for _ in range(epochs):
-            before = len(prof.step_waits)
+            before = prof.steps
             for batch in prof:
                 step_fn(batch)
-            if len(prof.step_waits) == before or len(prof.step_waits) >= steps:
+            if prof.steps == before or prof.steps >= steps:
                 break
     result = prof.report
     out(_summary(result))

@@ -19,19 +19,15 @@ def metrics(local: Union[str, os.PathLike, None] = None) -> Dict[str, int]:
     Without ``local``: this process's own. With ``local`` (a cache folder): the node's - the
     sum over every process reading that folder now (DataLoader workers, ranks, other jobs), with
     the counters of those that have exited; so ``/ferry/cache/downloaded_bytes`` is every byte
-    downloaded into the folder. Gauges (``/ferry/stream/bytes_in_flight``) are the live
-    processes' sum.
+    downloaded into the folder. Gauges are the live processes' sum
+    (``/ferry/stream/bytes_in_flight``) - or, for those that are each process's setting
+    (``/ferry/cache/limit_bytes``, ``/ferry/stream/predownload``, ``/ferry/stream/concurrency``,
+    ``/ferry/cache/download_parts``, ``/ferry/stream/fetch_latency_us``,
+    ``/ferry/files/concurrency``), the largest.
     """
     if local is None:
         return _ferry.metrics()
     return _ferry.node_metrics(os.fspath(local))["values"]
-
-
-def node_metrics(local: Union[str, os.PathLike]) -> dict:
-    """The detail behind ``metrics(local=...)``: ``{'values': the sum, 'processes': [{'pid',
-    'label', 'started_unix_ms', 'updated_unix_ms', 'values'}, ...], 'exited': what exited
-    processes counted}``."""
-    return _ferry.node_metrics(os.fspath(local))
 
 
 def serve_metrics(port: int = 0, local: Union[str, os.PathLike, None] = None,

@@ -1,5 +1,6 @@
 """The HTML reports: one self-contained page (plots as PNG inside it, no file beside it), drawn
-with matplotlib (Agg: no display needed).
+with matplotlib's Figure alone (no pyplot: no backend is chosen, nor any figure of the caller's
+touched, and no display is needed).
 
 - ``ferry.profile`` / ``ferry.diagnose(..., report=...)``: the verdict, the figures of each
   epoch, where the wait went, and plots of throughput and bytes in flight over time, the data
@@ -17,8 +18,8 @@ import io
 import json
 import math
 import os
+import secrets
 import sys
-import tempfile
 import time
 from typing import Any, Dict, List, Sequence
 
@@ -37,29 +38,26 @@ def _rates(t: Sequence[float], cumulative: Sequence[float]) -> List[float]:
     return out
 
 
-def _pyplot():
-    import matplotlib
+def _axes():
+    """A figure of its own and its axes: nothing global, collected like any object."""
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    fig = Figure(figsize=(8, 3))
+    return fig, fig.subplots()
 
 
-def _line(plt, x, y, xlabel, ylabel, color="C0", ylim=None) -> str:
-    fig, ax = plt.subplots(figsize=(8, 3))
-    ax.plot(x, y, color=color)
+def _line(x, y, xlabel, ylabel, color="C0", ylim=None, linewidth=None) -> str:
+    fig, ax = _axes()
+    ax.plot(x, y, color=color, linewidth=linewidth)
     if ylim:
         ax.set_ylim(*ylim)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    png = _png(fig)
-    plt.close(fig)
-    return png
+    return _png(fig)
 
 
-def _throughput(plt, t, read_bytes, in_flight) -> str:
-    fig, ax = plt.subplots(figsize=(8, 3))
+def _throughput(t, read_bytes, in_flight) -> str:
+    fig, ax = _axes()
     mid = [(t[i] + t[i - 1]) / 2 for i in range(1, len(t))]
     ax.plot(mid, [r / 1e6 for r in _rates(t, read_bytes)], color="C0", label="fetched, MB/s")
     ax.set_xlabel("seconds")
@@ -69,36 +67,30 @@ def _throughput(plt, t, read_bytes, in_flight) -> str:
     ax2.set_ylabel("MB in flight")
     ax.legend(loc="upper left")
     ax2.legend(loc="upper right")
-    png = _png(fig)
-    plt.close(fig)
-    return png
+    return _png(fig)
 
 
-def _cache_fill(plt, t, cache_bytes) -> str:
-    return _line(plt, t, [b / 1e6 for b in cache_bytes], "seconds",
-                 "MB downloaded into the cache")
+def _cache_fill(t, cache_bytes) -> str:
+    return _line(t, [b / 1e6 for b in cache_bytes], "seconds", "MB downloaded into the cache")
 
 
 CACHE_FILL = "Cache fill (downloaded less evicted, since the start)"
 
 
-def _plots(series: Dict[str, List[float]], step_waits: Sequence[float]) -> List[tuple]:
-    """[(title, base64 PNG)] of a profiled loop."""
-    plt = _pyplot()
+def _plots(series: Dict[str, List[float]], step_waits: Dict[str, List[float]]) -> List[tuple]:
+    """[(title, base64 PNG)] of a profiled loop; ``step_waits`` is {"step": [...], "wait":
+    [...]} (a long run's steps averaged in groups)."""
     t = series["t"]
     plots = [("Throughput and bytes in flight",
-              _throughput(plt, t, series["read_bytes"], series["in_flight"]))]
-    fig, ax = plt.subplots(figsize=(8, 3))
-    ax.plot(range(len(step_waits)), [w * 1e3 for w in step_waits], color="C0", linewidth=0.8)
-    ax.set_xlabel("step")
-    ax.set_ylabel("ms waiting for the batch")
-    plots.append(("Data wait per step", _png(fig)))
-    plt.close(fig)
-    plots.append((CACHE_FILL, _cache_fill(plt, t, series["cache_bytes"])))
+              _throughput(t, series["read_bytes"], series["in_flight"])),
+             ("Data wait per step",
+              _line(step_waits["step"], [w * 1e3 for w in step_waits["wait"]], "step",
+                    "ms waiting for the batch", linewidth=0.8)),
+             (CACHE_FILL, _cache_fill(t, series["cache_bytes"]))]
     gpu = series.get("gpu", [])
     if any(not math.isnan(g) for g in gpu):
-        plots.append(("GPU utilisation", _line(plt, t, gpu, "seconds", "GPU busy, %",
-                                               color="C2", ylim=(0, 100))))
+        plots.append(("GPU utilisation", _line(t, gpu, "seconds", "GPU busy, %", color="C2",
+                                               ylim=(0, 100))))
     return plots
 
 
@@ -135,13 +127,10 @@ def render_stream_html(run: Dict[str, Any]) -> str:
                      "requests", "cache hits", "misses", "waited, s", "first sample, s"])
     s = run["series"]
     t = s["t"]
-    plt = _pyplot()
     mid = [(t[i] + t[i - 1]) / 2 for i in range(1, len(t))]
-    plots = [("Throughput and bytes in flight",
-              _throughput(plt, t, s["read_bytes"], s["in_flight"])),
-             ("Samples per second", _line(plt, mid, _rates(t, s["samples"]), "seconds",
-                                          "samples/s")),
-             (CACHE_FILL, _cache_fill(plt, t, s["cache_bytes"]))]
+    plots = [("Throughput and bytes in flight", _throughput(t, s["read_bytes"], s["in_flight"])),
+             ("Samples per second", _line(mid, _rates(t, s["samples"]), "seconds", "samples/s")),
+             (CACHE_FILL, _cache_fill(t, s["cache_bytes"]))]
     when = time.strftime("%Y-%m-%d %H:%M:%S")
     return f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>ferry stream: {html.escape(run['url'])}</title>
@@ -155,7 +144,7 @@ def render_stream_html(run: Dict[str, Any]) -> str:
 
 
 def render_html(report: Dict[str, Any], series: Dict[str, List[float]],
-                step_waits: Sequence[float]) -> str:
+                step_waits: Dict[str, List[float]]) -> str:
     epochs = _table([(e["epoch"], e["steps"], e["samples"], f"{e['wait_s']:.2f}",
                       f"{e['compute_s']:.2f}", f"{100 * e['waiting_fraction']:.1f} %")
                      for e in report["epochs"]],
@@ -196,7 +185,7 @@ def render_html(report: Dict[str, Any], series: Dict[str, List[float]],
 
 
 def write_html(report: Dict[str, Any], series: Dict[str, List[float]],
-               step_waits: Sequence[float], path: str) -> None:
+               step_waits: Dict[str, List[float]], path: str) -> None:
     """Writes the page of a profiled loop to ``path``."""
     _write(render_html(report, series, step_waits), path)
 
@@ -204,10 +193,10 @@ def write_html(report: Dict[str, Any], series: Dict[str, List[float]],
 def _write(text: str, path: str) -> None:
     """Writes ``text`` to ``path`` through a temporary in the same folder (never half a page)."""
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".ferry-report-", dir=folder)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.fchmod(fd, 0o666 & ~umask)  # a page like any other file, not mkstemp's 0600
+    tmp = os.path.join(folder, f".ferry-report-{os.getpid()}-{secrets.token_hex(6)}")
+    # Mode 0666 less the umask, as any file gets (not mkstemp's 0600): the kernel applies it,
+    # where reading the umask would mean setting it, for every thread of the process at once.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)

@@ -24,6 +24,28 @@ FIXTURE_NAMES = sorted(
 ) if FIXTURES.is_dir() else []
 
 
+def upload_dataset(folder, url):
+    """Puts every file of the local dataset ``folder`` under ``url`` (with ferry's own client);
+    returns ``url``."""
+    from ferry import _ferry
+
+    for name in os.listdir(folder):
+        _ferry.put_file(f"{url}/{name}", os.path.join(folder, name))
+    return url
+
+
+def run_ferry(*args, check=True, env=None):
+    """Runs the ferry command of the build under test; asserts it succeeded unless not
+    ``check``. Returns the CompletedProcess (stdout and stderr as text)."""
+    from ferry import _cli
+
+    done = subprocess.run([_cli.executable(), *args], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, env=env)
+    if check:
+        assert done.returncode == 0, done.stderr
+    return done
+
+
 @pytest.fixture(scope="session")
 def fixtures(tmp_path_factory) -> pathlib.Path:
     """A private copy of the fixture datasets: reading compressed ones in place writes the

@@ -4,18 +4,9 @@ it, verify finds a damaged shard, clear leaves what a live reader has pinned."""
 import gc
 import json
 import os
-import subprocess
 
 import ferry
-from ferry import _cli
-
-
-def _ferry(*args, check=True):
-    done = subprocess.run([_cli.executable(), *args], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True)
-    if check:
-        assert done.returncode == 0, done.stderr
-    return done
+from conftest import run_ferry
 
 
 def _filled(tmp_path):
@@ -34,11 +25,11 @@ def _filled(tmp_path):
 
 def test_cache_ls_du_verify_and_clear(tmp_path):
     ds, cache, shards = _filled(tmp_path)
-    ls = json.loads(_ferry("cache", "ls", str(cache), "--json").stdout)
+    ls = json.loads(run_ferry("cache", "ls", str(cache), "--json").stdout)
     assert ls["cached_shards"] == ls["shards"] == len(shards)
     assert ls["remote"].rstrip("/").endswith("remote") and ls["limit"] == 10 << 20
     assert [p["pid"] for p in ls["processes"]] == [os.getpid()]
-    du = _ferry("cache", "du", str(cache)).stdout
+    du = run_ferry("cache", "du", str(cache)).stdout
     assert str(cache) in du and "limit 10.0 MiB" in du
 
     # A damaged shard: found, and removed when asked (once no reader holds it).
@@ -48,19 +39,19 @@ def test_cache_ls_du_verify_and_clear(tmp_path):
     data = bytearray(victim.read_bytes())
     data[200] ^= 0xFF
     victim.write_bytes(bytes(data))
-    verify = _ferry("cache", "verify", str(cache), check=False)
+    verify = run_ferry("cache", "verify", str(cache), check=False)
     assert verify.returncode == 1 and shards[3] in verify.stdout and "xxh64" in verify.stdout
-    _ferry("cache", "verify", str(cache), "--remove-bad", check=False)
+    run_ferry("cache", "verify", str(cache), "--remove-bad", check=False)
     assert not victim.exists()
-    assert _ferry("cache", "verify", str(cache)).returncode == 0
+    assert run_ferry("cache", "verify", str(cache)).returncode == 0
 
     # A reader holding a shard keeps it; the rest go; --all waits for the readers.
     ds = ferry.StreamingDataset(remote=str(tmp_path / "remote"), local=str(cache), batch_size=1,
                                 predownload=1)
     it = iter(ds)
     next(it)
-    cleared = json.loads(_ferry("cache", "clear", str(cache), "--json").stdout)
+    cleared = json.loads(run_ferry("cache", "clear", str(cache), "--json").stdout)
     assert cleared["pinned_shards"] >= 1 and cleared["removed_shards"] >= 1
-    refused = _ferry("cache", "clear", str(cache), "--all", check=False)
+    refused = run_ferry("cache", "clear", str(cache), "--all", check=False)
     assert refused.returncode != 0 and str(os.getpid()) in refused.stderr
     assert (cache / "index.json").exists()

@@ -13,7 +13,7 @@ import pytest
 import torch.utils.data
 
 import ferry
-from ferry import _diagnosis as ferry_loader
+from ferry import _diagnosis
 from ferry import transforms as T
 
 CLASSES = {
@@ -157,11 +157,11 @@ def test_every_verdict_names_only_options_of_the_classes_in_use(datasets):
     verdicts = set()
     for dataset_name, dataset in datasets:
         for loader_name, loader in _loaders(dataset):
-            setup = ferry_loader._Setup(loader)
+            setup = _diagnosis._Setup(loader)
             assert setup.dataset == dataset_name
             for wait_s, compute_s, counted in MEASUREMENTS:
-                measured = ferry_loader._Measured({}, counted, wait_s, compute_s)
-                verdict, named = ferry_loader._advice(setup, measured)
+                measured = _diagnosis._Measured({}, counted, wait_s, compute_s)
+                verdict, named = _diagnosis._advice(setup, measured)
                 report = {"verdict": verdict, "options": named}
                 _check_names_only_real_options(report, dataset_name, loader_name)
                 verdicts.add(verdict.split(":")[0].split(" (")[0])
@@ -170,25 +170,36 @@ def test_every_verdict_names_only_options_of_the_classes_in_use(datasets):
 
 def test_a_local_dataset_is_never_fetch_bound(datasets):
     for dataset_name, dataset in datasets:
-        setup = ferry_loader._Setup(ferry.DataLoader(dataset, batch_size=2, num_threads=2))
+        setup = _diagnosis._Setup(ferry.DataLoader(dataset, batch_size=2, num_threads=2))
         # Read in place or from a local MDS folder: no store is read, whatever the loop waited.
         if setup.remote:
             continue
         # (Bytes another dataset of the process fetched meanwhile are not this one's.)
-        measured = ferry_loader._Measured({}, MEASUREMENTS[1][2], 9.0, 1.0)
-        verdict, _ = ferry_loader._advice(setup, measured)
+        measured = _diagnosis._Measured({}, MEASUREMENTS[1][2], 9.0, 1.0)
+        verdict, _ = _diagnosis._advice(setup, measured)
         assert verdict.startswith("decode-bound") and "(a local dataset" in verdict, verdict
 
 
 def test_a_packing_file_dataset_is_advised_by_its_state(datasets):
     packing = next(ds for name, ds in datasets if name == "FileDataset" and ds._options["pack"])
-    setup = ferry_loader._Setup(ferry.DataLoader(packing, batch_size=2, num_threads=2))
-    fetching = ferry_loader._Measured({}, MEASUREMENTS[1][2], 9.0, 1.0)
-    verdict, named = ferry_loader._advice(setup, fetching)
+    setup = _diagnosis._Setup(ferry.DataLoader(packing, batch_size=2, num_threads=2))
+    fetching = _diagnosis._Measured({}, MEASUREMENTS[1][2], 9.0, 1.0)
+    verdict, named = _diagnosis._advice(setup, fetching)
     assert "to be packed; later epochs read the packs" in verdict
     assert named == {"FileDataset": ["concurrency", "max_bytes_in_flight"]}
     assert "(auto chose 8)" in verdict
     # Reading the packs: nothing to fetch, and pack=True is not advised again.
-    packed = ferry_loader._Measured({}, MEASUREMENTS[4][2], 9.0, 1.0)
-    verdict, named = ferry_loader._advice(setup, packed)
+    packed = _diagnosis._Measured({}, MEASUREMENTS[4][2], 9.0, 1.0)
+    verdict, named = _diagnosis._advice(setup, packed)
     assert "the files come from the packs" in verdict and "FileDataset" not in named
+
+
+def test_a_long_profile_keeps_a_bounded_series_of_the_whole_run():
+    series = _diagnosis._Series("step", "wait")
+    for step in range(5 * _diagnosis.MAX_POINTS):
+        series.append(step=float(step), wait=1.0)
+    steps, waits = series["step"], series["wait"]
+    assert len(steps) == len(waits) < _diagnosis.MAX_POINTS
+    # The whole run is still there, averaged: from the first steps to the last.
+    assert steps[0] < 8 and steps[-1] > 4 * _diagnosis.MAX_POINTS
+    assert steps == sorted(steps) and set(waits) == {1.0}

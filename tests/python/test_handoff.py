@@ -13,7 +13,8 @@ import torch
 import torch.utils.data
 
 import ferry
-from ferry import _ferry, _handoff
+from conftest import upload_dataset
+from ferry import _handoff
 from ferry.errors import DataLossError
 
 SAMPLES = 300
@@ -65,9 +66,7 @@ def test_workers_hand_samples_over_by_file_and_the_main_process_gets_their_bytes
 def test_samples_cached_from_a_remote_are_handed_over_from_the_cache_folder(tmp_path, s3rver):
     data = tmp_path / "data"
     truth = _write(data)
-    url = f"s3://{s3rver['bucket']}/python/handoff/{tmp_path.name}"
-    for name in os.listdir(data):
-        _ferry.put_file(f"{url}/{name}", str(data / name))
+    url = upload_dataset(data, f"s3://{s3rver['bucket']}/python/handoff/{tmp_path.name}")
     ds = ferry.StreamingDataset(remote=url, local=str(tmp_path / "cache"), batch_size=8,
                                 shuffle=True)
     for _ in range(2):  # epoch 1 downloads (some samples by range, in memory), epoch 2 cached

@@ -6,6 +6,7 @@ import os
 import torch.utils.data
 
 import ferry
+from conftest import upload_dataset
 from ferry import _ferry
 
 
@@ -15,9 +16,7 @@ def _upload(tmp_path, s3rver, samples=400):
                          size_limit=1 << 16) as w:
         for i in range(samples):
             w.write({"data": os.urandom(2000), "label": i})
-    url = f"s3://{s3rver['bucket']}/python/node-metrics/{tmp_path.name}"
-    for name in os.listdir(data):
-        _ferry.put_file(f"{url}/{name}", str(data / name))
+    url = upload_dataset(data, f"s3://{s3rver['bucket']}/python/node-metrics/{tmp_path.name}")
     shard_bytes = sum(os.path.getsize(data / n) for n in os.listdir(data) if n.endswith(".mds"))
     return url, shard_bytes
 

@@ -3,10 +3,9 @@ returns or terminal codes in a log), nothing with --quiet or --json."""
 
 import os
 import re
-import subprocess
 
 import ferry
-from ferry import _cli
+from conftest import run_ferry
 
 
 def _run(*args, interval=None):
@@ -14,10 +13,7 @@ def _run(*args, interval=None):
     env.pop("FERRY_PROGRESS_INTERVAL", None)
     if interval is not None:
         env["FERRY_PROGRESS_INTERVAL"] = str(interval)
-    done = subprocess.run([_cli.executable(), *args], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, env=env)
-    assert done.returncode == 0, done.stderr
-    return done
+    return run_ferry(*args, env=env)
 
 
 def test_cp_prints_a_line_per_interval_in_a_log(tmp_path):
@@ -70,8 +66,7 @@ def test_cp_sync_and_verify_say_their_outcome_as_json(tmp_path):
     data = bytearray(shard.read_bytes())
     data[-3] ^= 0xFF
     shard.write_bytes(bytes(data))
-    bad = subprocess.run([_cli.executable(), "verify", "--json", str(tmp_path / "copy")],
-                         stdout=subprocess.PIPE, text=True)
+    bad = run_ferry("verify", "--json", str(tmp_path / "copy"), check=False)
     report = json.loads(bad.stdout)
     assert bad.returncode == 1 and not report["ok"] and report["bad_shards"] == [2]
     assert report["problems"][0]["file"] == "shard.00002.mds"

@@ -8,7 +8,8 @@ import sys
 import time
 
 import ferry
-from ferry import _cli, _ferry
+from conftest import upload_dataset
+from ferry import _cli
 
 READER = """
 import sys, time, ferry
@@ -25,10 +26,7 @@ def _upload(tmp_path, s3rver, samples=600):
     with ferry.MDSWriter(out=str(data), columns={"data": "bytes"}, size_limit=1 << 15) as w:
         for _ in range(samples):
             w.write({"data": os.urandom(1000)})
-    url = f"s3://{s3rver['bucket']}/python/top/{tmp_path.name}"
-    for name in os.listdir(data):
-        _ferry.put_file(f"{url}/{name}", str(data / name))
-    return url
+    return upload_dataset(data, f"s3://{s3rver['bucket']}/python/top/{tmp_path.name}")
 
 
 def _node_row(screen):

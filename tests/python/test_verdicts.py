@@ -17,7 +17,7 @@ import torch.utils.data
 from PIL import Image
 
 import ferry
-from ferry import _ferry
+from conftest import run_ferry, upload_dataset
 from ferry import transforms as T
 
 
@@ -26,10 +26,7 @@ def _upload(tmp_path, s3rver, name, columns, rows, size_limit):
     with ferry.MDSWriter(out=str(data), columns=columns, size_limit=size_limit) as w:
         for row in rows:
             w.write(row)
-    url = f"s3://{s3rver['bucket']}/python/verdicts/{tmp_path.name}/{name}"
-    for file in os.listdir(data):
-        _ferry.put_file(f"{url}/{file}", str(data / file))
-    return url
+    return upload_dataset(data, f"s3://{s3rver['bucket']}/python/verdicts/{tmp_path.name}/{name}")
 
 
 def _kind(report):
@@ -158,13 +155,9 @@ def _assert_renders_its_plots(chromium, page, tmp_path):
 
 
 def test_ferry_stream_writes_a_report_that_renders(tmp_path, local_dataset):
-    from ferry import _cli
-
     page = tmp_path / "stream.html"
     folder = local_dataset.streams[0].local
-    done = subprocess.run([_cli.executable(), "stream", folder, "--epochs", "2", "--report",
-                           str(page)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert done.returncode == 0, done.stderr
+    run_ferry("stream", folder, "--epochs", "2", "--report", str(page))
     text = page.read_text()
     assert text.count("data:image/png;base64,") == 3
     assert "<td>1</td><td>60</td>" in text and "<td>2</td><td>60</td>" in text  # both epochs
@@ -172,9 +165,8 @@ def test_ferry_stream_writes_a_report_that_renders(tmp_path, local_dataset):
     _assert_renders_its_plots(shutil.which("chromium"), page, tmp_path)
     # Without a Python that can draw it: an error naming the page, and no page.
     env = dict(os.environ, FERRY_PYTHON=str(tmp_path / "no-python"))
-    failed = subprocess.run([_cli.executable(), "stream", folder, "--report",
-                             str(tmp_path / "none.html")], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    failed = run_ferry("stream", folder, "--report", str(tmp_path / "none.html"), check=False,
+                       env=env)
     assert failed.returncode != 0 and "none.html" in failed.stderr, failed.stderr
     assert not (tmp_path / "none.html").exists()
 
