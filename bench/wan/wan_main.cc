@@ -2,10 +2,12 @@
 //   ferry-wan --target 127.0.0.1:9000 --delay-ms 50 [--listen PORT] [--conn-mbps 25]
 //             [--total-mbps 1000] [--max-conns 64] [--port-file F]
 //             [--fault-rate 0.2
-//              --fault-kinds truncate,reset,stall,flip,slow,refuse,http503,busy,http500
+//              --fault-kinds truncate,reset,stall,flip,slow,refuse,http503,busy,http500,
+//                            short,range,whole,html,etag
 //              --fault-seed 7 --fault-max-offset BYTES --fault-stall-ms 1000
 //              --fault-slow-bps 1024]
-//             [--throttle-rps 20 --throttle-reply s3|azure|gcs --throttle-retry-after 1]
+//             [--throttle-rps 20 --throttle-reply s3|azure|gcs --throttle-retry-after 1
+//              --throttle-burst-s 5 --throttle-every-s 30]
 // Prints "listening on 127.0.0.1:PORT" (and writes PORT to --port-file), runs until SIGINT or
 // SIGTERM, then prints what went through as one JSON line.
 #include <fmt/format.h>
@@ -40,9 +42,11 @@ int main(int argc, char** argv) {
   app.add_option("--fault-rate", fault_rate,
                  "Fraction of connections given a body fault (truncate, reset, stall, flip, "
                  "slow) and "
-                 "of requests given a request fault (refuse, http503, busy, http500)");
+                 "of requests given a request fault (refuse, http503, busy, http500) or a lie "
+                 "(short, range, whole, html, etag)");
   app.add_option("--fault-kinds", fault_kinds,
-                 "truncate, reset, stall, flip, slow, refuse, http503, busy, http500")
+                 "truncate, reset, stall, flip, slow, refuse, http503, busy, http500, and the "
+                 "lies short, range, whole, html, etag")
       ->delimiter(',');
   app.add_option("--fault-seed", fault_seed, "Seed of the fault schedule");
   app.add_option("--fault-max-offset", fault_max_offset,
@@ -58,6 +62,11 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"s3", "azure", "gcs"}));
   app.add_option("--throttle-retry-after", throttle_retry_after,
                  "Retry-After seconds in a throttle reply (0: none)");
+  double throttle_burst_s = 0, throttle_every_s = 0;
+  app.add_option("--throttle-burst-s", throttle_burst_s,
+                 "Throttle only for this many seconds of every --throttle-every-s");
+  app.add_option("--throttle-every-s", throttle_every_s,
+                 "The period of throttling bursts (0: throttle all the time)");
   app.add_option("--fault-slow-bps", fault_slow_bps,
                  "Bytes per second a slowed connection trickles at");
   CLI11_PARSE(app, argc, argv);
@@ -82,7 +91,9 @@ int main(int argc, char** argv) {
   options.faults.slow_bytes_per_s = fault_slow_bps;
   options.throttle = {.requests_per_s = throttle_rps,
                       .reply = throttle_reply,
-                      .retry_after_s = throttle_retry_after};
+                      .retry_after_s = throttle_retry_after,
+                      .burst_s = throttle_burst_s,
+                      .every_s = throttle_every_s};
   for (const std::string& name : fault_kinds) {
     auto kind = ferry::wan::ParseFaultKind(name);
     if (!kind) {

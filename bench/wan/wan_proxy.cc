@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cerrno>
+#include <cmath>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -20,6 +21,7 @@
 #include <tuple>
 
 #include "base/file_util.h"
+#include "bench/wan/lying_reply.h"
 
 namespace ferry::wan {
 namespace {
@@ -68,6 +70,8 @@ struct Fault {
 // and the counters.
 struct RequestFaults {
   std::function<std::optional<FaultKind>()> draw;
+  std::function<Result<int>()> dial;  // a connection of the proxy's own to the server
+  std::function<uint64_t()> random;   // a lie's free choices
   int client = -1, server = -1;
   std::atomic<uint64_t>* requests = nullptr;
   std::array<std::atomic<uint64_t>, kFaultKinds>* fired = nullptr;
@@ -190,8 +194,12 @@ class Direction {
       if (requests_ != nullptr && StartsARequest(chunk.data)) {
         requests_->requests->fetch_add(1, std::memory_order_relaxed);
         if (const auto kind = requests_->draw()) {
-          FailRequest(*kind, stop);
-          return;
+          if (!IsLie(*kind)) {
+            FailRequest(*kind, stop);
+            return;
+          }
+          if (TellLie(*kind, chunk.data, stop)) return;
+          // A lie that does not fit: the request goes on as asked.
         }
       }
       if (fault_ && sent_ + chunk.data.size() > fault_->offset) {
@@ -285,6 +293,49 @@ class Direction {
     ::shutdown(requests_->server, SHUT_RDWR);
   }
 
+  // Answers `request` with the lie `kind` told of the server's honest reply, fetched on a
+  // connection of the proxy's own (the request is sent as it came: its signature covers its
+  // headers), then closes the connection. False, with nothing sent, when the lie does not fit.
+  bool TellLie(FaultKind kind, const std::string& request, std::stop_token stop) {
+    // One whole GET without a body, as ferry sends them.
+    if (!request.starts_with("GET ") || request.find("\r\n\r\n") != request.size() - 4) {
+      return false;
+    }
+    std::optional<HttpReply> lie;
+    if (kind == FaultKind::kHtml) {
+      lie = HtmlErrorPage();
+    } else {
+      auto fd = requests_->dial();
+      if (!fd) return false;
+      Result<HttpReply> honest = InternalError("not sent");
+      if (SendAll(*fd, request)) honest = ReadReply(*fd, std::chrono::seconds(30));
+      ::close(*fd);
+      if (!honest) return false;
+      lie = Lie(kind, request, std::move(*honest), requests_->random());
+      if (!lie) return false;
+    }
+    (*requests_->fired)[static_cast<int>(kind)].fetch_add(1, std::memory_order_relaxed);
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, stop, options_.one_way_delay, [] { return false; });
+    }
+    lie->SetHeader("Connection", "close");
+    (void)SendAll(requests_->client, lie->Serialize());
+    ::shutdown(requests_->client, SHUT_RDWR);
+    ::shutdown(requests_->server, SHUT_RDWR);
+    return true;
+  }
+
+  static bool SendAll(int fd, std::string_view data) {
+    while (!data.empty()) {
+      const ssize_t w = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return false;
+      data.remove_prefix(static_cast<size_t>(w));
+    }
+    return true;
+  }
+
   // Sends `data` at the allowed rate (a trickle once slowed); false when the peer is gone or
   // the proxy stops.
   bool Send(std::string_view rest, std::stop_token stop) {
@@ -355,6 +406,7 @@ struct WanProxy::Impl {
   FaultDraw request_draw;      // per request: the request kinds given
   double throttle_tokens = 0;  // requests the throttle lets through now (guarded by random_mu)
   std::chrono::steady_clock::time_point throttle_filled = std::chrono::steady_clock::now();
+  const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 
   struct Connection {
     int client = -1, server = -1;
@@ -409,8 +461,8 @@ struct WanProxy::Impl {
   // rate, else drawn.
   std::optional<FaultKind> DrawRequest() {
     std::lock_guard lock(random_mu);
-    if (const double rate = options.throttle.requests_per_s; rate > 0) {
-      const auto now = std::chrono::steady_clock::now();
+    const auto now = std::chrono::steady_clock::now();
+    if (const double rate = options.throttle.requests_per_s; rate > 0 && InBurst(now)) {
       // The bucket holds a second's worth, and at least one request (a rate below 1).
       throttle_tokens = std::min(
           std::max(1.0, rate),
@@ -420,6 +472,14 @@ struct WanProxy::Impl {
       throttle_tokens -= 1;
     }
     return DrawKind(request_draw);
+  }
+
+  // Whether throttling applies at `now` (ThrottleOptions' bursts).
+  bool InBurst(std::chrono::steady_clock::time_point now) const {
+    const ThrottleOptions& t = options.throttle;
+    if (t.every_s <= 0) return true;
+    const double since = std::chrono::duration<double>(now - started).count();
+    return std::fmod(since, t.every_s) < t.burst_s;
   }
 
   Result<int> Dial() const {
@@ -476,7 +536,16 @@ struct WanProxy::Impl {
       auto c = std::make_unique<Connection>();
       c->client = client;
       c->server = *server;
-      c->request_faults = {[this] { return DrawRequest(); }, client, *server, &requests, &faults};
+      c->request_faults = {[this] { return DrawRequest(); },
+                           [this] { return Dial(); },
+                           [this] {
+                             std::lock_guard lock(random_mu);
+                             return random();
+                           },
+                           client,
+                           *server,
+                           &requests,
+                           &faults};
       c->up = std::make_unique<Direction>(client, *server, options, &total, &to_server,
                                           std::nullopt, &c->request_faults);
       c->down = std::make_unique<Direction>(*server, client, options, &total, &to_client, fault);
@@ -557,15 +626,16 @@ WanStats WanProxy::Stats() const {
 }
 
 namespace {
-constexpr std::string_view kFaultNames[] = {"truncate", "stall",   "flip", "refuse", "http503",
-                                            "busy",     "http500", "slow", "reset",  "throttle"};
+constexpr std::string_view kFaultNames[] = {"truncate", "stall",   "flip",  "refuse", "http503",
+                                            "busy",     "http500", "slow",  "reset",  "throttle",
+                                            "short",    "range",   "whole", "html",   "etag"};
 static_assert(std::size(kFaultNames) == kFaultKinds, "a name for every FaultKind");
 }  // namespace
 
 bool IsRequestFault(FaultKind kind) {
   return kind == FaultKind::kRefuse || kind == FaultKind::kHttp503 ||
          kind == FaultKind::kServerBusy || kind == FaultKind::kHttp500 ||
-         kind == FaultKind::kThrottle;
+         kind == FaultKind::kThrottle || IsLie(kind);
 }
 
 Result<FaultKind> ParseFaultKind(std::string_view name) {
@@ -575,7 +645,8 @@ Result<FaultKind> ParseFaultKind(std::string_view name) {
     }
   }
   return InvalidArgumentError(fmt::format(
-      "unknown fault {} (truncate, reset, stall, flip, slow, refuse, http503, busy, http500)",
+      "unknown fault {} (truncate, reset, stall, flip, slow, refuse, http503, busy, http500, "
+      "short, range, whole, html, etag)",
       name));
 }
 

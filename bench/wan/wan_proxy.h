@@ -27,11 +27,18 @@
 //             itself, and the connection closed;
 //   busy      the same with Azure's "503 Server Busy";
 //   http500   the same with "500 Internal Server Error".
+// Lies are request faults too: the proxy sends the GET to the server on a connection of its own,
+// rewrites the whole reply (lying_reply.h: a short body with a Content-Length that says so,
+// another range than asked, the whole object for a range, an HTML page with 200, another ETag
+// or 412 to If-Match), sends that and closes the connection. A lie that does not fit the request
+// or its reply (not a GET, a range lie for a request without one) is not told or counted, and
+// the request goes on as asked.
 // Throttling (not drawn at random): with `throttle.requests_per_s` set, requests beyond that rate
 // (a token bucket holding one second's worth) are answered as a throttled service answers -
 // S3's 503 SlowDown, Azure's 503 ServerBusy or GCS's 429, with a Retry-After - counted as the
 // "throttle" fault. A client that keeps its whole concurrency hammering gets most of its
-// requests refused; one that backs off gets through.
+// requests refused; one that backs off gets through. With bursts, it throttles only for a
+// while every so often, as a store does when other tenants share the prefix.
 // A request is a client chunk that begins with an HTTP method and a space (a request body that
 // begins so would be taken for one; ferry's reads send no bodies). Stats counts the requests
 // and the faults that fired, by kind.
@@ -68,15 +75,22 @@ enum class FaultKind {
   kHttp500,
   kSlow,
   kReset,
-  kThrottle  // not drawn: a request over WanOptions::throttle's rate
+  kThrottle,  // not drawn: a request over WanOptions::throttle's rate
+  // Lies (lying_reply.h): the reply is rewritten, not failed.
+  kShort,
+  kOtherRange,
+  kWhole,
+  kHtml,
+  kEtag
 };
-inline constexpr int kFaultKinds = 10;
+inline constexpr int kFaultKinds = 15;
 
-/// True for the kinds that fail a request (refuse, http503, busy, http500, throttle).
+/// True for the kinds drawn per request (refuse, http503, busy, http500, throttle, and the
+/// lies: short, range, whole, html, etag).
 bool IsRequestFault(FaultKind kind);
 
-/// "truncate", "stall", "flip", "refuse", "http503", "busy", "http500", "slow", "reset";
-/// kInvalidArgument otherwise.
+/// "truncate", "stall", "flip", "refuse", "http503", "busy", "http500", "slow", "reset",
+/// "short", "range", "whole", "html", "etag"; kInvalidArgument otherwise.
 Result<FaultKind> ParseFaultKind(std::string_view name);
 std::string_view FaultKindName(FaultKind kind);
 
@@ -93,6 +107,10 @@ struct ThrottleOptions {
   double requests_per_s = 0;   // 0: no throttling
   std::string reply = "s3";    // "s3", "azure" or "gcs"
   uint32_t retry_after_s = 1;  // 0: no Retry-After header
+  // Bursts: throttling only for the first `burst_s` of every `every_s` seconds from the start
+  // (every_s 0: all the time).
+  double burst_s = 0;
+  double every_s = 0;
 };
 
 struct WanOptions {

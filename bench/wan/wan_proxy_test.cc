@@ -9,10 +9,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <functional>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace ferry::wan {
 namespace {
@@ -273,8 +275,26 @@ TEST(WanProxyFaults, RequestsBeyondTheThrottleRateGetTheServicesThrottleReply) {
   EXPECT_FALSE(ParseFaultKind("throttle").has_value());  // a rate, not a drawn fault
 }
 
+// With bursts, the rate holds only during them: after the first half second of every 100 s,
+// nothing is throttled.
+TEST(WanProxyFaults, ThrottlingInBurstsHoldsOnlyDuringThem) {
+  Server server(100);
+  WanOptions options;
+  options.target_port = server.port();
+  options.throttle = {.requests_per_s = 1, .burst_s = 0.5, .every_s = 100};
+  auto proxy = WanProxy::Start(options).value();
+  const auto started = Clock::now();
+  int in_burst = 0, after = 0;
+  for (int i = 0; i < 5; ++i) in_burst += ExchangeData(proxy->port(), kRequest).size() == 100;
+  ASSERT_LT(Clock::now() - started, std::chrono::milliseconds(400)) << "too slow to tell";
+  std::this_thread::sleep_until(started + std::chrono::milliseconds(600));
+  for (int i = 0; i < 5; ++i) after += ExchangeData(proxy->port(), kRequest).size() == 100;
+  EXPECT_LE(in_burst, 2);
+  EXPECT_EQ(after, 5);
+}
+
 // Keep-alive HTTP: answers every request on the connection with "ok" until it closes.
-void AnswerEveryRequest(int c) {
+void AnswerEveryRequest(int c, std::atomic<int>* requests = nullptr) {
   std::string in, buf(4096, '\0');
   for (;;) {
     const ssize_t n = ::read(c, buf.data(), buf.size());
@@ -282,6 +302,7 @@ void AnswerEveryRequest(int c) {
     in.append(buf.data(), static_cast<size_t>(n));
     for (size_t end; (end = in.find("\r\n\r\n")) != std::string::npos;) {
       in.erase(0, end + 4);
+      if (requests != nullptr) requests->fetch_add(1);
       constexpr std::string_view kOk = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
       (void)!::send(c, kOk.data(), kOk.size(), MSG_NOSIGNAL);
     }
@@ -289,7 +310,7 @@ void AnswerEveryRequest(int c) {
 }
 
 TEST(WanProxyFaults, RequestFaultsAreDrawnPerRequestOnAKeptConnection) {
-  Server server(AnswerEveryRequest);
+  Server server([](int c) { AnswerEveryRequest(c); });
   WanOptions options = Faulty(server.port(), FaultKind::kHttp503);
   options.faults.rate = 0.3;
   auto proxy = WanProxy::Start(options).value();
@@ -324,6 +345,71 @@ TEST(WanProxyFaults, RequestFaultsAreDrawnPerRequestOnAKeptConnection) {
   EXPECT_GT(throttled, 6);  // about 18 expected at 0.3
   EXPECT_LT(throttled, 40);
   EXPECT_GT(most_on_one_connection, 1) << "a connection carried several requests";
+}
+
+// A keep-alive HTTP server on 127.0.0.1 that serves every connection at once (a lie's
+// connection to the server opens while the client's is held), each answered as
+// AnswerEveryRequest does; counts the requests.
+class ConcurrentServer {
+ public:
+  ConcurrentServer() {
+    fd_ = ListenOnLoopback(&port_);
+    acceptor_ = std::jthread([this](std::stop_token stop) {
+      while (!stop.stop_requested()) {
+        const int c = ::accept(fd_, nullptr, nullptr);
+        if (c < 0) return;
+        connections_.emplace_back([this, c] {
+          AnswerEveryRequest(c, &requests_);
+          ::close(c);
+        });
+      }
+    });
+  }
+  ~ConcurrentServer() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    acceptor_.join();
+  }
+  uint16_t port() const { return port_; }
+  int requests() const { return requests_.load(); }
+
+ private:
+  int fd_;
+  uint16_t port_;
+  std::atomic<int> requests_{0};
+  std::vector<std::jthread> connections_;  // before acceptor_: joined after it
+  std::jthread acceptor_;
+};
+
+// A lie is told of the server's honest reply, fetched on the proxy's own connection: the
+// request reaches the server once, and the client gets the rewritten reply, then the close.
+TEST(WanProxyFaults, ALieIsToldOfTheServersOwnReply) {
+  ConcurrentServer server;
+  auto proxy = WanProxy::Start(Faulty(server.port(), FaultKind::kShort)).value();
+  const std::string reply = ExchangeData(proxy->port(), kRequest);
+  EXPECT_TRUE(reply.starts_with("HTTP/1.1 200 OK\r\n")) << reply;
+  EXPECT_TRUE(reply.ends_with("Content-Length: 0\r\nConnection: close\r\n\r\n") ||
+              reply.ends_with("Content-Length: 1\r\nConnection: close\r\n\r\no"))
+      << reply;
+  EXPECT_EQ(proxy->Stats().faults[static_cast<int>(FaultKind::kShort)], 1u);
+  EXPECT_EQ(server.requests(), 1);
+  auto html = WanProxy::Start(Faulty(server.port(), FaultKind::kHtml)).value();
+  EXPECT_NE(ExchangeData(html->port(), kRequest).find("<html>"), std::string::npos);
+  EXPECT_EQ(server.requests(), 1);  // a page of the proxy's own
+  // A lie that does not fit (no whole object to make of a 200) is neither told nor counted: the
+  // request goes on as asked.
+  auto whole = WanProxy::Start(Faulty(server.port(), FaultKind::kWhole)).value();
+  const int fd = ConnectTo(whole->port());
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, kRequest.data(), kRequest.size()), static_cast<ssize_t>(kRequest.size()));
+  std::string honest, buf(4096, '\0');
+  while (!honest.ends_with("\r\n\r\nok")) {  // the connection is kept: no end to wait for
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    ASSERT_GT(n, 0) << honest;
+    honest.append(buf.data(), static_cast<size_t>(n));
+  }
+  ::close(fd);
+  EXPECT_EQ(whole->Stats().faults[static_cast<int>(FaultKind::kWhole)], 0u);
 }
 
 TEST(WanProxyFaults, ARateBelowOneFaultsSomeConnectionsBySeed) {
