@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
+#include "base/ascii.h"
 #include "base/file_util.h"
 #include "base/human_size.h"
 #include "base/log.h"
@@ -248,6 +249,24 @@ Result<DatasetDescription> LoadTarShardList(ObjectStore& remote, const std::stri
 
 }  // namespace internal_cache
 
+namespace {
+
+// index.json fetches in all, when the replies are not index.json (cached_index.h).
+constexpr int kIndexFetches = 3;
+
+// `error` (index.json's parse error), saying what came instead where that is plain.
+Status IndexFailure(const Status& error, std::string_view text) {
+  const std::string start = AsciiLower(TrimAsciiWhitespace(text.substr(0, 512)));
+  if (start.starts_with("<!doctype html") || start.starts_with("<html")) {
+    return Status(error.code(), error.message() +
+                                    " (the store answered with an HTML page, not index.json: a "
+                                    "proxy, portal or load balancer in the way?)");
+  }
+  return error;
+}
+
+}  // namespace
+
 Result<DatasetDescription> LoadIndex(ObjectStore* remote, const std::string& remote_prefix,
                                      const std::filesystem::path& local,
                                      const LoadIndexOptions& options) {
@@ -354,11 +373,33 @@ Result<DatasetDescription> LoadIndex(ObjectStore* remote, const std::string& rem
       return internal_cache::ReadCachedIndex(layout);
     }
   }
-  std::string text;
-  auto read = remote->Read(key, {}, [&](std::string_view chunk) {
-    text.append(chunk);
-    return Status::Ok();
-  });
+  // A reply that is not index.json (cut short with a Content-Length that agrees, an HTML page
+  // with 200, another range than asked) is fetched again; the same text twice is the object.
+  std::string text, previous;
+  auto fetch = [&] {
+    text.clear();
+    return remote->Read(key, {}, [&](std::string_view chunk) {
+      text.append(chunk);
+      return Status::Ok();
+    });
+  };
+  auto read = fetch();
+  std::optional<Result<DatasetDescription>> parsed;
+  for (int attempt = 1; attempt < kIndexFetches; ++attempt) {
+    if (read) {
+      parsed = ParseIndexFile(text, url);
+      if (*parsed || text == previous) break;
+      Log().info("cache: fetching {} again: {}", url,
+                 IndexFailure(parsed->error(), text).message());
+    } else if (read.error().code() == StatusCode::kDataLoss) {
+      Log().info("cache: fetching {} again: {}", url, read.error().message());
+    } else {
+      break;
+    }
+    previous = std::move(text);
+    parsed.reset();
+    read = fetch();
+  }
   if (!read) {
     lock.reset();  // the listing of tars below takes it again
     if (read.error().code() == StatusCode::kNotFound && text.empty()) {
@@ -370,16 +411,16 @@ Result<DatasetDescription> LoadIndex(ObjectStore* remote, const std::string& rem
     return internal_cache::NamingUrl(read.error(), url);
   }
   // Parsed before it lands: a broken remote index never becomes the local copy.
-  auto parsed = ParseIndexFile(text, url);
-  if (!parsed) {
+  if (!parsed) parsed = ParseIndexFile(text, url);
+  if (!*parsed) {
     lock.reset();
     undo_folder();  // not a dataset ferry reads, for any process
-    return parsed.error();
+    return IndexFailure(parsed->error(), text);
   }
   FERRY_RETURN_IF_ERROR(
-      internal_cache::Replace(layout, remote_url, text, *parsed, ObjectVersion(*read)));
+      internal_cache::Replace(layout, remote_url, text, **parsed, ObjectVersion(*read)));
   Log().debug("cache: fetched {} into {}", url, local.string());
-  return std::move(*parsed);
+  return std::move(**parsed);
 }
 
 }  // namespace ferry

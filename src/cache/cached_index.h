@@ -13,6 +13,9 @@
 //     exactly (same name, size and a digest in common: without digests there is no telling a
 //     rewritten shard of the same size, so it goes), then replaces index.json and the record;
 //   - offline, reads the cached copy without asking.
+// A fetched index.json that does not parse, or a reply that is another range than asked, is
+// fetched again, 3 times in all (the same text twice ends it): a body cut short with a
+// Content-Length that agrees, or an HTML page with 200, is the way's fault, not the index's.
 // A folder filled before the record existed has no record: its index is compared with the
 // remote's and adopted (or replaced, as above).
 // Every process reads the cached index.json through its binary form, .ferry/index.bin

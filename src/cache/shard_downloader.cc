@@ -34,9 +34,12 @@ namespace fs = std::filesystem;
 // A whole body up to this size is digested after it has landed, not followed by a thread.
 constexpr uint64_t kFollowAbove = uint64_t{1} << 20;
 
-// A download that turns out corrupt is fetched once more before giving up: a flipped bit on the
-// way is worth one retry, a corrupt object is not worth more.
-constexpr int kDownloadAttempts = 2;
+// A download that arrives wrong - the wrong size, another range than asked, a digest that
+// disagrees, an object that changed while it was read (412 to a resume) - is fetched again, up to
+// this many times in all: what broke on the way, or a server's lie, seldom breaks the same way
+// twice. Two whole downloads whose digests disagree in the same words (the same wrong bytes) are
+// the object itself, not the way, and end it at once: a corrupt object costs two downloads.
+constexpr int kDownloadAttempts = 4;
 
 // Removes a temporary on scope exit unless it was published (renamed) or handed on.
 class TemporaryGuard {
@@ -442,7 +445,8 @@ Status ShardDownloader::CheckStoreMd5(const DownloadedFile& got, const std::stri
 
 Status ShardDownloader::DownloadOnce(const ShardDescription& shard, const ShardFile& file,
                                      const MakeRoomFn& make_room, std::stop_token stop,
-                                     std::optional<uint64_t>& mismatched) const {
+                                     std::optional<uint64_t>& mismatched, bool& arrived) const {
+  arrived = false;
   const FileInfo& fetched = file.zip ? *file.zip : *file.raw;
   // A compressed file peaks at both forms while it is decompressed.
   FERRY_RETURN_IF_ERROR(make_room(fetched.bytes + (file.zip ? file.raw->bytes : 0)));
@@ -467,6 +471,7 @@ Status ShardDownloader::DownloadOnce(const ShardDescription& shard, const ShardF
       const DownloadedFile got,
       DownloadToFile(*remote_, key, tmp, fetched.bytes, options_.parts, stop, progress, checks));
   TemporaryGuard guard(tmp);
+  arrived = true;
   md5_expected_.store(!got.store_md5.empty(), std::memory_order_relaxed);
   // validate_hash checks against index.json, which outranks the store's word: with it, the
   // store's MD5 is not asked.
@@ -541,8 +546,11 @@ Status ShardDownloader::FetchFile(const ShardDescription& shard, const ShardFile
   }
   Status status;
   std::optional<uint64_t> mismatched;
-  for (int attempt = 1; attempt <= kDownloadAttempts; ++attempt) {
-    status = DownloadOnce(shard, file, make_room, stop, mismatched);
+  std::string previous;  // the last whole download's failure, in words
+  int attempt = 1;
+  for (;; ++attempt) {
+    bool arrived = false;
+    status = DownloadOnce(shard, file, make_room, stop, mismatched, arrived);
     if (status.code() == StatusCode::kNotFound) {
       // The index was current when the dataset was opened (cached_index.h): the remote dataset
       // changed since.
@@ -552,11 +560,15 @@ Status ShardDownloader::FetchFile(const ShardDescription& shard, const ShardFile
           "shards that were never uploaded)",
           status.message()));
     }
-    if (status.code() != StatusCode::kDataLoss) return status;
-    if (attempt < kDownloadAttempts) Log().info("cache: downloading again: {}", status.message());
+    if (status.code() != StatusCode::kDataLoss &&
+        status.code() != StatusCode::kFailedPrecondition) {
+      return status;
+    }
+    if (attempt == kDownloadAttempts || (arrived && status.message() == previous)) break;
+    previous = arrived ? status.message() : std::string();
+    Log().info("cache: downloading again: {}", status.message());
   }
-  return DataLossError(
-      fmt::format("{} (downloaded {} times)", status.message(), kDownloadAttempts));
+  return DataLossError(fmt::format("{} (downloaded {} times)", status.message(), attempt));
 }
 
 }  // namespace ferry::internal_cache

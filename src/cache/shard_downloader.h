@@ -13,9 +13,11 @@
 //      gives the object's size and etag, which must agree); a failing part stops the others and
 //      fails the download; while it runs, a raw file's download (without validate_hash) tells
 //      readers how far each part has landed (src/cache/download_progress.h);
-//   4. check the size against index.json and the digest with validate_hash; a mismatch deletes
-//      the temporary and downloads once more, then fails with kDataLoss naming the shard and the
-//      algorithm;
+//   4. check the size against index.json and the digest with validate_hash; a mismatch (or an
+//      object that changed while it was read: 412 to a resume pinned with If-Match) deletes the
+//      temporary and downloads again, up to 4 times in all, or until two whole downloads fail
+//      their digests alike (a corrupt object costs two), then fails with kDataLoss naming the
+//      shard and the algorithm;
 //   5. decompress into the raw file's temporary; write the raw file's digest record
 //      (digest_record.h: its XXH3, computed as the bytes landed, src/cache/download_digest.h),
 //      then rename the file into place (neither is fsynced: see Publish). A download is also
@@ -122,10 +124,11 @@ class ShardDownloader {
   // Decompresses the local compressed file into the raw file. kDataLoss on a digest mismatch.
   Status DecompressLocalZip(const ShardDescription& shard, const ShardFile& file) const;
   // One download (and, for a compressed file, decompression) attempt. `mismatched` carries the
-  // XXH3 of an earlier attempt's bytes that disagreed with the store's MD5.
+  // XXH3 of an earlier attempt's bytes that disagreed with the store's MD5; `arrived` is set
+  // once the body has arrived whole (the size index.json gives), before its digests are checked.
   Status DownloadOnce(const ShardDescription& shard, const ShardFile& file,
                       const MakeRoomFn& make_room, std::stop_token stop,
-                      std::optional<uint64_t>& mismatched) const;
+                      std::optional<uint64_t>& mismatched, bool& arrived) const;
   // kDataLoss when `got` disagrees with the MD5 the store sent (see DownloadOnce).
   Status CheckStoreMd5(const DownloadedFile& got, const std::string& url,
                        std::optional<uint64_t>& mismatched) const;

@@ -1,6 +1,8 @@
 // The streaming engine under faults and hostile conditions, through `ferry stream`:
-//   - faults injected by ferry-wan between ferry and s3rver or Azurite cost retries, never a
-//     wrong or missing sample (the fault suite);
+//   - faults and lies injected by ferry-wan between ferry and s3rver or Azurite cost retries,
+//     never a wrong or missing sample (the fault suite);
+//   - throttling costs time, never a sample;
+//   - a shard that index.json lists and the store lacks is a clear error naming it;
 //   - a read-only cache folder is a clear error (or, complete, read in place);
 //   - temporaries never go to TMPDIR.
 #include <gmock/gmock.h>
@@ -8,7 +10,9 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <string_view>
+#include <utility>
 
 #include "format/hash.h"
 #include "tests/integration/stream_testutil.h"
@@ -20,13 +24,15 @@ using ::testing::HasSubstr;
 
 // The fault suite: a dataset streamed through ferry-wan injecting one kind of fault (then all
 // kinds mixed). Body faults (cut, reset, stalled, flipped, slowed bodies) hit a share of the
-// connections, request faults (refused, 503 SlowDown / ServerBusy, 500) a share of the
-// requests; either way at least a tenth of the requests the proxy saw were faulted. Every run
-// must read every sample with the shards' bytes checked against their xxh64 (--validate-hash;
-// one run without it, where the MD5 the store sends with each body catches the flipped bits)
-// and fetch each byte once (a cut, reset or slowed body resumes for its missing range only) - or
-// stop with an error naming the shard: only when a corruption hits the same shard twice (exhausting
-// its one re-download), or when one request's retries are all spent. Every shard left in the
+// connections, request faults (refused, 503 SlowDown / ServerBusy, 500) and lies (a short body
+// with a Content-Length that agrees, another range, the whole object for a range, an HTML page
+// with 200, another ETag or 412 to If-Match) a share of the requests; either way at least a
+// tenth of the requests the proxy saw were faulted. Every run must read every sample with the
+// shards' bytes checked against their xxh64 (--validate-hash; one run without it, where the MD5
+// the store sends with each body catches the flipped bits) and fetch each byte once (a cut, reset
+// or slowed body resumes for its missing range only; a corruption or a lie costs a download) - or
+// stop with an error naming the shard (or index.json): only when corruptions or lies spoil every
+// download of one shard, or when one request's retries are all spent. Every shard left in the
 // cache must be whole.
 struct FaultRun {
   std::string kinds;
@@ -35,6 +41,13 @@ struct FaultRun {
   // and the cache.
   bool validate_hash = true;
 };
+
+bool HasLies(std::string_view kinds) {
+  for (std::string_view lie : {"short", "range", "whole", "html", "etag"}) {
+    if (kinds.find(lie) != std::string_view::npos) return true;
+  }
+  return false;
+}
 
 void RunFaultSuite(Server server, const std::vector<FaultRun>& runs) {
   TempDir tmp;
@@ -75,7 +88,7 @@ void RunFaultSuite(Server server, const std::vector<FaultRun>& runs) {
       ASSERT_EQ(lines.size(), 1u) << out;
       EXPECT_EQ(lines[0]["samples"], d.samples);
       total_requests += lines[0]["remote_requests"].get<uint64_t>();
-      if (r.kinds.find("flip") == std::string::npos) {
+      if (r.kinds.find("flip") == std::string::npos && !HasLies(r.kinds)) {
         // A body cut short is resumed for its missing range only: not one byte twice.
         EXPECT_EQ(lines[0]["bytes_fetched"], d.raw_bytes);
       }
@@ -83,13 +96,13 @@ void RunFaultSuite(Server server, const std::vector<FaultRun>& runs) {
                 << " requests seen by the proxy, " << lines[0]["remote_requests"] << " requests, "
                 << lines[0]["bytes_fetched"] << " bytes fetched of " << d.raw_bytes << "\n";
     } else {
-      // Only a corruption (caught twice by the digest, or a flipped header such as the ETag,
-      // which makes the shard look replaced mid-download) or a request whose every attempt
-      // was faulted may end a run, and the error names the shard.
-      EXPECT_TRUE(r.kinds.find("flip") != std::string::npos ||
+      // Only corruptions or lies that spoiled every download of a shard (or every fetch of
+      // index.json), or a request whose every attempt was faulted, may end a run, and the error
+      // names the shard (or the index).
+      EXPECT_TRUE(r.kinds.find("flip") != std::string::npos || HasLies(r.kinds) ||
                   out.find("attempts") != std::string::npos)
           << out;
-      EXPECT_THAT(out, HasSubstr("shard.")) << out;
+      EXPECT_THAT(out, ::testing::AnyOf(HasSubstr("shard."), HasSubstr("index.json"))) << out;
       std::cerr << store << " " << label << ": " << fired << " faults, " << seen
                 << " requests seen by the proxy, ended with a clear error: "
                 << out.substr(0, out.find('\n')) << "\n";
@@ -112,20 +125,27 @@ void RunFaultSuite(Server server, const std::vector<FaultRun>& runs) {
 // stalls, one corrupted) alone and the mixed run; FERRY_FAULT_SUITE=full (make reliability)
 // runs every kind alone.
 TEST(Stream, FaultsCostRetriesNeverWrongOrMissingSamples) {
-  std::vector<FaultRun> runs = {
-      {"truncate", 0.6},
-      {"stall", 0.9},
-      {"flip", 0.9},
-      {"flip", 0.9, /*validate_hash=*/false},
-      {"truncate,reset,stall,slow,refuse,http503,busy,http500,flip", 0.3}};
+  std::vector<FaultRun> runs = {{"truncate", 0.6},
+                                {"stall", 0.9},
+                                {"flip", 0.9},
+                                {"flip", 0.9, /*validate_hash=*/false},
+                                {"truncate,reset,stall,slow,refuse,http503,busy,http500,flip", 0.3},
+                                {"truncate,short,range,whole,html,etag", 0.2}};
   if (const char* suite = std::getenv("FERRY_FAULT_SUITE");
       suite != nullptr && std::string_view(suite) == "full") {
+    // The lies alone; those told only of ranges (the whole object for one, 412 to a resume
+    // pinned with If-Match) come with cut bodies, whose resumes are the range requests here.
     runs.insert(runs.begin(), {{"reset", 0.6},
                                {"slow", 0.5},
                                {"refuse", 0.3},
                                {"http503", 0.3},
                                {"busy", 0.3},
-                               {"http500", 0.3}});
+                               {"http500", 0.3},
+                               {"short", 0.15},
+                               {"range", 0.2},
+                               {"html", 0.15},
+                               {"truncate,whole", 0.4},
+                               {"truncate,etag", 0.4}});
   }
   RunFaultSuite(Server::kS3rver, runs);
 }
@@ -137,7 +157,11 @@ TEST(Stream, FaultsOnAzureCostRetriesToo) {
   const char* suite = std::getenv("FERRY_FAULT_SUITE");
   std::vector<FaultRun> runs = {{"truncate,reset,stall,slow,refuse,busy,http500,flip", 0.3}};
   if (suite != nullptr && std::string_view(suite) == "full") {
-    runs.insert(runs.begin(), {{"truncate", 0.6}, {"slow", 0.5}, {"busy", 0.3}, {"refuse", 0.3}});
+    runs.insert(runs.begin(), {{"truncate", 0.6},
+                               {"slow", 0.5},
+                               {"busy", 0.3},
+                               {"refuse", 0.3},
+                               {"truncate,short,range,whole,html,etag", 0.2}});
   }
   RunFaultSuite(Server::kAzurite, runs);
 }
@@ -199,6 +223,27 @@ TEST(Stream, ThrottlingCostsTimeNeverSamples) {
   const bool full = suite != nullptr && std::string_view(suite) == "full";
   RunThrottleSuite(Server::kS3rver, full ? 3000 : 800, 20);
   if (full) RunThrottleSuite(Server::kAzurite, 1500, 20);
+}
+
+// An index.json that lists a shard the store does not have: a clear error naming the shard's
+// URL and what must have happened, at once (kNotFound is not retried), and nothing left under
+// its name.
+TEST(Stream, AShardTheIndexListsAndTheStoreLacksIsNamed) {
+  TempDir tmp;
+  const Dataset d = MakeRemoteDataset(tmp, "lacking", 200, 10000, 256 << 10);
+  ASSERT_GE(d.index.shards.size(), 3u);
+  const auto local = tmp / "src-lacking";
+  const std::string lost = d.index.shards[2].raw_data.basename;
+  std::filesystem::remove(local / lost);
+  const std::string url = d.url + "-lacking";
+  ASSERT_EQ(Sh(fmt::format("{} cp -r -q {} {} >/dev/null", FERRY_CLI_PATH, Quote(local), url)), 0);
+  const int code = Sh(fmt::format("{} stream {} --local {} > {} 2>&1", FERRY_CLI_PATH, url,
+                                  Quote(tmp / "cache"), Quote(tmp / "out")));
+  const std::string out = ReadFileToString(tmp / "out").value_or("");
+  EXPECT_EQ(code, 3) << out;  // not found
+  EXPECT_THAT(out, HasSubstr(url + "/" + lost)) << out;
+  EXPECT_THAT(out, HasSubstr("index.json names this shard but the remote does not have it")) << out;
+  EXPECT_FALSE(std::filesystem::exists(tmp / "cache" / lost));
 }
 
 // Runs `command` as an unprivileged user when this process is root (for whom permission bits

@@ -85,6 +85,11 @@ Result<ObjectInfo> ResumableGet(Transport& transport, const ResumableGetOptions&
   int attempt_number = 0;
   const auto deadline = std::chrono::steady_clock::now() + options.retry.total_budget;
   RequestThrottle* gate = nullptr;  // the target's, found at the first attempt
+  // A reply that is not the range asked for: not a byte of it is used.
+  const auto another_range = [&](const GetAttempt& a, const std::string& what_came) {
+    return DataLossError(fmt::format("{}: asked for the bytes from {}, the server sent {}",
+                                     options.url, a.offset, what_came));
+  };
 
   auto attempt = [&]() -> Status {
     ++attempt_number;
@@ -106,6 +111,7 @@ Result<ObjectInfo> ResumableGet(Transport& transport, const ResumableGetOptions&
     // Learn the object's etag and size as soon as a good response's headers arrive, so that a
     // body that breaks off later still resumes pinned to this version and knows where it ends.
     bool ignored_range = false;
+    std::string what_came;  // when the reply is not the range asked for, what it is
     const auto on_headers = [&](int status, const Headers& h) {
       if (status >= 300) return;
       if (info.etag.empty()) {
@@ -122,12 +128,14 @@ Result<ObjectInfo> ResumableGet(Transport& transport, const ResumableGetOptions&
           // The body must start where we asked; a server may send more than asked for at the
           // end (s3rver answers "bytes=0-0" with the whole object), which we cut off below.
           ignored_range = StartFromContentRange(*cr) != a.offset;
+          if (ignored_range) what_came = fmt::format("another range ({})", *cr);
         }
       } else if (auto cl = h.Get("Content-Length")) {
         total = ParseUint(*cl);
         // The server ignored the Range header and sends the whole object: usable only when we
         // wanted to start at byte 0 (the rest is cut off), not to resume mid-object.
         ignored_range = a.offset > 0;
+        if (ignored_range) what_came = fmt::format("the whole object ({} bytes)", *cl);
       }
       if (total && !ignored_range) {
         info.size = *total;
@@ -149,10 +157,7 @@ Result<ObjectInfo> ResumableGet(Transport& transport, const ResumableGetOptions&
         transport, build,
         [&](std::string_view chunk) -> Status {
           if (chunk.empty()) return sink(chunk);  // the transport asking whether to go on
-          if (ignored_range) {
-            return DataLossError(
-                fmt::format("{}: the server ignored a range request", options.url));
-          }
+          if (ignored_range) return another_range(a, what_came);
           // Never hand the sink more than the range asked for, whatever the server sends.
           if (expected && delivered + chunk.size() > *expected) {
             chunk = chunk.substr(0, *expected - delivered);
@@ -179,9 +184,7 @@ Result<ObjectInfo> ResumableGet(Transport& transport, const ResumableGetOptions&
                       options.url, last_modified));
     }
     if (response.status >= 300) return options.map_error(response);
-    if (ignored_range) {
-      return DataLossError(fmt::format("{}: the server ignored a range request", options.url));
-    }
+    if (ignored_range) return another_range(a, what_came);
     if (expected && delivered < *expected) {
       // The body ended early without a transport error: resume from where it stopped.
       return UnavailableError(fmt::format("{}: the response ended after {} of {} bytes",
