@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -12,6 +13,8 @@
 #include <cerrno>
 #include <cstring>
 #include <random>
+
+#include "base/human_size.h"
 
 namespace ferry {
 namespace {
@@ -188,10 +191,28 @@ void AtomicFile::Discard() {
   ::unlink(temporary_.c_str());
 }
 
+Result<DiskSpace> MeasureDiskSpace(const std::filesystem::path& folder) {
+  struct statvfs vfs {};
+  if (::statvfs(folder.c_str(), &vfs) != 0) return ErrnoToStatus(errno, "statvfs", folder);
+  return DiskSpace{.free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize,
+                   .total_bytes = static_cast<uint64_t>(vfs.f_blocks) * vfs.f_frsize};
+}
+
+Status SayingHowFull(Status status, const std::filesystem::path& file) {
+  if (!IsDiskFullError(status)) return status;
+  const std::filesystem::path folder = file.has_parent_path() ? file.parent_path() : ".";
+  const auto space = MeasureDiskSpace(folder);
+  if (!space) return status;
+  return Status(
+      status.code(),
+      fmt::format("{} (the disk holding {} has {} free of {})", status.message(), folder.string(),
+                  FormatBytes(space->free_bytes), FormatBytes(space->total_bytes)));
+}
+
 Status AtomicFile::Write(std::string_view data) {
   if (fd_ < 0)
     return FailedPreconditionError(fmt::format("{}: already closed", temporary_.string()));
-  return WriteAll(fd_, data, temporary_);
+  return SayingHowFull(WriteAll(fd_, data, temporary_), temporary_);
 }
 
 Status AtomicFile::Commit() {
@@ -206,7 +227,7 @@ Status AtomicFile::Commit() {
     status = ErrnoToStatus(errno, "rename", path_);
   }
   if (!status.ok()) ::unlink(temporary_.c_str());
-  return status;
+  return SayingHowFull(std::move(status), temporary_);
 }
 
 Status WriteFileAtomically(const std::filesystem::path& path, std::string_view contents,

@@ -27,6 +27,17 @@ Status ErrnoToStatus(int error_number, std::string_view what, const std::filesys
 /// EDQUOT. (kResourceExhausted alone also means EMFILE or ENOMEM.)
 bool IsDiskFullError(const Status& status);
 
+struct DiskSpace {
+  uint64_t free_bytes = 0;  // what an unprivileged writer may still take
+  uint64_t total_bytes = 0;
+};
+/// The space of the filesystem that holds `folder` (statvfs).
+Result<DiskSpace> MeasureDiskSpace(const std::filesystem::path& folder);
+
+/// `status` as it was, or - when it says the disk is full (IsDiskFullError) - with how full the
+/// disk holding `file`'s folder is: "... (the disk holding FOLDER has 0 B free of 1 MiB)".
+Status SayingHowFull(Status status, const std::filesystem::path& file);
+
 /// Whether `path` (symlinks followed) is a regular file; false when it cannot be stat'ed.
 bool IsRegularFile(const std::filesystem::path& path);
 
@@ -79,7 +90,7 @@ class AtomicFile {
   ~AtomicFile();
 
   const std::filesystem::path& temporary() const { return temporary_; }
-  /// Appends all of `data`; an error names the temporary.
+  /// Appends all of `data`; an error names the temporary (and, the disk full, how full).
   Status Write(std::string_view data);
   /// fsync, close, rename over the final path (the folder is not fsynced). On error the
   /// temporary is removed.

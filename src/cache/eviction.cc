@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -51,13 +50,6 @@ uint64_t RemoveFile(const std::filesystem::path& path) {
 }
 
 }  // namespace
-
-Result<DiskSpace> MeasureDiskSpace(const std::filesystem::path& folder) {
-  struct statvfs vfs {};
-  if (::statvfs(folder.c_str(), &vfs) != 0) return ErrnoToStatus(errno, "statvfs", folder);
-  return DiskSpace{.free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize,
-                   .total_bytes = static_cast<uint64_t>(vfs.f_blocks) * vfs.f_frsize};
-}
 
 std::vector<size_t> UpcomingPositions(std::span<const size_t> upcoming, size_t num_shards) {
   return UpcomingPositions(std::span<const std::span<const size_t>>(&upcoming, 1), num_shards);

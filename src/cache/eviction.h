@@ -101,13 +101,6 @@ struct EvictResult {
 Result<EvictResult> EvictShard(const CacheLayout& layout, const DatasetDescription& index,
                                size_t k);
 
-struct DiskSpace {
-  uint64_t free_bytes = 0;  // what an unprivileged writer may still take
-  uint64_t total_bytes = 0;
-};
-/// The space of the filesystem that holds `folder` (statvfs).
-Result<DiskSpace> MeasureDiskSpace(const std::filesystem::path& folder);
-
 struct RoomRequest {
   uint64_t limit = 0;     // cache_limit
   uint64_t needed = 0;    // bytes the coming download will add at its peak

@@ -407,7 +407,7 @@ class ShardCacheImpl final : public ShardCache {
       needed += file.raw->bytes + (file.zip ? file.zip->bytes : 0);
     }
     uint64_t shard_bytes = internal_cache::MeasureDiskUsage(layout_, *index_);
-    auto space = internal_cache::MeasureDiskSpace(layout_.root());
+    auto space = MeasureDiskSpace(layout_.root());
     if (space) {
       // The shards may take what they take now plus what is free.
       auto room = internal_cache::MakeRoom(
@@ -420,7 +420,7 @@ class ShardCacheImpl final : public ShardCache {
                    FormatBytes(room->evicted_bytes), shard.raw_data.basename);
         status = downloader_.Fetch(shard, make_room, stop);
         if (!IsDiskFullError(status)) return status;
-        space = internal_cache::MeasureDiskSpace(layout_.root());
+        space = MeasureDiskSpace(layout_.root());
       }
     }
     const uint64_t folder = shard_bytes + OtherBytesNow();

@@ -397,7 +397,8 @@ Result<int> RunConvert(const ConvertOptions& o) {
       bytes_read += data.size();
     }
     Status s = (*writer)->Write(file, std::move(data));
-    if (!s.ok()) return s.WithContext(file.relative);
+    // A full disk is the output's, not this file's.
+    if (!s.ok()) return IsDiskFullError(s) ? s : s.WithContext(file.relative);
     if (uploader) FERRY_RETURN_IF_ERROR(uploader->error());  // not hours later, at the end
     progress.Update(i + 1, bytes_read);
   }

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "base/file_util.h"
 #include "base/temp_dir_testutil.h"
@@ -137,6 +138,61 @@ TEST_F(CliTest, ConvertPartsMergeIntoTheDatasetOneConvertWrites) {
   CliRun bad = Ferry(fmt::format("convert {} {} -q --part 3/3", Src(), Out("bad")), tmp_);
   EXPECT_EQ(bad.code, 2);
   EXPECT_THAT(bad.err, HasSubstr("0 <= K < N"));
+}
+
+// A disk that fills while converting (a 1 MiB tmpfs, mounted in a mount namespace of the
+// command's own, for 3 MiB of files): a clear error naming the output folder, the free space and
+// what the dataset needs; every file left under the output is a whole shard (its temporary gone,
+// no index.json), for MDS and for WebDataset tars alike.
+TEST_F(CliTest, AFullDiskWhileConvertingIsAClearErrorAndLeavesNoPartialFile) {
+  const auto files = tmp_ / "files";
+  for (int i = 0; i < 48; ++i) {
+    std::string data(64 << 10, '\0');
+    uint64_t x = 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(i + 1);
+    for (char& c : data) {  // not compressible: a tmpfs has no compression, but be plain
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      c = static_cast<char>(x);
+    }
+    Put(files / fmt::format("f{:02}.bin", i), data);
+  }
+  const auto script = tmp_ / "full.sh";
+  std::ofstream(script) << "mount -t tmpfs -o size=1m tmpfs \"$1\" || exit 90\n"
+                           "\"$2\" convert \"$3\" \"$1/ds\" -q --size-limit 256kb --to \"$4\"\n"
+                           "code=$?\necho \"--- left\"\n"
+                           "find \"$1\" -type f -printf '%P %s\\n'\nexit $code\n";
+  for (const std::string to : {"mds", "webdataset"}) {
+    SCOPED_TRACE(to);
+    const auto mount = tmp_ / ("mnt-" + to);
+    std::filesystem::create_directories(mount);
+    const auto out = tmp_ / ("full-" + to);
+    const int status = std::system(
+        fmt::format("unshare --user --map-root-user --mount sh {} {} {} {} {} > {} 2>&1",
+                    script.string(), mount.string(), FERRY_CLI_PATH, files.string(), to,
+                    out.string())
+            .c_str());
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    const std::string text = ReadFileToString(out).value_or("");
+    ASSERT_NE(code, 90) << "no tmpfs to be had: " << text;
+    EXPECT_NE(code, 0) << text;
+    EXPECT_THAT(text, HasSubstr((mount / "ds").string())) << text;
+    EXPECT_THAT(text, HasSubstr("No space left on device")) << text;
+    EXPECT_THAT(text, HasSubstr("free of")) << text;
+    const std::string left = text.substr(text.find("--- left\n") + 9);
+    std::istringstream lines(left);
+    std::string name;
+    uint64_t size = 0;
+    int whole = 0;
+    while (lines >> name >> size) {
+      EXPECT_EQ(name.find(".tmp"), std::string::npos) << "a temporary left: " << name;
+      EXPECT_NE(name, "ds/index.json") << "the dataset is not finished";
+      if (name.ends_with(".mds") || name.ends_with(".tar")) {
+        // A whole shard: about 256 KiB of 64 KiB files.
+        EXPECT_GT(size, 128u << 10) << name;
+        ++whole;
+      }
+    }
+    EXPECT_GT(whole, 0) << "some shards fitted: " << left;
+  }
 }
 
 TEST_F(CliTest, InspectVerifyAndCatDescribeTheDataset) {
