@@ -18,6 +18,7 @@
 #include "cache/digest_record.h"
 #include "cache/file_lock.h"
 #include "ferry/metrics/node_metrics.h"
+#include "metrics/metrics_file.h"
 
 namespace ferry::internal_cache {
 namespace {
@@ -122,6 +123,11 @@ uint64_t MeasureOtherBytes(const CacheLayout& layout) {
   return StatFile(layout.IndexPath()).bytes + StatFile(layout.BinaryIndexPath()).bytes +
          StatFile(layout.OriginPath()).bytes +
          std::max(kLedgerBytes, StatFile(layout.CacheLockPath()).bytes) + MetricsBytes(layout);
+}
+
+uint64_t PlannedOtherBytes(const CacheLayout& layout) {
+  return 2 * StatFile(layout.IndexPath()).bytes + kPlannedRecordsBytes + kLedgerBytes +
+         kMetricsTotalsBytes + metrics::kMetricsFileSize;
 }
 
 namespace {

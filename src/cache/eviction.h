@@ -85,6 +85,17 @@ inline constexpr uint64_t kMetricsTotalsBytes = 4096;
 /// at least). The lock files are empty.
 uint64_t MeasureOtherBytes(const CacheLayout& layout);
 
+/// What the plan of a cache_limit (the order that fits it, and whether a dataset fits whole:
+/// src/stream/streaming_dataset.cc) counts for those files: index.json twice (its binary form is
+/// smaller), kPlannedRecordsBytes for the remote's record, and the ledger, the metrics' totals
+/// and one process's metrics file. A function of index.json alone, so that every worker, rank
+/// and node - and a resumption - plans the same order: what the files take now
+/// (MeasureOtherBytes) changes as processes come and go and as the binary form is written, and
+/// two workers of one job that narrowed their shuffles differently would read some samples twice
+/// and others never.
+uint64_t PlannedOtherBytes(const CacheLayout& layout);
+inline constexpr uint64_t kPlannedRecordsBytes = 4096;
+
 /// The shards of `index` with a file (raw or zip) under `layout`, each with its last use (as
 /// eviction orders them: the use-lock's mtime, or the files' own when it has none).
 std::vector<EvictionCandidate> LocalShards(const CacheLayout& layout,

@@ -16,6 +16,7 @@
 #include "cache/cache_budget.h"
 #include "cache/cache_layout.h"
 #include "cache/download_slots.h"
+#include "cache/eviction.h"
 #include "cache/shard_downloader.h"
 #include "ferry/cache/shard_cache.h"
 #include "ferry/format/shard_format.h"
@@ -173,9 +174,12 @@ Status StreamingDatasetImpl::Init() {
     }
     FERRY_ASSIGN_OR_RETURN(
         st.cache, ShardCache::Open(st.remote, st.remote_prefix, indexes_.back(), cache_options));
-    // The folder holds its index.json (and ferry's records) beside the shards.
-    other_bytes_ = std::max(other_bytes_, st.cache->OtherBytes());
-    if (options_.cache_limit && st.disk_bytes + st.cache->OtherBytes() > *options_.cache_limit) {
+    // The folder holds its index.json (and ferry's records) beside the shards: counted as the
+    // plan counts them, the same in every process (PlannedOtherBytes), not as they are now.
+    const uint64_t planned_other =
+        internal_cache::PlannedOtherBytes(internal_cache::CacheLayout(st.local));
+    other_bytes_ = std::max(other_bytes_, planned_other);
+    if (options_.cache_limit && st.disk_bytes + planned_other > *options_.cache_limit) {
       fits = false;
     }
     streams_.push_back(std::move(st));

@@ -180,7 +180,8 @@ class StreamingDatasetImpl : public StreamingDataset,
   uint64_t span_bytes_ GUARDED_BY(mu_) = 0;
   std::vector<StreamWeight> weights_;  // per stream, set by Init
   std::atomic<uint32_t> readers_{1};
-  uint64_t other_bytes_ = 0;  // the most a cache folder holds besides shards (OtherBytes)
+  // The most a cache folder holds besides shards, as the plan counts it (PlannedOtherBytes).
+  uint64_t other_bytes_ = 0;
 
   std::optional<StreamCaches> caches_;  // set by Init
   std::atomic<bool> watching_{false};

@@ -326,14 +326,13 @@ TEST_F(StreamingDatasetTest, ACacheThatHoldsTheDatasetKeepsItsShardsOpen) {
   o.order.shuffle = true;
   uint64_t total = 0;
   size_t shards = 0;
-  // Open while the dataset below opens: ferry's records measured with this process's metrics
-  // file, which the two share.
   auto probe = StreamingDataset::Open(o).value();
   shards = probe->indexes()[0]->shards.size();
   for (const auto& shard : probe->indexes()[0]->shards) total += shard.raw_data.bytes;
-  // A 16th of it would hold two shards; the folder holds index.json (and ferry's records) too.
+  // A 16th of it would hold two shards; the folder holds index.json (and ferry's records) too,
+  // as the plan counts them.
   o.cache_limit = total + total / 20 +
-                  internal_cache::MeasureOtherBytes(internal_cache::CacheLayout(tmp_ / "cache"));
+                  internal_cache::PlannedOtherBytes(internal_cache::CacheLayout(tmp_ / "cache"));
   auto ds = StreamingDataset::Open(o).value();
   EXPECT_EQ(ReadAll(*ds->Iterate({.epoch = 0}).value()).size(), 1000u);
   auto opens = [] { return metrics::Values()["/ferry/stream/shard_opens"]; };
