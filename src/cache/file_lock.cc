@@ -16,9 +16,12 @@
 namespace ferry::internal_cache {
 Result<int> OpenLockFile(const std::filesystem::path& path) {
   // Read-write when allowed, so that the use-lock's mtime can be stamped; read-only otherwise
-  // (a cache folder shared between users, where flock still works).
+  // (a cache folder shared between users, or on a read-only file system, where flock still
+  // works).
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, Modes().file);
-  if (fd < 0 && errno == EACCES) fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 && (errno == EACCES || errno == EROFS)) {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  }
   if (fd < 0) return ErrnoToStatus(errno, "open lock file", path);
   return fd;
 }

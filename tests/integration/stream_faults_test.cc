@@ -253,8 +253,9 @@ std::string Unprivileged(const std::string& command) {
                           : command;
 }
 
-// A cache folder that cannot be written: empty, it is a clear error naming it and nothing is
-// written; holding the whole dataset, it is read in place with no remote request.
+// A cache folder that cannot be written - the user may not, or its file system is read-only:
+// empty, it is a clear error naming it and nothing is written; holding the whole dataset, it is
+// read in place with no remote request.
 TEST(Stream, AReadOnlyCacheFolderIsAClearErrorOrReadInPlace) {
   TempDir tmp;
   std::filesystem::permissions(tmp.path(), std::filesystem::perms::all &
@@ -295,6 +296,34 @@ TEST(Stream, AReadOnlyCacheFolderIsAClearErrorOrReadInPlace) {
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0]["samples"], d.samples);
   EXPECT_EQ(lines[0]["remote_requests"], 0);
+
+  // The same on a read-only file system - a read-only bind mount in a mount namespace of the
+  // command's own - where every write fails with EROFS, not EACCES.
+  const auto script = tmp / "read-only.sh";
+  std::ofstream(script) << "set -e\nmount --bind \"$1\" \"$1\"\n"
+                           "mount -o remount,bind,ro \"$1\"\n"
+                           "exec \"$2\" stream \"$3\" --local \"$1\" --json\n";
+  for (const auto& [folder, whole] : {std::pair{full, true}, std::pair{empty, false}}) {
+    SCOPED_TRACE(folder.string());
+    const auto out_file = tmp / fmt::format("out-ro-{}", whole);
+    const int ro =
+        Sh(fmt::format("unshare --user --map-root-user --mount sh {} {} {} {} > {} 2>&1",
+                       Quote(script), Quote(folder), FERRY_CLI_PATH, d.url, Quote(out_file)));
+    const std::string said = ReadFileToString(out_file).value_or("");
+    ASSERT_THAT(said, ::testing::Not(HasSubstr("mount:"))) << "no read-only mount to be had";
+    if (whole) {
+      ASSERT_EQ(ro, 0) << said;
+      const auto read = JsonLines(out_file);
+      ASSERT_EQ(read.size(), 1u) << said;
+      EXPECT_EQ(read[0]["samples"], d.samples);
+      EXPECT_EQ(read[0]["remote_requests"], 0);
+    } else {
+      EXPECT_NE(ro, 0) << said;
+      EXPECT_THAT(said, HasSubstr(folder.string())) << said;
+      EXPECT_THAT(said, HasSubstr("Read-only file system")) << said;
+      EXPECT_TRUE(std::filesystem::is_empty(folder));
+    }
+  }
 }
 
 // ferry writes its temporaries beside the files they become, inside the cache folder - never
