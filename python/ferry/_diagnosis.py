@@ -160,6 +160,9 @@ class _Measured:
         self.fetch_wait_s = (delta("/ferry/stream/wait_ns") + delta("/ferry/files/wait_ns")) / 1e9
         self.requests = _metric_sum(after, "/ferry/storage/", "/requests") - _metric_sum(
             before, "/ferry/storage/", "/requests")
+        # Throttle replies of the stores, and the time requests waited them out at the gates.
+        self.throttled = delta("/ferry/storage/throttled")
+        self.throttle_wait_s = delta("/ferry/storage/throttle_wait_ns") / 1e9
         self.gauges = after
         # One fetch's time, as the streaming readers measured it (sampled during the run: worker
         # processes take their gauges with them), else as the live ones say now.
@@ -221,8 +224,15 @@ def _advice(setup: _Setup, m: _Measured) -> Tuple[str, Dict[str, List[str]]]:
                 f"not help"), named
     fetch_share = m.fetch_wait_s / setup.readers / m.wait_s if m.wait_s > 0 else 0.0
     fetches = setup.remote or not setup.dataset  # a local dataset reads through no store
+    share = f"the readers waited for fetches {100 * min(fetch_share, 1.0):.0f} % of that"
+    if fetches and m.bytes_fetched > 0 and m.throttled and m.throttle_wait_s >= m.wait_s / 4:
+        # Requests waited out throttle replies for a good part of the loop's wait (summed over
+        # requests): more requests at once only draw more of them.
+        return (f"fetch-bound: {waiting}, and the store throttled {m.throttled} requests "
+                f"({m.throttle_wait_s:.1f} s waited out at its gates): fewer, larger requests "
+                f"help (larger shards), or the data spread over more prefixes; more requests at "
+                f"once only draw more throttle replies"), named
     if fetches and m.bytes_fetched > 0 and fetch_share >= 0.5:
-        share = f"the readers waited for fetches {100 * min(fetch_share, 1.0):.0f} % of that"
         if setup.dataset == "FileDataset":
             what = ("every file of this first epoch is fetched once, to be packed; later epochs "
                     "read the packs" if setup.pack else "the files are fetched one request each")
@@ -501,7 +511,8 @@ class Profile:
             "samples_per_s": samples / total if total else 0.0,
             "bytes_fetched": m.bytes_fetched, "files_fetched": m.files_fetched,
             "packed_reads": m.packed_reads, "fetch_wait_s": m.fetch_wait_s,
-            "requests": m.requests,
+            "requests": m.requests, "throttled": m.throttled,
+            "throttle_wait_s": m.throttle_wait_s,
             "where": {"fetching_s": fetching, "reading_decoding_s": max(0.0, wait - fetching),
                       "bytes_in_flight": m.in_flight, "fetch_latency_s": m.fetch_latency_s},
             "epochs": [dict(e) for e in self.epochs],
@@ -533,7 +544,15 @@ def _summary(report: Dict[str, Any]) -> str:
             f"{100 * report['waiting_fraction']:.1f} % waiting on data ({report['wait_s']:.2f} s "
             f"of {total:.2f} s){' (' + epochs + ')' if epochs else ''}, "
             f"{report['samples_per_s']:.0f} samples/s, {report['bytes_fetched'] / 1e6:.1f} MB "
-            f"fetched ({report['dataset'] or 'data'}), {gpu_text} -> {report['verdict']}")
+            f"fetched ({report['dataset'] or 'data'})"
+            f"{_throttled(report)}, {gpu_text} -> {report['verdict']}")
+
+
+def _throttled(report: Dict[str, Any]) -> str:
+    if not report.get("throttled"):
+        return ""
+    return (f", {report['throttled']} requests throttled ({report['throttle_wait_s']:.1f} s "
+            f"waited)")
 
 
 def diagnose(loader: Any, step_fn: Callable[[Any], Any], steps: int = 50,
@@ -541,9 +560,10 @@ def diagnose(loader: Any, step_fn: Callable[[Any], Any], steps: int = 50,
              epochs: int = 1) -> Dict[str, Any]:
     """Runs ``steps`` training steps (``step_fn(batch)``; over at most ``epochs`` passes) and
     reports how much of the time the loop waited on data, where the wait went, the GPU's
-    utilisation ("no GPU" where there is none), and a verdict - compute-bound, fetch-bound or
-    decode-bound - with the change to make and the arithmetic behind it, naming only options of
-    the classes in use.
+    utilisation ("no GPU" where there is none), the store's throttling where there was any, and
+    a verdict - compute-bound, fetch-bound or decode-bound - with the change to make and the
+    arithmetic behind it (for a throttled store: fewer, larger requests), naming only options
+    of the classes in use.
 
     ``loader`` is a ``ferry.DataLoader``, a torch ``DataLoader`` (worker processes included:
     their counters are read node-wide from the dataset's cache folders), a

@@ -112,6 +112,31 @@ def test_a_cold_streaming_epoch_over_a_slow_link_is_fetch_bound(tmp_path, s3rver
     assert "predownload" in report["options"]["StreamingDataset"]
 
 
+def test_a_throttled_store_is_said_with_the_time_it_cost(tmp_path, s3rver, wan, monkeypatch):
+    # 24 shards through a proxy that answers beyond 4 requests/s as S3 throttles (503 SlowDown,
+    # Retry-After: 1): the waits are the throttle's, and the verdict says so.
+    url = f"s3://{s3rver['bucket']}/diagnose/{tmp_path.name}"
+    with ferry.MDSWriter(out=url, columns={"blob": "bytes", "i": "int"},
+                         size_limit="64kb") as writer:
+        for i in range(48):
+            writer.write({"blob": bytes([i]) * 30_000, "i": i})
+    stop = wan("--throttle-rps", "4", "--throttle-retry-after", "1")
+    ds = ferry.StreamingDataset(batch_size=1, remote=url, local=str(tmp_path / "cache"),
+                                download_concurrency=8)
+    loader = ferry.DataLoader(ds, batch_size=4, num_threads=2)
+    lines = []
+    report = ferry.diagnose(loader, lambda batch: None, steps=100, out=lines.append)
+    replies = stop()["faults"]["throttle"]
+    assert report["samples"] == 48
+    assert replies > 0, "the rate throttled"
+    assert report["throttled"] == replies
+    assert report["throttle_wait_s"] > 0
+    assert f"{replies} requests throttled" in lines[0]
+    assert report["verdict"].startswith("fetch-bound"), report["verdict"]
+    assert f"the store throttled {replies} requests" in report["verdict"]
+    _check_names_only_real_options(report, "StreamingDataset", "DataLoader")
+
+
 @pytest.fixture(scope="module")
 def datasets(tmp_path_factory):
     """One of each kind, local: (name of the class, dataset)."""
