@@ -43,17 +43,22 @@ std::optional<ContentRange> ParseContentRange(std::string_view value) {
 // A whole object made up for a range: no bigger than this (it is held in memory).
 constexpr uint64_t kMaxMadeUpObject = uint64_t{256} << 20;
 
-HttpReply PreconditionFailed() {
-  HttpReply reply;
-  reply.status_line = "HTTP/1.1 412 Precondition Failed";
-  reply.body =
-      "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>PreconditionFailed</Code>"
-      "<Message>At least one of the pre-conditions you specified did not hold</Message>"
-      "<Condition>If-Match</Condition></Error>";
-  reply.headers = {{"Content-Type", "application/xml"},
-                   {"x-ms-error-code", "ConditionNotMet"},
-                   {"Content-Length", std::to_string(reply.body.size())}};
+// A reply of the proxy's own making.
+HttpReply MadeUp(std::string status_line, std::string content_type, std::string body,
+                 std::vector<std::pair<std::string, std::string>> extra = {}) {
+  HttpReply reply{
+      std::move(status_line), {{"Content-Type", std::move(content_type)}}, std::move(body)};
+  for (auto& header : extra) reply.headers.push_back(std::move(header));
+  reply.headers.emplace_back("Content-Length", std::to_string(reply.body.size()));
   return reply;
+}
+
+HttpReply PreconditionFailed() {
+  return MadeUp("HTTP/1.1 412 Precondition Failed", "application/xml",
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>PreconditionFailed"
+                "</Code><Message>At least one of the pre-conditions you specified did not hold"
+                "</Message><Condition>If-Match</Condition></Error>",
+                {{"x-ms-error-code", "ConditionNotMet"}});
 }
 
 // `etag` with its last letter or digit changed (quotes kept), so it keeps its form: an MD5
@@ -187,15 +192,10 @@ bool IsLie(FaultKind kind) {
 }
 
 HttpReply HtmlErrorPage() {
-  HttpReply reply;
-  reply.status_line = "HTTP/1.1 200 OK";
-  reply.body =
-      "<!DOCTYPE html>\n<html><head><title>Service Unavailable</title></head>\n"
-      "<body><h1>Service Unavailable</h1><p>The server is temporarily unable to service your "
-      "request. Please try again later.</p></body></html>\n";
-  reply.headers = {{"Content-Type", "text/html; charset=utf-8"},
-                   {"Content-Length", std::to_string(reply.body.size())}};
-  return reply;
+  return MadeUp("HTTP/1.1 200 OK", "text/html; charset=utf-8",
+                "<!DOCTYPE html>\n<html><head><title>Service Unavailable</title></head>\n"
+                "<body><h1>Service Unavailable</h1><p>The server is temporarily unable to "
+                "service your request. Please try again later.</p></body></html>\n");
 }
 
 std::optional<HttpReply> Lie(FaultKind kind, std::string_view request, HttpReply reply,
