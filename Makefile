@@ -8,7 +8,7 @@ FUZZ_VARIANTS ?= 500
 FUZZ_SECONDS ?= 300
 DEMO_IMAGES ?= 2000
 
-.PHONY: all deps build build-python build-dev wheel test bench-full fuzz-build fuzz-smoke fuzz reliability demo bench format format-check clean
+.PHONY: all deps build build-python build-dev wheel test bench-full fuzz-build fuzz-smoke fuzz reliability soak demo bench format format-check clean
 
 all: build
 
@@ -62,6 +62,11 @@ fuzz: fuzz-build
 # docs/reliability.md.
 reliability: build-dev build-python fuzz-build
 	@./scripts/reliability.sh
+
+# The soak (scripts/soak.sh): 20 minutes (SOAK_SECONDS) of four jobs under faults, throttling
+# and kills; not part of `make test`. `make reliability` runs a 2-minute version.
+soak: build-python
+	@./scripts/soak.sh
 
 demo: build
 	@./scripts/demo.sh --images $(DEMO_IMAGES)
