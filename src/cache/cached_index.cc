@@ -384,6 +384,13 @@ Result<DatasetDescription> LoadIndex(ObjectStore* remote, const std::string& rem
     });
   };
   auto read = fetch();
+  int fetches = 1;
+  // An error after more than one fetch says so: what came was not index.json every time.
+  const auto fetched_times = [&](const Status& error) {
+    return fetches == 1 ? error
+                        : Status(error.code(),
+                                 fmt::format("{} (fetched {} times)", error.message(), fetches));
+  };
   std::optional<Result<DatasetDescription>> parsed;
   for (int attempt = 1; attempt < kIndexFetches; ++attempt) {
     if (read) {
@@ -399,6 +406,7 @@ Result<DatasetDescription> LoadIndex(ObjectStore* remote, const std::string& rem
     previous = std::move(text);
     parsed.reset();
     read = fetch();
+    ++fetches;
   }
   if (!read) {
     lock.reset();  // the listing of tars below takes it again
@@ -408,14 +416,14 @@ Result<DatasetDescription> LoadIndex(ObjectStore* remote, const std::string& rem
       if (!listed && listed.error().code() == StatusCode::kNotFound) undo_folder();
       return listed;
     }
-    return internal_cache::NamingUrl(read.error(), url);
+    return fetched_times(internal_cache::NamingUrl(read.error(), url));
   }
   // Parsed before it lands: a broken remote index never becomes the local copy.
   if (!parsed) parsed = ParseIndexFile(text, url);
   if (!*parsed) {
     lock.reset();
     undo_folder();  // not a dataset ferry reads, for any process
-    return IndexFailure(parsed->error(), text);
+    return fetched_times(IndexFailure(parsed->error(), text));
   }
   FERRY_RETURN_IF_ERROR(
       internal_cache::Replace(layout, remote_url, text, **parsed, ObjectVersion(*read)));

@@ -24,6 +24,7 @@
 #include "format/compression.h"
 #include "format/hash.h"
 #include "storage/http/http_types.h"
+#include "storage/http/resumable_get.h"
 #include "storage/object_key.h"
 
 namespace ferry::internal_cache {
@@ -37,8 +38,9 @@ constexpr uint64_t kFollowAbove = uint64_t{1} << 20;
 // A download that arrives wrong - the wrong size, another range than asked, a digest that
 // disagrees, an object that changed while it was read (412 to a resume) - is fetched again, up to
 // this many times in all: what broke on the way, or a server's lie, seldom breaks the same way
-// twice. Two whole downloads whose digests disagree in the same words (the same wrong bytes) are
-// the object itself, not the way, and end it at once: a corrupt object costs two downloads.
+// twice. Two downloads the store vouched for (whole, with its ETag: DownloadToFile) that fail in
+// the same words - the same wrong bytes, or the same wrong size - are the object itself, not the
+// way, and end it at once: a corrupt object, or one of another size than index.json's, costs two.
 constexpr int kDownloadAttempts = 4;
 
 // Removes a temporary on scope exit unless it was published (renamed) or handed on.
@@ -122,7 +124,7 @@ Result<ObjectInfo> DownloadWhole(ObjectStore& store, std::string_view key, int f
                                  const fs::path& tmp, uint64_t expected_size,
                                  const std::string& url, PartTuner* tuner,
                                  DownloadProgressWriter* progress, DownloadDigest* digest,
-                                 std::stop_token stop) {
+                                 std::stop_token stop, bool& vouched) {
   metrics::Counter& downloaded = CacheMetrics::Get().downloaded_bytes;
   uint64_t written = 0;
   PartTuner::Body body = tuner != nullptr ? tuner->Track() : PartTuner::Body();
@@ -142,6 +144,9 @@ Result<ObjectInfo> DownloadWhole(ObjectStore& store, std::string_view key, int f
     return Status::Ok();
   });
   if (!info) return info.status();
+  // The store's reply ended as its Content-Length said, with the object's ETag: its word (an
+  // HTML page in the way has no ETag).
+  vouched = !info->etag.empty();
   if (written != expected_size) {
     return DataLossError(
         fmt::format("{}: {} bytes, index.json says {}", url, written, expected_size));
@@ -166,7 +171,7 @@ Result<ObjectInfo> DownloadParts(ObjectStore& store, std::string_view key, int f
                                  const fs::path& tmp, uint64_t size,
                                  const std::vector<DownloadPart>& ranges, const std::string& url,
                                  PartTuner* tuner, DownloadProgressWriter* progress,
-                                 DownloadDigest* digest, std::stop_token stop) {
+                                 DownloadDigest* digest, std::stop_token stop, bool& vouched) {
   // Parts land out of order: reserving every block now also makes a full disk fail here, not
   // halfway through. Where the filesystem has no fallocate, glibc writes zeros instead (and the
   // ftruncate below is for C libraries that say EOPNOTSUPP).
@@ -239,6 +244,7 @@ Result<ObjectInfo> DownloadParts(ObjectStore& store, std::string_view key, int f
     const ObjectInfo& object = *part;
     if (first == nullptr) first = &object;
     if (object.size != size) {
+      vouched = !object.etag.empty();  // every part's reply named the object's size
       return DataLossError(fmt::format("{}: {} bytes, index.json says {}", url, object.size, size));
     }
     // Parts of two versions of an object (rewritten during the download) must not be mixed.
@@ -249,6 +255,7 @@ Result<ObjectInfo> DownloadParts(ObjectStore& store, std::string_view key, int f
     if (object.md5 != first->md5) mixed_md5 = true;
   }
   if (first == nullptr) return ObjectInfo{.size = size};
+  vouched = !first->etag.empty();
   ObjectInfo out = *first;
   // One version, parts that say different checksums (a proxy that drops a header on some
   // replies): believe none of them.
@@ -270,7 +277,10 @@ Status CheckDownloadParts(uint32_t parts) {
 Result<DownloadedFile> DownloadToFile(ObjectStore& store, std::string_view key, const fs::path& tmp,
                                       uint64_t expected_size, const PartOptions& parts,
                                       std::stop_token stop, const fs::path& progress_record,
-                                      DownloadChecks checks) {
+                                      DownloadChecks checks, bool* vouched) {
+  bool vouched_here = false;
+  if (vouched == nullptr) vouched = &vouched_here;
+  *vouched = false;
   const std::string url = http::RedactUrl(store.ToUrl(key));
   if (stop.stop_requested()) return Stopped(url);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, Modes().file);
@@ -302,10 +312,11 @@ Result<DownloadedFile> DownloadToFile(ObjectStore& store, std::string_view key, 
       Log().warn("cache: {}: no digest: {}", url, started.status().message());
     }
   }
-  Result<ObjectInfo> object = ranged ? DownloadParts(store, key, fd, tmp, expected_size, ranges,
-                                                     url, tuner, progress.get(), digest.get(), stop)
-                                     : DownloadWhole(store, key, fd, tmp, expected_size, url, tuner,
-                                                     progress.get(), digest.get(), stop);
+  Result<ObjectInfo> object =
+      ranged ? DownloadParts(store, key, fd, tmp, expected_size, ranges, url, tuner, progress.get(),
+                             digest.get(), stop, *vouched)
+             : DownloadWhole(store, key, fd, tmp, expected_size, url, tuner, progress.get(),
+                             digest.get(), stop, *vouched);
   Status status = object.status();
   if (progress) progress->Finish(status.ok());
   if (::close(fd) != 0 && status.ok()) status = ErrnoToStatus(errno, "close", tmp);
@@ -416,8 +427,24 @@ Status ShardDownloader::PublishRaw(const fs::path& tmp, std::string_view basenam
 }
 
 Status ShardDownloader::CheckStoreMd5(const DownloadedFile& got, const std::string& url,
-                                      std::optional<uint64_t>& mismatched) const {
-  if (!got.digests || got.store_md5.empty() || got.digests->md5.empty()) return Status::Ok();
+                                      bool expected, Attempts& attempts) const {
+  if (!got.digests) return Status::Ok();
+  if (got.store_md5.empty()) {
+    if (!expected && !attempts.unchecked) return Status::Ok();
+    // The store's replies have carried an MD5, and this one came without (or in a form that is
+    // not one): a header damaged on the way looks just so, and the body may be too. Two
+    // downloads that bring the same bytes stand for each other; a multipart object (no MD5 in
+    // its ETag) among single-part ones costs one more download.
+    if (attempts.unchecked == got.digests->xxh3) return Status::Ok();
+    attempts.unchecked = got.digests->xxh3;
+    CacheMetrics::Get().checksum_failures.Add();
+    return DataLossError(fmt::format(
+        "{}: came without the MD5 the store's replies carry (a damaged ETag or Content-MD5?), "
+        "its bytes' XXH3 {:016x}: downloaded again to compare",
+        url, got.digests->xxh3));
+  }
+  if (got.digests->md5.empty()) return Status::Ok();
+  std::optional<uint64_t>& mismatched = attempts.mismatched;
   CacheMetrics& metrics = CacheMetrics::Get();
   if (got.digests->md5 == got.store_md5) {
     metrics.checksummed_downloads.Add();
@@ -445,7 +472,7 @@ Status ShardDownloader::CheckStoreMd5(const DownloadedFile& got, const std::stri
 
 Status ShardDownloader::DownloadOnce(const ShardDescription& shard, const ShardFile& file,
                                      const MakeRoomFn& make_room, std::stop_token stop,
-                                     std::optional<uint64_t>& mismatched, bool& arrived) const {
+                                     Attempts& attempts, bool& arrived) const {
   arrived = false;
   const FileInfo& fetched = file.zip ? *file.zip : *file.raw;
   // A compressed file peaks at both forms while it is decompressed.
@@ -467,15 +494,16 @@ Status ShardDownloader::DownloadOnce(const ShardDescription& shard, const ShardF
       .digest = options_.digest_records && !file.zip,
       .store_md5 = check_md5,
       .md5_expected = md5_expected_.load(std::memory_order_relaxed)};
-  FERRY_ASSIGN_OR_RETURN(
-      const DownloadedFile got,
-      DownloadToFile(*remote_, key, tmp, fetched.bytes, options_.parts, stop, progress, checks));
+  FERRY_ASSIGN_OR_RETURN(const DownloadedFile got,
+                         DownloadToFile(*remote_, key, tmp, fetched.bytes, options_.parts, stop,
+                                        progress, checks, &arrived));
   TemporaryGuard guard(tmp);
-  arrived = true;
+  arrived = true;  // whole, at index.json's size: its digests are the bytes' own
   md5_expected_.store(!got.store_md5.empty(), std::memory_order_relaxed);
+  const bool md5_seen = got.store_md5.empty() ? md5_seen_.load() : md5_seen_.exchange(true);
   // validate_hash checks against index.json, which outranks the store's word: with it, the
   // store's MD5 is not asked.
-  if (!options_.validate_hash) FERRY_RETURN_IF_ERROR(CheckStoreMd5(got, url, mismatched));
+  if (check_md5) FERRY_RETURN_IF_ERROR(CheckStoreMd5(got, url, md5_seen, attempts));
   if (!file.zip) {
     if (options_.validate_hash) {
       FERRY_ASSIGN_OR_RETURN(const MappedFile downloaded, MappedFile::Open(tmp));
@@ -545,12 +573,12 @@ Status ShardDownloader::FetchFile(const ShardDescription& shard, const ShardFile
         fmt::format("{}: not in the local dataset (nor its compressed form)", raw_path.string()));
   }
   Status status;
-  std::optional<uint64_t> mismatched;
-  std::string previous;  // the last whole download's failure, in words
+  Attempts attempts;
+  std::string previous;  // the last vouched-for download's failure, in words
   int attempt = 1;
   for (;; ++attempt) {
     bool arrived = false;
-    status = DownloadOnce(shard, file, make_room, stop, mismatched, arrived);
+    status = DownloadOnce(shard, file, make_room, stop, attempts, arrived);
     if (status.code() == StatusCode::kNotFound) {
       // The index was current when the dataset was opened (cached_index.h): the remote dataset
       // changed since.
@@ -560,10 +588,7 @@ Status ShardDownloader::FetchFile(const ShardDescription& shard, const ShardFile
           "shards that were never uploaded)",
           status.message()));
     }
-    if (status.code() != StatusCode::kDataLoss &&
-        status.code() != StatusCode::kFailedPrecondition) {
-      return status;
-    }
+    if (status.code() != StatusCode::kDataLoss && !http::IsObjectChanged(status)) return status;
     if (attempt == kDownloadAttempts || (arrived && status.message() == previous)) break;
     previous = arrived ? status.message() : std::string();
     Log().info("cache: downloading again: {}", status.message());

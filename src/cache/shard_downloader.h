@@ -15,9 +15,10 @@
 //      readers how far each part has landed (src/cache/download_progress.h);
 //   4. check the size against index.json and the digest with validate_hash; a mismatch (or an
 //      object that changed while it was read: 412 to a resume pinned with If-Match) deletes the
-//      temporary and downloads again, up to 4 times in all, or until two whole downloads fail
-//      their digests alike (a corrupt object costs two), then fails with kDataLoss naming the
-//      shard and the algorithm;
+//      temporary and downloads again, up to 4 times in all, or until two downloads the store
+//      vouched for (whole, with its ETag) fail alike (a corrupt object, or one of another size
+//      than index.json's, costs two), then fails with kDataLoss naming the shard and the
+//      algorithm;
 //   5. decompress into the raw file's temporary; write the raw file's digest record
 //      (digest_record.h: its XXH3, computed as the bytes landed, src/cache/download_digest.h),
 //      then rename the file into place (neither is fsynced: see Publish). A download is also
@@ -82,12 +83,14 @@ struct DownloadedFile {
 /// A stop request ends the download at the next bytes that arrive, with kCancelled.
 /// With `progress_record` set, how far the bytes have landed is told to readers through a
 /// record there (src/cache/download_progress.h) while the download runs. Comparing the digests
-/// with the store's checksum is the caller's.
+/// with the store's checksum is the caller's. `vouched` (may be null) is set when the body came
+/// whole as the store described the object - its size and ETag in the replies - whether or not
+/// that size is index.json's: the object's own word, not the way's.
 Result<DownloadedFile> DownloadToFile(ObjectStore& store, std::string_view key,
                                       const std::filesystem::path& tmp, uint64_t expected_size,
                                       const PartOptions& parts, std::stop_token stop = {},
                                       const std::filesystem::path& progress_record = {},
-                                      DownloadChecks checks = {});
+                                      DownloadChecks checks = {}, bool* vouched = nullptr);
 
 struct ShardDownloaderOptions {
   bool keep_zip = false;
@@ -123,15 +126,22 @@ class ShardDownloader {
                    const MakeRoomFn& make_room, std::stop_token stop) const;
   // Decompresses the local compressed file into the raw file. kDataLoss on a digest mismatch.
   Status DecompressLocalZip(const ShardDescription& shard, const ShardFile& file) const;
-  // One download (and, for a compressed file, decompression) attempt. `mismatched` carries the
-  // XXH3 of an earlier attempt's bytes that disagreed with the store's MD5; `arrived` is set
-  // once the body has arrived whole (the size index.json gives), before its digests are checked.
+  // What the attempts at one file learn for the next (XXH3s of their bytes).
+  struct Attempts {
+    std::optional<uint64_t> mismatched;  // bytes that disagreed with the store's MD5
+    std::optional<uint64_t> unchecked;   // bytes that came without the MD5 expected
+  };
+  // One download (and, for a compressed file, decompression) attempt. `arrived` is set once the
+  // body has come whole as the store described it (DownloadToFile's `vouched`), before its size
+  // and digests are checked against index.json.
   Status DownloadOnce(const ShardDescription& shard, const ShardFile& file,
-                      const MakeRoomFn& make_room, std::stop_token stop,
-                      std::optional<uint64_t>& mismatched, bool& arrived) const;
-  // kDataLoss when `got` disagrees with the MD5 the store sent (see DownloadOnce).
-  Status CheckStoreMd5(const DownloadedFile& got, const std::string& url,
-                       std::optional<uint64_t>& mismatched) const;
+                      const MakeRoomFn& make_room, std::stop_token stop, Attempts& attempts,
+                      bool& arrived) const;
+  // kDataLoss when `got` disagrees with the MD5 the store sent (see DownloadOnce), or came
+  // without one where the store's replies have carried one (`expected`: its ETag or Content-MD5
+  // may have been damaged on the way) - until two such downloads bring the same bytes.
+  Status CheckStoreMd5(const DownloadedFile& got, const std::string& url, bool expected,
+                       Attempts& attempts) const;
   // Publishes the raw file `tmp` as `basename`, with its digest record when there is one.
   Status PublishRaw(const std::filesystem::path& tmp, std::string_view basename,
                     const std::optional<FileDigests>& digests) const;
@@ -144,6 +154,8 @@ class ShardDownloader {
   ShardDownloaderOptions options_;
   // Whether the last download came with an MD5 (so the next one computes it on the way).
   mutable std::atomic<bool> md5_expected_{true};
+  // Whether one has yet: the store's replies carry MD5s, so one without is suspect.
+  mutable std::atomic<bool> md5_seen_{false};
   // Set once two downloads agreed with each other and not with the store's MD5: the store's
   // "MD5" (an ETag, say) is not one, and is not checked again.
   mutable std::atomic<bool> md5_untrusted_{false};

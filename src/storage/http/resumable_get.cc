@@ -24,6 +24,15 @@ std::optional<uint64_t> StartFromContentRange(std::string_view content_range) {
   return ParseUint(content_range.substr(space + 1, dash - space - 1));
 }
 
+namespace {
+constexpr std::string_view kObjectChanged = "the object changed while it was being read";
+}  // namespace
+
+bool IsObjectChanged(const Status& status) {
+  return status.code() == StatusCode::kFailedPrecondition &&
+         status.message().find(kObjectChanged) != std::string::npos;
+}
+
 std::string UnquoteEtag(std::string_view etag) {
   if (etag.starts_with("W/")) etag.remove_prefix(2);
   if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') {
@@ -135,7 +144,7 @@ Result<ObjectInfo> ResumableGet(Transport& transport, const ResumableGetOptions&
         // The server ignored the Range header and sends the whole object: usable only when we
         // wanted to start at byte 0 (the rest is cut off), not to resume mid-object.
         ignored_range = a.offset > 0;
-        if (ignored_range) what_came = fmt::format("the whole object ({} bytes)", *cl);
+        if (ignored_range) what_came = fmt::format("a 200 of {} bytes, not the range", *cl);
       }
       if (total && !ignored_range) {
         info.size = *total;
@@ -175,13 +184,12 @@ Result<ObjectInfo> ResumableGet(Transport& transport, const ResumableGetOptions&
     if (!result) return result.status();
     const Response& response = *result;
     if (response.status == 412 && !info.etag.empty()) {
-      return FailedPreconditionError(fmt::format(
-          "{}: the object changed while it was being read (etag was {})", options.url, info.etag));
+      return FailedPreconditionError(
+          fmt::format("{}: {} (etag was {})", options.url, kObjectChanged, info.etag));
     }
     if (response.status == 412 && !last_modified.empty()) {
-      return FailedPreconditionError(
-          fmt::format("{}: the object changed while it was being read (it was last modified {})",
-                      options.url, last_modified));
+      return FailedPreconditionError(fmt::format("{}: {} (it was last modified {})", options.url,
+                                                 kObjectChanged, last_modified));
     }
     if (response.status >= 300) return options.map_error(response);
     if (ignored_range) return another_range(a, what_came);

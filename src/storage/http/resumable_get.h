@@ -70,6 +70,11 @@ std::optional<uint64_t> TotalFromContentRange(std::string_view content_range);
 /// "bytes a-b/total" -> a.
 std::optional<uint64_t> StartFromContentRange(std::string_view content_range);
 
+/// Whether `status` is ResumableGet's word that the object changed while it was read (412 to a
+/// resume pinned with If-Match or If-Unmodified-Since): a reader may start over and read the
+/// new version whole; other kFailedPrecondition errors (an archived object) are not this.
+bool IsObjectChanged(const Status& status);
+
 /// `"abc"` -> `abc`; W/"abc" -> abc.
 std::string UnquoteEtag(std::string_view etag);
 
