@@ -160,8 +160,8 @@ Result<HttpReply> ReadReply(int fd, std::chrono::milliseconds timeout) {
     if (left.count() <= 0) return DeadlineExceededError("no whole reply in time");
     pollfd p{fd, POLLIN, 0};
     const int ready = ::poll(&p, 1, static_cast<int>(left.count()));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) continue;  // the deadline is checked above
+    if (ready < 0 && errno != EINTR) return ErrnoToStatus(errno, "poll", "the server");
+    if (ready <= 0) continue;  // interrupted, or the deadline: checked above
     const ssize_t n = ::read(fd, buffer.data(), buffer.size());
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return ErrnoToStatus(errno, "read", "the server");

@@ -71,6 +71,11 @@ int main(int argc, char** argv) {
                  "Bytes per second a slowed connection trickles at");
   CLI11_PARSE(app, argc, argv);
 
+  if (throttle_every_s > 0 && throttle_burst_s <= 0) {
+    std::fprintf(stderr, "ferry-wan: --throttle-every-s needs --throttle-burst-s\n");
+    return 2;
+  }
+
   ferry::wan::WanOptions options;
   const size_t colon = target.rfind(':');
   if (colon == std::string::npos) {

@@ -295,7 +295,9 @@ class Direction {
 
   // Answers `request` with the lie `kind` told of the server's honest reply, fetched on a
   // connection of the proxy's own (the request is sent as it came: its signature covers its
-  // headers), then closes the connection. False, with nothing sent, when the lie does not fit.
+  // headers), then closes the connection; a lie that does not fit that reply sends it as it
+  // was. False, with nothing sent, when the request is not one to lie to (or the server could
+  // not be asked): it goes on as asked.
   bool TellLie(FaultKind kind, const std::string& request, std::stop_token stop) {
     // One whole GET without a body, as ferry sends them.
     if (!request.starts_with("GET ") || request.find("\r\n\r\n") != request.size() - 4) {
@@ -311,10 +313,18 @@ class Direction {
       if (SendAll(*fd, request)) honest = ReadReply(*fd, std::chrono::seconds(30));
       ::close(*fd);
       if (!honest) return false;
-      lie = Lie(kind, request, std::move(*honest), requests_->random());
-      if (!lie) return false;
+      lie = Lie(kind, request, *honest, requests_->random());
+      // A lie that does not fit the reply: the honest one goes back (the request reached the
+      // server already, and must not reach it twice), uncounted.
+      if (lie) {
+        (*requests_->fired)[static_cast<int>(kind)].fetch_add(1, std::memory_order_relaxed);
+      } else {
+        lie = std::move(*honest);
+      }
     }
-    (*requests_->fired)[static_cast<int>(kind)].fetch_add(1, std::memory_order_relaxed);
+    if (kind == FaultKind::kHtml) {
+      (*requests_->fired)[static_cast<int>(kind)].fetch_add(1, std::memory_order_relaxed);
+    }
     {
       std::unique_lock lock(mu_);
       cv_.wait_for(lock, stop, options_.one_way_delay, [] { return false; });

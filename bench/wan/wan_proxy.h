@@ -31,8 +31,9 @@
 // rewrites the whole reply (lying_reply.h: a short body with a Content-Length that says so,
 // another range than asked, the whole object for a range, an HTML page with 200, another ETag
 // or 412 to If-Match), sends that and closes the connection. A lie that does not fit the request
-// or its reply (not a GET, a range lie for a request without one) is not told or counted, and
-// the request goes on as asked.
+// (not a GET) is not told or counted, and the request goes on as asked; one that does not fit
+// the reply (the whole object for a reply that is whole already) sends that reply as it was,
+// uncounted.
 // Throttling (not drawn at random): with `throttle.requests_per_s` set, requests beyond that rate
 // (a token bucket holding one second's worth) are answered as a throttled service answers -
 // S3's 503 SlowDown, Azure's 503 ServerBusy or GCS's 429, with a Retry-After - counted as the

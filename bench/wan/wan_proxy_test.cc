@@ -396,8 +396,8 @@ TEST(WanProxyFaults, ALieIsToldOfTheServersOwnReply) {
   auto html = WanProxy::Start(Faulty(server.port(), FaultKind::kHtml)).value();
   EXPECT_NE(ExchangeData(html->port(), kRequest).find("<html>"), std::string::npos);
   EXPECT_EQ(server.requests(), 1);  // a page of the proxy's own
-  // A lie that does not fit (no whole object to make of a 200) is neither told nor counted: the
-  // request goes on as asked.
+  // A lie that does not fit the reply (no whole object to make of a 200) is neither told nor
+  // counted: the honest reply goes back.
   auto whole = WanProxy::Start(Faulty(server.port(), FaultKind::kWhole)).value();
   const int fd = ConnectTo(whole->port());
   ASSERT_GE(fd, 0);
@@ -410,6 +410,7 @@ TEST(WanProxyFaults, ALieIsToldOfTheServersOwnReply) {
   }
   ::close(fd);
   EXPECT_EQ(whole->Stats().faults[static_cast<int>(FaultKind::kWhole)], 0u);
+  EXPECT_EQ(server.requests(), 2);  // the honest reply went back: the GET reached it once
 }
 
 TEST(WanProxyFaults, ARateBelowOneFaultsSomeConnectionsBySeed) {
