@@ -225,13 +225,13 @@ def _advice(setup: _Setup, m: _Measured) -> Tuple[str, Dict[str, List[str]]]:
     fetch_share = m.fetch_wait_s / setup.readers / m.wait_s if m.wait_s > 0 else 0.0
     fetches = setup.remote or not setup.dataset  # a local dataset reads through no store
     share = f"the readers waited for fetches {100 * min(fetch_share, 1.0):.0f} % of that"
-    if fetches and m.bytes_fetched > 0 and m.throttled and m.throttle_wait_s >= m.wait_s / 4:
-        # Requests waited out throttle replies for a good part of the loop's wait (summed over
-        # requests): more requests at once only draw more of them.
-        return (f"fetch-bound: {waiting}, and the store throttled {m.throttled} requests "
-                f"({m.throttle_wait_s:.1f} s waited out at its gates): fewer, larger requests "
-                f"help (larger shards), or the data spread over more prefixes; more requests at "
-                f"once only draw more throttle replies"), named
+    if fetches and m.bytes_fetched > 0 and m.throttled and m.throttle_wait_s >= m.wait_s:
+        # Requests spent at least the loop's whole wait waiting out throttle replies (summed
+        # over the requests in flight): more requests at once only draw more of them.
+        return (f"fetch-bound: {waiting}, and the store sent {m.throttled} throttle replies "
+                f"({m.throttle_wait_s:.1f} s waited out at its gates, over the requests in "
+                f"flight): fewer, larger requests help (larger shards), or the data spread over "
+                f"more prefixes; more requests at once only draw more throttle replies"), named
     if fetches and m.bytes_fetched > 0 and fetch_share >= 0.5:
         if setup.dataset == "FileDataset":
             what = ("every file of this first epoch is fetched once, to be packed; later epochs "
@@ -551,7 +551,7 @@ def _summary(report: Dict[str, Any]) -> str:
 def _throttled(report: Dict[str, Any]) -> str:
     if not report.get("throttled"):
         return ""
-    return (f", {report['throttled']} requests throttled ({report['throttle_wait_s']:.1f} s "
+    return (f", {report['throttled']} throttle replies ({report['throttle_wait_s']:.1f} s "
             f"waited)")
 
 

@@ -131,9 +131,9 @@ def test_a_throttled_store_is_said_with_the_time_it_cost(tmp_path, s3rver, wan, 
     assert replies > 0, "the rate throttled"
     assert report["throttled"] == replies
     assert report["throttle_wait_s"] > 0
-    assert f"{replies} requests throttled" in lines[0]
+    assert f"{replies} throttle replies" in lines[0]
     assert report["verdict"].startswith("fetch-bound"), report["verdict"]
-    assert f"the store throttled {replies} requests" in report["verdict"]
+    assert f"the store sent {replies} throttle replies" in report["verdict"]
     _check_names_only_real_options(report, "StreamingDataset", "DataLoader")
 
 
