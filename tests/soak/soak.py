@@ -29,6 +29,7 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -231,6 +232,9 @@ def supervise(args) -> int:
     # by what is in use (docs/streaming.md, "Slack"), which is not what this checks.
     args.cache_limit = dataset_bytes // 2
     args.local = os.path.join(args.out, "cache")
+    # A folder left by an earlier soak holds another remote (each soak writes its own dataset),
+    # which ferry refuses to mix up.
+    shutil.rmtree(args.local, ignore_errors=True)
     readers = args.processes * args.workers
     slack = (2 * readers - 1) * largest
 
