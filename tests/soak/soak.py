@@ -218,7 +218,9 @@ def supervise(args) -> int:
     env = dict(os.environ, AWS_ACCESS_KEY_ID=os.environ["FERRY_TEST_S3RVER_ACCESS_KEY"],
                AWS_SECRET_ACCESS_KEY=os.environ["FERRY_TEST_S3RVER_SECRET_KEY"],
                AWS_REGION="us-east-1", AWS_ENDPOINT_URL=endpoint,
-               FERRY_LOW_SPEED_LIMIT="4096", FERRY_LOW_SPEED_TIME="2")
+               FERRY_LOW_SPEED_LIMIT="4096", FERRY_LOW_SPEED_TIME="2",
+               # Every download started again, with why, in the jobs' logs (OUT/job*.err).
+               FERRY_LOG=os.environ.get("FERRY_LOG", "info"))
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
         env.pop(name, None)
     os.environ.update(env)
