@@ -365,15 +365,15 @@ TEST_F(ShardCacheTest, ADownloadThatDisagreesWithTheStoresMd5IsFetchedAgain) {
   EXPECT_EQ(CounterValue("/ferry/cache/checksummed_downloads") - checked, 1u);
 
   // Damaged every time, differently each time (the way's fault, not the object's): downloaded
-  // 4 times, then a clear error naming the object and both digests, and nothing left.
+  // 6 times, then a clear error naming the object and both digests, and nothing left.
   auto failing = cache->Acquire(1);
   ASSERT_FALSE(failing.has_value());
   EXPECT_EQ(failing.status().code(), StatusCode::kDataLoss);
   EXPECT_THAT(failing.status().message(), HasSubstr(index_.shards[1].raw_data.basename));
   EXPECT_THAT(failing.status().message(), HasSubstr("the store sent test " + md5_of(1)));
-  EXPECT_THAT(failing.status().message(), HasSubstr("(downloaded 4 times)"));
+  EXPECT_THAT(failing.status().message(), HasSubstr("(downloaded 6 times)"));
   EXPECT_FALSE(cache->IsLocal(1));
-  EXPECT_EQ(Reads(index_.shards[1].raw_data.basename), 4);
+  EXPECT_EQ(Reads(index_.shards[1].raw_data.basename), 6);
 }
 
 // A "checksum" that is not the object's MD5 (an S3-compatible store's ETag that only looks like

@@ -17,6 +17,7 @@
 #include "base/file_util.h"
 #include "base/log.h"
 #include "base/mapped_file.h"
+#include "base/stoppable_sleep.h"
 #include "cache/cache_metrics.h"
 #include "cache/digest_record.h"
 #include "cache/download_digest.h"
@@ -41,7 +42,11 @@ constexpr uint64_t kFollowAbove = uint64_t{1} << 20;
 // twice. Two downloads the store vouched for (whole, with its ETag: DownloadToFile) that fail in
 // the same words - the same wrong bytes, or the same wrong size - are the object itself, not the
 // way, and end it at once: a corrupt object, or one of another size than index.json's, costs two.
-constexpr int kDownloadAttempts = 4;
+// Between attempts a pause that doubles from kRedownloadPause (1.55 s in all before the sixth):
+// trouble on the way comes in bursts - a flaky hop, a proxy restarting - and a retry at once
+// lands in the same one.
+constexpr int kDownloadAttempts = 6;
+constexpr std::chrono::milliseconds kRedownloadPause{50};
 
 // Removes a temporary on scope exit unless it was published (renamed) or handed on.
 class TemporaryGuard {
@@ -592,6 +597,9 @@ Status ShardDownloader::FetchFile(const ShardDescription& shard, const ShardFile
     if (attempt == kDownloadAttempts || (arrived && status.message() == previous)) break;
     previous = arrived ? status.message() : std::string();
     Log().info("cache: downloading again: {}", status.message());
+    if (!SleepUnlessStopped(kRedownloadPause * (1 << (attempt - 1)), stop)) {
+      return Stopped(http::RedactUrl(remote_->ToUrl(RemoteKey(file.raw->basename))));
+    }
   }
   return DataLossError(fmt::format("{} (downloaded {} times)", status.message(), attempt));
 }

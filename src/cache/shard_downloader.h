@@ -15,7 +15,8 @@
 //      readers how far each part has landed (src/cache/download_progress.h);
 //   4. check the size against index.json and the digest with validate_hash; a mismatch (or an
 //      object that changed while it was read: 412 to a resume pinned with If-Match) deletes the
-//      temporary and downloads again, up to 4 times in all, or until two downloads the store
+//      temporary and downloads again (after a pause that doubles from 50 ms), up to 6 times in
+//      all, or until two downloads the store
 //      vouched for (whole, with its ETag) fail alike (a corrupt object, or one of another size
 //      than index.json's, costs two), then fails with kDataLoss naming the shard and the
 //      algorithm;
