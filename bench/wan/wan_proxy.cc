@@ -303,9 +303,10 @@ class Direction {
     if (!request.starts_with("GET ") || request.find("\r\n\r\n") != request.size() - 4) {
       return false;
     }
-    std::optional<HttpReply> lie;
+    HttpReply reply;
+    bool told = true;
     if (kind == FaultKind::kHtml) {
-      lie = HtmlErrorPage();
+      reply = HtmlErrorPage();  // the proxy's own page: the server is not asked
     } else {
       auto fd = requests_->dial();
       if (!fd) return false;
@@ -313,24 +314,19 @@ class Direction {
       if (SendAll(*fd, request)) honest = ReadReply(*fd, std::chrono::seconds(30));
       ::close(*fd);
       if (!honest) return false;
-      lie = Lie(kind, request, *honest, requests_->random());
+      std::optional<HttpReply> lie = Lie(kind, request, *honest, requests_->random());
       // A lie that does not fit the reply: the honest one goes back (the request reached the
       // server already, and must not reach it twice), uncounted.
-      if (lie) {
-        (*requests_->fired)[static_cast<int>(kind)].fetch_add(1, std::memory_order_relaxed);
-      } else {
-        lie = std::move(*honest);
-      }
+      told = lie.has_value();
+      reply = told ? std::move(*lie) : std::move(*honest);
     }
-    if (kind == FaultKind::kHtml) {
-      (*requests_->fired)[static_cast<int>(kind)].fetch_add(1, std::memory_order_relaxed);
-    }
+    if (told) (*requests_->fired)[static_cast<int>(kind)].fetch_add(1, std::memory_order_relaxed);
     {
       std::unique_lock lock(mu_);
       cv_.wait_for(lock, stop, options_.one_way_delay, [] { return false; });
     }
-    lie->SetHeader("Connection", "close");
-    (void)SendAll(requests_->client, lie->Serialize());
+    reply.SetHeader("Connection", "close");
+    (void)SendAll(requests_->client, reply.Serialize());
     ::shutdown(requests_->client, SHUT_RDWR);
     ::shutdown(requests_->server, SHUT_RDWR);
     return true;
