@@ -10,7 +10,10 @@
 #include <cstring>
 #include <ctime>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/file_util.h"
 #include "base/log.h"
@@ -246,6 +249,33 @@ Result<EvictResult> RemoveUnpinned(const CacheLayout& layout, const ShardDescrip
   return EvictResult{.freed = freed};
 }
 
+// The basenames of the shard files that have a temporary under `layout` now. The folders that
+// hold shard files are listed once (one for a plain dataset, one per part of a merged one), not
+// each shard's temporary stat'ed: an index of 100,000 shards takes milliseconds.
+std::set<std::string> FilesWithTemporaries(const CacheLayout& layout,
+                                           const DatasetDescription& index) {
+  std::set<std::string_view> folders;  // relative to the root, "" for the root
+  for (const ShardDescription& shard : index.shards) {
+    for (const FileInfo* form : shard.all_forms()) {
+      const size_t slash = form->basename.rfind('/');
+      folders.insert(
+          std::string_view(form->basename).substr(0, slash == std::string::npos ? 0 : slash));
+    }
+  }
+  std::set<std::string> files;
+  for (std::string_view folder : folders) {
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(layout.root() / folder, ec), end; !ec && it != end;
+         it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (!name.ends_with(kTemporarySuffix)) continue;
+      const std::string file = name.substr(0, name.size() - kTemporarySuffix.size());
+      files.insert(folder.empty() ? file : fmt::format("{}/{}", folder, file));
+    }
+  }
+  return files;
+}
+
 }  // namespace
 
 Result<EvictResult> EvictShard(const CacheLayout& layout, const DatasetDescription& index,
@@ -263,6 +293,39 @@ Result<EvictResult> EvictShard(const CacheLayout& layout, const DatasetDescripti
     WriteLedger(cache_lock.fd(), *ledger);
   }
   return result;
+}
+
+uint64_t SweepTemporaries(const CacheLayout& layout, const DatasetDescription& index,
+                          size_t except_shard) {
+  const std::set<std::string> files = FilesWithTemporaries(layout, index);
+  if (files.empty()) return 0;
+  uint64_t writing = 0;
+  for (size_t i = 0; i < index.shards.size(); ++i) {
+    if (i == except_shard) continue;
+    const ShardDescription& shard = index.shards[i];
+    std::vector<std::pair<std::filesystem::path, uint64_t>> temporaries;
+    for (const FileInfo* form : shard.all_forms()) {
+      if (!files.contains(form->basename)) continue;
+      std::filesystem::path tmp = layout.TemporaryPath(form->basename);
+      if (const FileState file = StatFile(tmp); file.exists) {
+        temporaries.emplace_back(std::move(tmp), file.bytes);
+      }
+    }
+    if (temporaries.empty()) continue;
+    auto lock =
+        FileLock::TryLock(layout.DownloadLockPath(shard.raw_data.basename), LockMode::kExclusive);
+    if (!lock || !*lock) {
+      // Being written (or no lock to be had): it takes the disk it takes.
+      for (const auto& [path, bytes] : temporaries) writing += bytes;
+      continue;
+    }
+    for (const auto& [path, bytes] : temporaries) {
+      if (::unlink(path.c_str()) == 0) {
+        Log().debug("cache: removed {}, left by a download that did not finish", path.string());
+      }
+    }
+  }
+  return writing;
 }
 
 Result<RoomResult> MakeRoom(const CacheLayout& layout, const DatasetDescription& index,
@@ -288,6 +351,10 @@ Result<RoomResult> MakeRoom(const CacheLayout& layout, const DatasetDescription&
     if (i != request.for_shard)
       candidates.push_back({.shard = i, .last_use_ns = files.last_use_ns});
   }
+  // Downloads being written elsewhere hold their whole shard (preallocated) under a temporary
+  // name, and a killed one's temporary stays until swept: counted, they bound the limit's
+  // overshoot by the downloads that reserved room since this scan, not by every one in flight.
+  used += SweepTemporaries(layout, index, request.for_shard);
   result.used_before = used;
   if (used + request.needed > request.limit) {
     OrderVictims(candidates, upcoming_position);

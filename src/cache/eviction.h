@@ -16,7 +16,8 @@
 //      folder of a million small files is not statted once per file fetched. The ledger only
 //      ever over-counts (a reservation for a download that failed, a file deleted by hand), and
 //      a stale one is replaced by a scan;
-//   1. stat every shard file the index names (raw and zip): the bytes in use;
+//   1. stat every shard file the index names (raw and zip), plus the temporaries of downloads
+//      being written (SweepTemporaries, which removes those of dead ones): the bytes in use;
 //   2. while used + needed + headroom > limit, take the next victim's use-lock exclusively
 //      without waiting - failing means some process has it pinned, so it is skipped - delete its
 //      files, and release the lock. An upcoming shard needed no later than the one being
@@ -111,6 +112,14 @@ struct EvictResult {
 /// is lowered by what was freed. Bumps the evictions/evicted_bytes counters.
 Result<EvictResult> EvictShard(const CacheLayout& layout, const DatasetDescription& index,
                                size_t k);
+
+/// The temporaries of shard files under `layout` (every shard's but `except_shard`'s): those of
+/// downloads that died - their shard's download lock is free - are removed; returns the bytes
+/// of the rest, downloads being written now. A download preallocates its whole shard, so a
+/// killed one's temporary would take that much of the disk, uncounted, until its shard is
+/// fetched again.
+uint64_t SweepTemporaries(const CacheLayout& layout, const DatasetDescription& index,
+                          size_t except_shard = static_cast<size_t>(-1));
 
 struct RoomRequest {
   uint64_t limit = 0;     // cache_limit

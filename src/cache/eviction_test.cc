@@ -130,6 +130,34 @@ TEST(MakeRoom, NeverEvictsAShardNeededSoonerThanTheOneFetched) {
   EXPECT_FALSE(std::filesystem::exists(layout.FilePath("f4"))) << "the one needed last";
 }
 
+TEST(MakeRoom, CountsDownloadsBeingWrittenAndSweepsWhatKilledOnesLeft) {
+  ferry::testing::TempDir tmp;
+  const CacheLayout layout(tmp.path());
+  DatasetDescription index = TenFiles(layout);
+  // f8 and f9 are being fetched again: f8 by a live download (its lock held), f9's download
+  // died. Each temporary holds its whole shard, as a preallocated download does.
+  for (const char* name : {"f8", "f9"}) {
+    std::filesystem::remove(layout.FilePath(name));
+    std::ofstream(layout.TemporaryPath(name)) << std::string(100, 't');
+  }
+  auto live = FileLock::Lock(layout.DownloadLockPath("f8"), LockMode::kExclusive).value();
+  // 800 bytes of shards, 100 being written: 50 more fit a limit of 1000 without evicting.
+  auto room = MakeRoom(layout, index, {}, {.limit = 1000, .needed = 50, .for_shard = 9}).value();
+  EXPECT_EQ(room.used_before, 900u);
+  EXPECT_EQ(room.evicted_shards, 0u);
+  EXPECT_TRUE(std::filesystem::exists(layout.TemporaryPath("f8")));
+  // The fetch's own temporary is its business; another shard's dead one is swept.
+  EXPECT_TRUE(std::filesystem::exists(layout.TemporaryPath("f9")));
+  EXPECT_EQ(SweepTemporaries(layout, index), 100u);
+  EXPECT_FALSE(std::filesystem::exists(layout.TemporaryPath("f9")));
+  // 900 in use and 100 more do not fit 900: one shard goes.
+  room = MakeRoom(layout, index, {}, {.limit = 900, .needed = 100, .for_shard = 9}).value();
+  EXPECT_TRUE(room.scanned);
+  EXPECT_EQ(room.used_before, 900u);
+  EXPECT_EQ(room.evicted_shards, 1u);
+  EXPECT_TRUE(room.fits);
+}
+
 TEST(MeasureOtherBytes, CountsTheIndexTheOriginRecordAndTheLedger) {
   ferry::testing::TempDir tmp;
   const CacheLayout layout(tmp.path());

@@ -26,7 +26,6 @@
 #include <atomic>
 #include <chrono>
 #include <map>
-#include <set>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -107,54 +106,6 @@ ShardHandle ShardCache::MakeHandle(size_t shard, fs::path path, int pin_fd, bool
 }
 
 namespace {
-
-// Removes the temporaries that killed downloads left (a download preallocates its whole shard,
-// and nothing counts these against cache_limit): those whose shard's download lock is free now -
-// a held lock means a live download is writing it. Done once per open, so a job preempted again
-// and again does not pile them up. The folders that hold shard files are listed once (one for a
-// plain dataset, one per part of a merged one), not each shard's name stat'ed: an index of
-// 100,000 shards opens in milliseconds.
-void RemoveLeftoverTemporaries(const CacheLayout& layout, const DatasetDescription& index) {
-  std::set<std::string_view> folders;  // relative to the root, "" for the root
-  for (const ShardDescription& shard : index.shards) {
-    for (const FileInfo* form : shard.all_forms()) {
-      const size_t slash = form->basename.rfind('/');
-      folders.insert(
-          std::string_view(form->basename).substr(0, slash == std::string::npos ? 0 : slash));
-    }
-  }
-  std::set<std::string> temporaries;  // the basenames of the shard files they are of
-  for (std::string_view folder : folders) {
-    std::error_code ec;
-    for (fs::directory_iterator it(layout.root() / folder, ec), end; !ec && it != end;
-         it.increment(ec)) {
-      const std::string name = it->path().filename().string();
-      if (!name.ends_with(internal_cache::kTemporarySuffix)) continue;
-      const std::string file =
-          name.substr(0, name.size() - internal_cache::kTemporarySuffix.size());
-      temporaries.insert(folder.empty() ? file : fmt::format("{}/{}", folder, file));
-    }
-  }
-  if (temporaries.empty()) return;
-  for (const ShardDescription& shard : index.shards) {
-    std::vector<fs::path> leftovers;
-    for (const FileInfo* form : shard.all_forms()) {
-      if (!temporaries.contains(form->basename)) continue;
-      fs::path tmp = layout.TemporaryPath(form->basename);
-      if (IsRegularFile(tmp)) leftovers.push_back(std::move(tmp));
-    }
-    if (leftovers.empty()) continue;
-    auto lock =
-        FileLock::TryLock(layout.DownloadLockPath(shard.raw_data.basename), LockMode::kExclusive);
-    // Being written, or no lock to be had: the next fetch of that shard removes them.
-    if (!lock || !*lock) continue;
-    for (const fs::path& tmp : leftovers) {
-      if (::unlink(tmp.c_str()) == 0) {
-        Log().debug("cache: removed {}, left by a download that did not finish", tmp.string());
-      }
-    }
-  }
-}
 
 // Adds the time since construction to a counter (wait_ns, slot_wait_ns) when it goes out of
 // scope.
@@ -406,7 +357,10 @@ class ShardCacheImpl final : public ShardCache {
     for (const ShardFile& file : shard.files()) {
       needed += file.raw->bytes + (file.zip ? file.zip->bytes : 0);
     }
-    uint64_t shard_bytes = internal_cache::MeasureDiskUsage(layout_, *index_);
+    // What killed downloads left goes first; what live ones write counts as taken, as MakeRoom
+    // counts it.
+    uint64_t shard_bytes = internal_cache::SweepTemporaries(layout_, *index_, k) +
+                           internal_cache::MeasureDiskUsage(layout_, *index_);
     auto space = MeasureDiskSpace(layout_.root());
     if (space) {
       // The shards may take what they take now plus what is free.
@@ -590,7 +544,8 @@ Result<std::unique_ptr<ShardCache>> ShardCache::Open(
           options.local.string()));
     }
     FERRY_RETURN_IF_ERROR(layout.CreateLocksDir());
-    RemoveLeftoverTemporaries(layout, index);
+    // A job preempted again and again does not pile up what its killed downloads left.
+    internal_cache::SweepTemporaries(layout, index);
   } else if (!fs::is_directory(options.local, ec)) {
     return NotFoundError(
         fmt::format("{}: no such folder (a dataset without a remote is read in place)",
