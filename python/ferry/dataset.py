@@ -136,9 +136,9 @@ class StreamingDataset(_NativeDataset):
         digest_records: keep each downloaded shard file's size and XXH3 beside it, so that a
             file from before a reboot (downloads are not flushed) is checked exactly on its
             first use after it, and fetched again if a power cut damaged it (default True).
-        store_checksums: check each download against the MD5 the store sends with it for free
-            (an S3 ETag that is one, GCS's x-goog-hash, Azure's Content-MD5), fetching it again
-            on a mismatch (default True).
+        store_checksums: check each download against the checksum the store sends with it for
+            free (S3's x-amz-checksum-crc64nvme/crc32c/crc32 or an ETag that is an MD5, GCS's
+            x-goog-hash, Azure's Content-MD5), fetching it again on a mismatch (default True).
         max_bytes_in_flight: bytes fetched ahead per worker (under a ``cache_limit``, at most
             the worker's share of what the cache budget leaves for the look-ahead).
         strict_cache_limit: a ``cache_limit`` that cannot hold the shuffle's working set (the

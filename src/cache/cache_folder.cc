@@ -149,7 +149,7 @@ Result<CacheVerifyReport> VerifyCacheFolder(const fs::path& folder, bool remove_
           problem(record.status().ToString());
         } else if (record && *record) {
           ++report.hashed;
-          const uint64_t xxh3 = internal_cache::DigestOf(mapped->data(), false).xxh3;
+          const uint64_t xxh3 = internal_cache::DigestOf(mapped->data(), ChecksumKind::kNone).xxh3;
           if (xxh3 != (*record)->xxh3) {
             problem(
                 fmt::format("XXH3 {:016x}, its digest record says {:016x}", xxh3, (*record)->xxh3));

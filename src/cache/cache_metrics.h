@@ -12,7 +12,7 @@
 //                    power cut leaves) and downloaded again
 //   reverified_files cached shard files last changed before this boot, read once and found to
 //                    match their digest record (digest_record.h)
-//   checksummed_downloads  downloads whose bytes matched the MD5 the store sent with them
+//   checksummed_downloads  downloads whose bytes matched the checksum the store sent with them
 //   checksum_failures      downloads whose bytes did not (each is fetched again)
 //   slot_wait_ns     time downloads waited for a slot of node_download_concurrency (part of
 //                    wait_ns)

@@ -111,8 +111,11 @@ struct TestStoreOptions {
   std::function<Status(std::string_view key, const ByteRange& range)> fail_read;
   /// Returns an error to fail a Head.
   std::function<Status(std::string_view key)> fail_head;
-  /// The MD5 a Read's info says the store sends with `key` (ObjectInfo::md5, "from" "test").
+  /// The MD5 a Read's info says the store sends with `key` (ObjectInfo::checksum, "from"
+  /// "test").
   std::function<std::string(std::string_view key)> md5;
+  /// Or any checksum it says the store sends with a read of `range`.
+  std::function<ObjectChecksum(std::string_view key, const ByteRange& range)> checksum;
   /// May change the bytes of `key` at object offset `offset` on their way to the sink.
   std::function<void(std::string_view key, uint64_t offset, std::string& bytes)> mangle;
 };
@@ -156,9 +159,9 @@ class TestStore : public ForwardingStore {
       });
     }();
     if (info && options_.md5) {
-      info->md5 = options_.md5(key);
-      info->md5_from = "test";
+      info->checksum = {.kind = ChecksumKind::kMd5, .hex = options_.md5(key), .from = "test"};
     }
+    if (info && options_.checksum) info->checksum = options_.checksum(key, range);
     return info;
   }
 

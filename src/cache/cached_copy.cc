@@ -66,7 +66,7 @@ CachedCopy HoleCheck(const fs::path& path) {
 // A file from before the boot, of the right size, with its record: read it and compare.
 CachedCopy Verify(const fs::path& path, const struct stat& st, const fs::path& record_path,
                   DigestRecord record) {
-  auto digests = DigestFile(path, /*md5=*/false);
+  auto digests = DigestFile(path, ChecksumKind::kNone);
   if (!digests) {
     // Not read now (EMFILE, EIO) is no verdict on its bytes: what the older checks say.
     Log().warn("cache: {}: not checked against its digest record: {}", path.string(),

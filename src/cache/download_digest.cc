@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "base/crc.h"
 #include "base/file_util.h"
 #include "base/hex.h"
 
@@ -22,34 +23,65 @@ namespace fs = std::filesystem;
 // back at a time.
 constexpr uint64_t kDigestStep = uint64_t{1} << 20;
 
-// XXH3-64 and, optionally, MD5 over bytes given in order.
+// XXH3-64 and, optionally, a store's checksum over bytes given in order.
 class Hasher {
  public:
-  explicit Hasher(bool md5) : xxh3_(XXH3_createState()) {
+  explicit Hasher(ChecksumKind checksum) : checksum_(checksum), xxh3_(XXH3_createState()) {
     XXH3_64bits_reset(xxh3_.get());
-    if (md5) {
+    if (checksum_ == ChecksumKind::kMd5) {
       md5_.reset(EVP_MD_CTX_new());
       // MD5 is always there in OpenSSL's default provider; without it no MD5 is reported, and
       // the store's checksum is not checked.
-      if (md5_ && EVP_DigestInit_ex(md5_.get(), EVP_md5(), nullptr) != 1) md5_.reset();
+      if (!md5_ || EVP_DigestInit_ex(md5_.get(), EVP_md5(), nullptr) != 1) {
+        md5_.reset();
+        checksum_ = ChecksumKind::kNone;
+      }
     }
   }
 
   void Update(std::string_view data) {
     XXH3_64bits_update(xxh3_.get(), data.data(), data.size());
-    if (md5_) EVP_DigestUpdate(md5_.get(), data.data(), data.size());
+    switch (checksum_) {
+      case ChecksumKind::kMd5:
+        EVP_DigestUpdate(md5_.get(), data.data(), data.size());
+        break;
+      case ChecksumKind::kCrc32:
+        crc_ = Crc32(static_cast<uint32_t>(crc_), data);
+        break;
+      case ChecksumKind::kCrc32c:
+        crc_ = Crc32c(static_cast<uint32_t>(crc_), data);
+        break;
+      case ChecksumKind::kCrc64Nvme:
+        crc_ = Crc64Nvme(crc_, data);
+        break;
+      case ChecksumKind::kNone:
+        break;
+    }
     bytes_ += data.size();
   }
 
   FileDigests Final() {
     FileDigests out{.bytes = bytes_, .xxh3 = XXH3_64bits_digest(xxh3_.get())};
-    if (md5_) {
-      unsigned char digest[EVP_MAX_MD_SIZE];
-      unsigned int length = 0;
-      if (EVP_DigestFinal_ex(md5_.get(), digest, &length) == 1) {
-        out.md5 = ToHex(std::string_view(reinterpret_cast<const char*>(digest), length));
+    switch (checksum_) {
+      case ChecksumKind::kMd5: {
+        unsigned char digest[EVP_MAX_MD_SIZE];
+        unsigned int length = 0;
+        if (EVP_DigestFinal_ex(md5_.get(), digest, &length) == 1) {
+          out.checksum = ToHex(std::string_view(reinterpret_cast<const char*>(digest), length));
+        }
+        break;
       }
+      case ChecksumKind::kCrc32:
+      case ChecksumKind::kCrc32c:
+        out.checksum = fmt::format("{:08x}", crc_);
+        break;
+      case ChecksumKind::kCrc64Nvme:
+        out.checksum = fmt::format("{:016x}", crc_);
+        break;
+      case ChecksumKind::kNone:
+        break;
     }
+    if (!out.checksum.empty()) out.checksum_kind = checksum_;
     return out;
   }
 
@@ -60,8 +92,10 @@ class Hasher {
   struct FreeMd {
     void operator()(EVP_MD_CTX* ctx) const { EVP_MD_CTX_free(ctx); }
   };
+  ChecksumKind checksum_;
   std::unique_ptr<XXH3_state_t, FreeXxh3> xxh3_;
   std::unique_ptr<EVP_MD_CTX, FreeMd> md5_;
+  uint64_t crc_ = 0;
   uint64_t bytes_ = 0;
 };
 
@@ -95,19 +129,19 @@ Status HashRange(int fd, uint64_t begin, uint64_t end, bool to_eof, char* buffer
 
 }  // namespace
 
-FileDigests DigestOf(std::string_view data, bool md5) {
-  Hasher hasher(md5);
+FileDigests DigestOf(std::string_view data, ChecksumKind checksum) {
+  Hasher hasher(checksum);
   hasher.Update(data);
   return hasher.Final();
 }
 
-Result<FileDigests> DigestFile(const fs::path& path, bool md5) {
+Result<FileDigests> DigestFile(const fs::path& path, ChecksumKind checksum) {
   // Read, not mapped: a block the disk cannot read is an error to report, not a SIGBUS.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoToStatus(errno, "open", path);
   struct stat st {};
   Status status = ::fstat(fd, &st) == 0 ? Status::Ok() : ErrnoToStatus(errno, "stat", path);
-  Hasher hasher(md5);
+  Hasher hasher(checksum);
   if (status.ok()) {
     size_t size = 0;
     const auto buffer = ReadBuffer(static_cast<uint64_t>(st.st_size), &size);
@@ -120,11 +154,12 @@ Result<FileDigests> DigestFile(const fs::path& path, bool md5) {
 
 Result<std::unique_ptr<DownloadDigest>> DownloadDigest::Start(const fs::path& path,
                                                               std::vector<DownloadPart> parts,
-                                                              bool md5) {
+                                                              ChecksumKind checksum) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoToStatus(errno, "open", path);
   try {
-    return std::unique_ptr<DownloadDigest>(new DownloadDigest(path, fd, std::move(parts), md5));
+    return std::unique_ptr<DownloadDigest>(
+        new DownloadDigest(path, fd, std::move(parts), checksum));
   } catch (const std::system_error& e) {  // no thread to be had
     ::close(fd);
     return ResourceExhaustedError(
@@ -133,8 +168,8 @@ Result<std::unique_ptr<DownloadDigest>> DownloadDigest::Start(const fs::path& pa
 }
 
 DownloadDigest::DownloadDigest(const fs::path& path, int fd, std::vector<DownloadPart> parts,
-                               bool md5)
-    : path_(path), fd_(fd), md5_(md5), parts_(parts.size()) {
+                               ChecksumKind checksum)
+    : path_(path), fd_(fd), checksum_(checksum), parts_(parts.size()) {
   for (size_t i = 0; i < parts.size(); ++i) {
     parts_[i].range = parts[i];
     parts_[i].landed.store(parts[i].begin, std::memory_order_relaxed);
@@ -175,7 +210,7 @@ uint64_t DownloadDigest::WaitFor(size_t p, uint64_t want, std::stop_token stop) 
 }
 
 void DownloadDigest::Follow(std::stop_token stop) {
-  Hasher hasher(md5_);
+  Hasher hasher(checksum_);
   size_t size = 0;
   const auto buffer = ReadBuffer(parts_.empty() ? 0 : parts_.back().range.end, &size);
   for (size_t p = 0; p < parts_.size(); ++p) {
@@ -195,12 +230,13 @@ void DownloadDigest::Follow(std::stop_token stop) {
   digests_ = hasher.Final();
 }
 
-Result<FileDigests> DownloadDigest::Finish(bool want_md5) {
+Result<FileDigests> DownloadDigest::Finish(ChecksumKind want) {
   follower_.join();
   FERRY_RETURN_IF_ERROR(result_);
-  if (want_md5 && digests_.md5.empty()) {
-    FERRY_ASSIGN_OR_RETURN(const FileDigests again, DigestFile(path_, true));
-    digests_.md5 = again.md5;
+  if (want != ChecksumKind::kNone && digests_.checksum_kind != want) {
+    FERRY_ASSIGN_OR_RETURN(const FileDigests again, DigestFile(path_, want));
+    digests_.checksum_kind = again.checksum_kind;
+    digests_.checksum = again.checksum;
   }
   return digests_;
 }

@@ -10,9 +10,9 @@
 // step, not once per chunk.
 //
 // What it computes: XXH3-64 of every byte, for the cache's digest record (digest_record.h), and
-// MD5 when asked - the checksum S3, GCS and Azure send with every GET for free
-// (storage/http/store_checksum.h). MD5 may also be asked for after the download (Finish with a
-// store MD5 when it was not computed on the way): one more pass over the file.
+// when asked the checksum the store sends with a GET for free - MD5, CRC32, CRC32C or CRC64NVME
+// (storage/http/store_checksum.h). That may also be asked for after the download (Finish with
+// another kind than was computed on the way): one more pass over the file.
 //
 // A small whole download needs no follower: DownloadToFile digests it once it has landed
 // (DigestFile), on its own thread.
@@ -34,27 +34,30 @@
 
 #include "cache/download_progress.h"
 #include "ferry/result.h"
+#include "ferry/storage/object_store.h"
 
 namespace ferry::internal_cache {
 
 struct FileDigests {
   uint64_t bytes = 0;  // how many were digested
   uint64_t xxh3 = 0;
-  std::string md5;  // lowercase hex; empty when not computed
+  ChecksumKind checksum_kind = ChecksumKind::kNone;  // kNone when none was computed
+  std::string checksum;  // lowercase hex, as ObjectChecksum::hex spells it
 };
 
-/// XXH3-64 (and with `md5`, MD5) of `data` at once: for files written from memory.
-FileDigests DigestOf(std::string_view data, bool md5);
+/// XXH3-64 (and `checksum`, unless kNone) of `data` at once: for files written from memory.
+FileDigests DigestOf(std::string_view data, ChecksumKind checksum);
 
-/// XXH3-64 (and with `md5`, MD5) of the file at `path`, read once.
-Result<FileDigests> DigestFile(const std::filesystem::path& path, bool md5);
+/// XXH3-64 (and `checksum`, unless kNone) of the file at `path`, read once.
+Result<FileDigests> DigestFile(const std::filesystem::path& path, ChecksumKind checksum);
 
 class DownloadDigest {
  public:
   /// Follows the download into `path` (created, not yet written) that `parts` (in order,
-  /// covering [0, size)) fill. With `md5`, computes MD5 too.
+  /// covering [0, size)) fill; computes `checksum` too, unless kNone.
   static Result<std::unique_ptr<DownloadDigest>> Start(const std::filesystem::path& path,
-                                                       std::vector<DownloadPart> parts, bool md5);
+                                                       std::vector<DownloadPart> parts,
+                                                       ChecksumKind checksum);
   ~DownloadDigest();  // stops the thread (a failed download)
   DownloadDigest(const DownloadDigest&) = delete;
   DownloadDigest& operator=(const DownloadDigest&) = delete;
@@ -64,8 +67,9 @@ class DownloadDigest {
   void Landed(uint32_t part, uint64_t end);
 
   /// After every byte has landed: waits for the follower to reach the end and returns the
-  /// digests. With `want_md5` and no MD5 computed on the way, reads the file once more for it.
-  Result<FileDigests> Finish(bool want_md5);
+  /// digests. `want` (unless kNone) other than what was computed on the way reads the file once
+  /// more for it.
+  Result<FileDigests> Finish(ChecksumKind want);
 
  private:
   struct Part {
@@ -73,14 +77,14 @@ class DownloadDigest {
     std::atomic<uint64_t> landed{0};
   };
   DownloadDigest(const std::filesystem::path& path, int fd, std::vector<DownloadPart> parts,
-                 bool md5);
+                 ChecksumKind checksum);
   void Follow(std::stop_token stop);
   // Waits until part `p` has landed up to `want`, or stop; returns what has landed.
   uint64_t WaitFor(size_t p, uint64_t want, std::stop_token stop);
 
   const std::filesystem::path path_;
   const int fd_;  // the file, read-only, our own descriptor
-  const bool md5_;
+  const ChecksumKind checksum_;
   std::vector<Part> parts_;  // sized once: its atomics never move
 
   std::mutex mu_;

@@ -239,7 +239,7 @@ TEST_F(ShardCacheTest, APowerCutsDamageIsFoundByTheDigestRecordAndFetchedAgain) 
     const auto written = internal_cache::ReadDigestRecord(record);
     ASSERT_TRUE(written.has_value() && written->has_value()) << record;
     EXPECT_EQ((*written)->bytes, contents->size());
-    EXPECT_EQ((*written)->xxh3, internal_cache::DigestOf(*contents, false).xxh3);
+    EXPECT_EQ((*written)->xxh3, internal_cache::DigestOf(*contents, ChecksumKind::kNone).xxh3);
     EXPECT_TRUE((*written)->verified_boot.empty());
   }
   const auto rewrite = [&](std::string bytes) {
@@ -319,7 +319,7 @@ TEST_F(ShardCacheTest, EveryRawFileItWritesGetsADigestRecord) {
     ASSERT_TRUE(record.has_value() && record->has_value()) << file.raw->basename;
     const auto contents = ReadFileToString(layout.FilePath(file.raw->basename));
     ASSERT_TRUE(contents.has_value());
-    EXPECT_EQ((*record)->xxh3, internal_cache::DigestOf(*contents, false).xxh3);
+    EXPECT_EQ((*record)->xxh3, internal_cache::DigestOf(*contents, ChecksumKind::kNone).xxh3);
   }
   // With digest_records off, none (and none of an earlier copy survives a download).
   ASSERT_TRUE(cache->Evict(1).has_value());
@@ -334,7 +334,7 @@ TEST_F(ShardCacheTest, ADownloadThatDisagreesWithTheStoresMd5IsFetchedAgain) {
   Store();  // sets prefix_
   const auto md5_of = [&](size_t k) {
     const auto contents = ReadFileToString(Remote() / index_.shards[k].raw_data.basename);
-    return internal_cache::DigestOf(contents.value_or(""), true).md5;
+    return internal_cache::DigestOf(contents.value_or(""), ChecksumKind::kMd5).checksum;
   };
   std::map<std::string, std::string> md5;
   std::map<std::string, size_t> shard_of;
@@ -358,8 +358,10 @@ TEST_F(ShardCacheTest, ADownloadThatDisagreesWithTheStoresMd5IsFetchedAgain) {
   auto cache = Open({}, store);
   auto handle = cache->Acquire(0);
   ASSERT_TRUE(handle.has_value()) << handle.status().ToString();
-  EXPECT_EQ(internal_cache::DigestOf(ReadFileToString(handle->path()).value_or(""), true).md5,
-            md5_of(0));
+  EXPECT_EQ(
+      internal_cache::DigestOf(ReadFileToString(handle->path()).value_or(""), ChecksumKind::kMd5)
+          .checksum,
+      md5_of(0));
   EXPECT_EQ(Reads(index_.shards[0].raw_data.basename), 2);
   EXPECT_EQ(CounterValue("/ferry/cache/checksum_failures") - failed, 1u);
   EXPECT_EQ(CounterValue("/ferry/cache/checksummed_downloads") - checked, 1u);
@@ -392,6 +394,39 @@ TEST_F(ShardCacheTest, AStoreChecksumThatIsNotTheObjectsMd5IsDroppedAfterTwoAgre
   auto unchecked = Open({.local = tmp_ / "other", .store_checksums = false}, store);
   ASSERT_TRUE(unchecked->Acquire(2).has_value());
   EXPECT_EQ(Reads(index_.shards[2].raw_data.basename), 1);
+}
+
+// S3 sends its CRCs only with replies of whole objects: a shard that comes in ranged parts
+// without one, after small whole ones that came with one, is not suspect - it is downloaded
+// once. A whole one without, after those, is (its header may have been damaged on the way).
+TEST_F(ShardCacheTest, AChecksumIsExpectedOnlyOfDownloadsOfTheShapeThatCarriedOne) {
+  WriteRemote({.samples = 70, .sample_bytes = 4000, .size_limit = 64 << 10});
+  const size_t last = index_.shards.size() - 1;
+  ASSERT_LT(ShardBytes(last), ShardBytes(0));
+  Store();  // sets prefix_
+  const std::string last_key = prefix_ + "/" + index_.shards[last].raw_data.basename;
+  const std::string crc =
+      internal_cache::DigestOf(
+          ReadFileToString(Remote() / index_.shards[last].raw_data.basename).value_or(""),
+          ChecksumKind::kCrc64Nvme)
+          .checksum;
+  auto store = Store({.checksum = [&](std::string_view key, const ByteRange& range) {
+    if (range.offset != 0 || range.length || key != last_key) return ObjectChecksum{};
+    return ObjectChecksum{.kind = ChecksumKind::kCrc64Nvme, .hex = crc, .from = "test"};
+  }});
+  // The full shards are fetched in 4 parts, the last (smaller) one whole.
+  auto cache = Open({.parallel_part_threshold = ShardBytes(0), .download_parts = 4}, store);
+  const uint64_t checked = CounterValue("/ferry/cache/checksummed_downloads");
+  ASSERT_TRUE(cache->Acquire(last).has_value());
+  EXPECT_EQ(Reads(index_.shards[last].raw_data.basename), 1);
+  EXPECT_EQ(CounterValue("/ferry/cache/checksummed_downloads") - checked, 1u);
+  ASSERT_TRUE(cache->Acquire(0).has_value());
+  EXPECT_EQ(Reads(index_.shards[0].raw_data.basename), 4) << "one download, in 4 parts";
+  // Whole, and without the checksum whole replies have carried: downloaded again to compare.
+  auto whole = Open({.local = tmp_ / "whole"}, store);
+  ASSERT_TRUE(whole->Acquire(last).has_value());
+  ASSERT_TRUE(whole->Acquire(1).has_value());
+  EXPECT_EQ(Reads(index_.shards[1].raw_data.basename), 2);
 }
 
 }  // namespace

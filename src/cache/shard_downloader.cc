@@ -243,7 +243,7 @@ Result<ObjectInfo> DownloadParts(ObjectStore& store, std::string_view key, int f
     if (!status.ok()) return std::move(status);
   }
   const ObjectInfo* first = nullptr;
-  bool mixed_md5 = false;
+  bool mixed_checksums = false;
   for (const auto& part : objects) {
     if (!part) continue;
     const ObjectInfo& object = *part;
@@ -257,17 +257,14 @@ Result<ObjectInfo> DownloadParts(ObjectStore& store, std::string_view key, int f
       return DataLossError(fmt::format("{}: changed during the download (etag {} then {})", url,
                                        first->etag, object.etag));
     }
-    if (object.md5 != first->md5) mixed_md5 = true;
+    if (object.checksum != first->checksum) mixed_checksums = true;
   }
   if (first == nullptr) return ObjectInfo{.size = size};
   vouched = !first->etag.empty();
   ObjectInfo out = *first;
   // One version, parts that say different checksums (a proxy that drops a header on some
   // replies): believe none of them.
-  if (mixed_md5) {
-    out.md5.clear();
-    out.md5_from.clear();
-  }
+  if (mixed_checksums) out.checksum = {};
   return out;
 }
 
@@ -306,11 +303,14 @@ Result<DownloadedFile> DownloadToFile(ObjectStore& store, std::string_view key, 
     }
   }
   std::unique_ptr<DownloadDigest> digest;
-  const bool digests = checks.digest || checks.store_md5;
+  const bool digests = checks.digest || checks.store_checksum;
   // A small whole body is digested once it has landed, below: a thread to follow it would cost
   // more than the digest.
   if (digests && (ranged || expected_size > kFollowAbove)) {
-    auto started = DownloadDigest::Start(tmp, ranges, checks.store_md5 && checks.md5_expected);
+    auto started = DownloadDigest::Start(tmp, ranges,
+                                         !checks.store_checksum ? ChecksumKind::kNone
+                                         : ranged               ? checks.expected_ranged
+                                                                : checks.expected_whole);
     if (started) {
       digest = std::move(*started);
     } else {  // published without a digest record: the size and hole checks remain
@@ -326,12 +326,12 @@ Result<DownloadedFile> DownloadToFile(ObjectStore& store, std::string_view key, 
   if (progress) progress->Finish(status.ok());
   if (::close(fd) != 0 && status.ok()) status = ErrnoToStatus(errno, "close", tmp);
   DownloadedFile out;
+  out.ranged = ranged;
   if (status.ok()) {
-    out.store_md5 = object->md5;
-    out.store_md5_from = object->md5_from;
-    const bool want_md5 = checks.store_md5 && !out.store_md5.empty();
-    Result<FileDigests> digested = digest    ? digest->Finish(want_md5)
-                                   : digests ? DigestFile(tmp, want_md5)
+    out.store_checksum = object->checksum;
+    const ChecksumKind want = checks.store_checksum ? out.store_checksum.kind : ChecksumKind::kNone;
+    Result<FileDigests> digested = digest    ? digest->Finish(want)
+                                   : digests ? DigestFile(tmp, want)
                                              : Result<FileDigests>(FileDigests{});
     if (digested) {
       if (digests) out.digests = *digested;
@@ -394,7 +394,7 @@ Result<FileDigests> WriteRawFromZip(const ShardDescription& shard, const ShardFi
                                      file.zip->basename, raw->size(), file.raw->bytes));
   }
   FERRY_RETURN_IF_ERROR(WriteNewFile(raw_tmp, *raw));
-  return DigestOf(*raw, /*md5=*/false);
+  return DigestOf(*raw, ChecksumKind::kNone);
 }
 
 }  // namespace
@@ -431,27 +431,29 @@ Status ShardDownloader::PublishRaw(const fs::path& tmp, std::string_view basenam
   return Publish(tmp, layout_.FilePath(basename));
 }
 
-Status ShardDownloader::CheckStoreMd5(const DownloadedFile& got, const std::string& url,
-                                      bool expected, Attempts& attempts) const {
+Status ShardDownloader::CheckStoreChecksum(const DownloadedFile& got, const std::string& url,
+                                           bool expected, Attempts& attempts) const {
   if (!got.digests) return Status::Ok();
-  if (got.store_md5.empty()) {
+  const ObjectChecksum& sent = got.store_checksum;
+  if (sent.empty()) {
     if (!expected && !attempts.unchecked) return Status::Ok();
-    // The store's replies have carried an MD5, and this one came without (or in a form that is
-    // not one): a header damaged on the way looks just so, and the body may be too. Two
+    // The store's replies have carried a checksum, and this one came without (or in a form
+    // that is not one): a header damaged on the way looks just so, and the body may be too. Two
     // downloads that bring the same bytes stand for each other; a multipart object (no MD5 in
     // its ETag) among single-part ones costs one more download.
     if (attempts.unchecked == got.digests->xxh3) return Status::Ok();
     attempts.unchecked = got.digests->xxh3;
     CacheMetrics::Get().checksum_failures.Add();
     return DataLossError(fmt::format(
-        "{}: came without the MD5 the store's replies carry (a damaged ETag or Content-MD5?), "
-        "its bytes' XXH3 {:016x}: downloaded again to compare",
+        "{}: came without the checksum the store's replies carry (a damaged ETag, Content-MD5 "
+        "or x-amz-checksum?), its bytes' XXH3 {:016x}: downloaded again to compare",
         url, got.digests->xxh3));
   }
-  if (got.digests->md5.empty()) return Status::Ok();
+  if (got.digests->checksum_kind != sent.kind) return Status::Ok();  // not computed
+  const std::string_view algorithm = ChecksumName(sent.kind);
   std::optional<uint64_t>& mismatched = attempts.mismatched;
   CacheMetrics& metrics = CacheMetrics::Get();
-  if (got.digests->md5 == got.store_md5) {
+  if (got.digests->checksum == sent.hex) {
     metrics.checksummed_downloads.Add();
     return Status::Ok();
   }
@@ -459,20 +461,20 @@ Status ShardDownloader::CheckStoreMd5(const DownloadedFile& got, const std::stri
     // The same bytes twice, and not the ones the checksum describes: a damaged body would not
     // come back identical, so the checksum is what is wrong (an ETag that only looks like an
     // MD5, a Content-MD5 set wrong by the uploader). Not checked again for this dataset.
-    if (!md5_untrusted_.exchange(true)) {
+    if (!checksum_untrusted_.exchange(true)) {
       Log().warn(
-          "cache: {}: two downloads brought the same bytes, whose MD5 {} is not the {} {} the "
-          "store sends: that header is not this object's MD5, and is not checked any more for "
+          "cache: {}: two downloads brought the same bytes, whose {} {} is not the {} {} the "
+          "store sends: that header is not this object's {}, and is not checked any more for "
           "this dataset (validate_hash checks against index.json)",
-          url, got.digests->md5, got.store_md5_from, got.store_md5);
+          url, algorithm, got.digests->checksum, sent.from, sent.hex, algorithm);
     }
     return Status::Ok();
   }
   mismatched = got.digests->xxh3;
   metrics.checksum_failures.Add();
   return DataLossError(fmt::format(
-      "{}: the bytes received have MD5 {}, but the store sent {} {} with them (damaged on the way)",
-      url, got.digests->md5, got.store_md5_from, got.store_md5));
+      "{}: the bytes received have {} {}, but the store sent {} {} with them (damaged on the way)",
+      url, algorithm, got.digests->checksum, sent.from, sent.hex));
 }
 
 Status ShardDownloader::DownloadOnce(const ShardDescription& shard, const ShardFile& file,
@@ -492,23 +494,27 @@ Status ShardDownloader::DownloadOnce(const ShardDescription& shard, const ShardF
   // one, nor of bytes validate_hash must check first.
   const fs::path progress =
       file.zip || options_.validate_hash ? fs::path() : layout_.ProgressPath(fetched.basename);
-  const bool check_md5 =
-      options_.store_checksums && !options_.validate_hash && !md5_untrusted_.load();
+  const bool check_checksum =
+      options_.store_checksums && !options_.validate_hash && !checksum_untrusted_.load();
   const DownloadChecks checks = {
       // A compressed file's raw form is digested as it is written, from memory.
       .digest = options_.digest_records && !file.zip,
-      .store_md5 = check_md5,
-      .md5_expected = md5_expected_.load(std::memory_order_relaxed)};
+      .store_checksum = check_checksum,
+      .expected_whole = expected_whole_.load(std::memory_order_relaxed),
+      .expected_ranged = expected_ranged_.load(std::memory_order_relaxed)};
   FERRY_ASSIGN_OR_RETURN(const DownloadedFile got,
                          DownloadToFile(*remote_, key, tmp, fetched.bytes, options_.parts, stop,
                                         progress, checks, &arrived));
   TemporaryGuard guard(tmp);
   arrived = true;  // whole, at index.json's size: its digests are the bytes' own
-  md5_expected_.store(!got.store_md5.empty(), std::memory_order_relaxed);
-  const bool md5_seen = got.store_md5.empty() ? md5_seen_.load() : md5_seen_.exchange(true);
+  (got.ranged ? expected_ranged_ : expected_whole_)
+      .store(got.store_checksum.kind, std::memory_order_relaxed);
+  std::atomic<bool>& seen_of_shape = got.ranged ? checksum_seen_ranged_ : checksum_seen_whole_;
+  const bool seen =
+      got.store_checksum.empty() ? seen_of_shape.load() : seen_of_shape.exchange(true);
   // validate_hash checks against index.json, which outranks the store's word: with it, the
-  // store's MD5 is not asked.
-  if (check_md5) FERRY_RETURN_IF_ERROR(CheckStoreMd5(got, url, md5_seen, attempts));
+  // store's checksum is not asked.
+  if (check_checksum) FERRY_RETURN_IF_ERROR(CheckStoreChecksum(got, url, seen, attempts));
   if (!file.zip) {
     if (options_.validate_hash) {
       FERRY_ASSIGN_OR_RETURN(const MappedFile downloaded, MappedFile::Open(tmp));

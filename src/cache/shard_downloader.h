@@ -23,7 +23,8 @@
 //   5. decompress into the raw file's temporary; write the raw file's digest record
 //      (digest_record.h: its XXH3, computed as the bytes landed, src/cache/download_digest.h),
 //      then rename the file into place (neither is fsynced: see Publish). A download is also
-//      checked against the MD5 the store sent with it, when it sent one (a mismatch is step 4's).
+//      checked against the checksum the store sent with it (its MD5 or CRC:
+//      storage/http/store_checksum.h), when it sent one (a mismatch is step 4's).
 //      The compressed file is renamed into place too with keep_zip (first, so that a crash in
 //      between leaves the zip and no raw file - never a temporary beside a published raw file),
 //      else deleted.
@@ -67,15 +68,19 @@ Status CheckDownloadParts(uint32_t parts);
 
 /// What a download digests as its bytes land (src/cache/download_digest.h).
 struct DownloadChecks {
-  bool digest = false;        // XXH3-64, for the digest record
-  bool store_md5 = false;     // MD5, when the store sends one to check it against
-  bool md5_expected = false;  // ... computed on the way (else in one more pass, if one comes)
+  bool digest = false;          // XXH3-64, for the digest record
+  bool store_checksum = false;  // the checksum the store sends with the object, if it sends one
+  // ... of the kind computed on the way, for a download in one piece and one in ranged parts
+  // (replies of the whole object may carry another: S3's CRCs). Another kind the store sends
+  // costs one more pass over the file.
+  ChecksumKind expected_whole = ChecksumKind::kNone;
+  ChecksumKind expected_ranged = ChecksumKind::kNone;
 };
 
 struct DownloadedFile {
   std::optional<FileDigests> digests;  // when DownloadChecks asked for any
-  std::string store_md5;               // the MD5 the store sent with the object; may be empty
-  std::string store_md5_from;          // the header it came in
+  ObjectChecksum store_checksum;       // what the store sent with the object; may be empty
+  bool ranged = false;                 // it came in ranged parts
 };
 
 /// Downloads the whole object `key` into a new file `tmp` (which must not exist), checking that
@@ -99,7 +104,8 @@ struct ShardDownloaderOptions {
   PartOptions parts;
   /// Writes a digest record (digest_record.h) for every raw file it publishes.
   bool digest_records = true;
-  /// Checks a download against the MD5 the store sends with it (storage/http/store_checksum.h).
+  /// Checks a download against the checksum the store sends with it (MD5 or CRC:
+  /// storage/http/store_checksum.h).
   bool store_checksums = true;
 };
 
@@ -129,8 +135,8 @@ class ShardDownloader {
   Status DecompressLocalZip(const ShardDescription& shard, const ShardFile& file) const;
   // What the attempts at one file learn for the next (XXH3s of their bytes).
   struct Attempts {
-    std::optional<uint64_t> mismatched;  // bytes that disagreed with the store's MD5
-    std::optional<uint64_t> unchecked;   // bytes that came without the MD5 expected
+    std::optional<uint64_t> mismatched;  // bytes that disagreed with the store's checksum
+    std::optional<uint64_t> unchecked;   // bytes that came without the checksum expected
   };
   // One download (and, for a compressed file, decompression) attempt. `arrived` is set once the
   // body has come whole as the store described it (DownloadToFile's `vouched`), before its size
@@ -138,11 +144,11 @@ class ShardDownloader {
   Status DownloadOnce(const ShardDescription& shard, const ShardFile& file,
                       const MakeRoomFn& make_room, std::stop_token stop, Attempts& attempts,
                       bool& arrived) const;
-  // kDataLoss when `got` disagrees with the MD5 the store sent (see DownloadOnce), or came
+  // kDataLoss when `got` disagrees with the checksum the store sent (see DownloadOnce), or came
   // without one where the store's replies have carried one (`expected`: its ETag or Content-MD5
   // may have been damaged on the way) - until two such downloads bring the same bytes.
-  Status CheckStoreMd5(const DownloadedFile& got, const std::string& url, bool expected,
-                       Attempts& attempts) const;
+  Status CheckStoreChecksum(const DownloadedFile& got, const std::string& url, bool expected,
+                            Attempts& attempts) const;
   // Publishes the raw file `tmp` as `basename`, with its digest record when there is one.
   Status PublishRaw(const std::filesystem::path& tmp, std::string_view basename,
                     const std::optional<FileDigests>& digests) const;
@@ -153,13 +159,18 @@ class ShardDownloader {
   std::string remote_prefix_;
   CacheLayout layout_;
   ShardDownloaderOptions options_;
-  // Whether the last download came with an MD5 (so the next one computes it on the way).
-  mutable std::atomic<bool> md5_expected_{true};
-  // Whether one has yet: the store's replies carry MD5s, so one without is suspect.
-  mutable std::atomic<bool> md5_seen_{false};
-  // Set once two downloads agreed with each other and not with the store's MD5: the store's
-  // "MD5" (an ETag, say) is not one, and is not checked again.
-  mutable std::atomic<bool> md5_untrusted_{false};
+  // The kind of checksum the last download in one piece, and in ranged parts, came with (the
+  // next one computes it on the way).
+  mutable std::atomic<ChecksumKind> expected_whole_{ChecksumKind::kMd5};
+  mutable std::atomic<ChecksumKind> expected_ranged_{ChecksumKind::kMd5};
+  // Whether one of that shape has yet: the store's replies carry checksums, so one without is
+  // suspect. By shape, because S3 sends its CRCs only with whole objects: a large shard that
+  // comes in ranged parts has the ETag's MD5 or nothing, whatever the small ones came with.
+  mutable std::atomic<bool> checksum_seen_whole_{false};
+  mutable std::atomic<bool> checksum_seen_ranged_{false};
+  // Set once two downloads agreed with each other and not with the store's checksum: the
+  // store's "MD5" (an ETag, say) is not one, and is not checked again.
+  mutable std::atomic<bool> checksum_untrusted_{false};
 };
 
 }  // namespace ferry::internal_cache

@@ -11,6 +11,7 @@
 #include <stop_token>
 #include <thread>
 
+#include "base/crc.h"
 #include "base/file_util.h"
 #include "base/temp_dir_testutil.h"
 #include "cache/cache_testutil.h"
@@ -162,11 +163,12 @@ TEST_F(DownloadToFileTest, ExistingTemporaryIsNotOverwritten) {
 
 // The digests follow the bytes as they land, in file order, whichever order the parts land in.
 TEST_F(DownloadToFileTest, DigestsTheBytesInFileOrderWhateverOrderThePartsLandIn) {
-  const FileDigests want = DigestOf(data_, /*md5=*/true);
-  ASSERT_EQ(want.md5.size(), 32u);
+  const FileDigests want = DigestOf(data_, ChecksumKind::kMd5);
+  ASSERT_EQ(want.checksum.size(), 32u);
   for (const uint32_t parts : {1u, 3u, 8u}) {
     for (const bool md5_expected : {true, false}) {
       SCOPED_TRACE(fmt::format("{} parts, md5 expected {}", parts, md5_expected));
+      const ChecksumKind expected = md5_expected ? ChecksumKind::kMd5 : ChecksumKind::kCrc32c;
       fs::remove(Tmp());
       // Later parts land faster than earlier ones: the follower waits at part 0.
       auto store = Store({.chunk_bytes = 997,
@@ -174,15 +176,51 @@ TEST_F(DownloadToFileTest, DigestsTheBytesInFileOrderWhateverOrderThePartsLandIn
                           .md5 = [](std::string_view) { return std::string("given"); }});
       auto got = DownloadToFile(*store, Key(), Tmp(), data_.size(),
                                 {.parallel_part_threshold = 1, .download_parts = parts}, {}, {},
-                                {.digest = true, .store_md5 = true, .md5_expected = md5_expected});
+                                {.digest = true,
+                                 .store_checksum = true,
+                                 .expected_whole = expected,
+                                 .expected_ranged = expected});
       ASSERT_TRUE(got.has_value()) << got.status().ToString();
       ASSERT_TRUE(got->digests.has_value());
       EXPECT_EQ(got->digests->xxh3, want.xxh3);
       // Computed on the way, or in one more pass once the store turned out to send one.
-      EXPECT_EQ(got->digests->md5, want.md5);
-      EXPECT_EQ(got->store_md5, "given");
-      EXPECT_EQ(got->store_md5_from, "test");
+      EXPECT_EQ(got->digests->checksum_kind, ChecksumKind::kMd5);
+      EXPECT_EQ(got->digests->checksum, want.checksum);
+      EXPECT_EQ(got->store_checksum.hex, "given");
+      EXPECT_EQ(got->store_checksum.from, "test");
+      EXPECT_EQ(got->ranged, parts > 1);
       EXPECT_EQ(testing::FileText(Tmp()), data_);
+    }
+  }
+}
+
+// The CRCs S3 and GCS keep, computed as the bytes land (or after, when another kind came) and
+// spelled as the stores send them: big-endian hex.
+TEST_F(DownloadToFileTest, ComputesTheStoresCrcOnTheWayOrAfter) {
+  const std::vector<std::pair<ChecksumKind, std::string>> crcs = {
+      {ChecksumKind::kCrc32, fmt::format("{:08x}", Crc32(0, data_))},
+      {ChecksumKind::kCrc32c, fmt::format("{:08x}", Crc32c(0, data_))},
+      {ChecksumKind::kCrc64Nvme, fmt::format("{:016x}", Crc64Nvme(0, data_))}};
+  for (const auto& [kind, hex] : crcs) {
+    for (const uint32_t parts : {1u, 4u}) {
+      for (const ChecksumKind expected : {kind, ChecksumKind::kMd5}) {
+        SCOPED_TRACE(fmt::format("{} in {} parts, {} expected", ChecksumName(kind), parts,
+                                 ChecksumName(expected)));
+        fs::remove(Tmp());
+        auto store =
+            Store({.chunk_bytes = 4093, .checksum = [&](std::string_view, const ByteRange&) {
+                     return ObjectChecksum{.kind = kind, .hex = hex, .from = "test"};
+                   }});
+        auto got = DownloadToFile(
+            *store, Key(), Tmp(), data_.size(),
+            {.parallel_part_threshold = 1, .download_parts = parts}, {}, {},
+            {.store_checksum = true, .expected_whole = expected, .expected_ranged = expected});
+        ASSERT_TRUE(got.has_value()) << got.status().ToString();
+        ASSERT_TRUE(got->digests.has_value());
+        EXPECT_EQ(got->digests->checksum_kind, kind);
+        EXPECT_EQ(got->digests->checksum, hex);
+        EXPECT_EQ(got->store_checksum.kind, kind);
+      }
     }
   }
 }
@@ -194,11 +232,11 @@ TEST_F(DownloadToFileTest, NoChecksAskedForDigestsNothing) {
   // MD5 only where the store sends one to check.
   fs::remove(Tmp());
   got = DownloadToFile(*Store(), Key(), Tmp(), data_.size(), {}, {}, {},
-                       {.digest = true, .store_md5 = true, .md5_expected = false});
+                       {.digest = true, .store_checksum = true});
   ASSERT_TRUE(got.has_value()) << got.status().ToString();
   ASSERT_TRUE(got->digests.has_value());
-  EXPECT_EQ(got->digests->xxh3, DigestOf(data_, false).xxh3);
-  EXPECT_TRUE(got->digests->md5.empty());
+  EXPECT_EQ(got->digests->xxh3, DigestOf(data_, ChecksumKind::kNone).xxh3);
+  EXPECT_TRUE(got->digests->checksum.empty());
 }
 
 TEST_F(DownloadToFileTest, AFailedDownloadStopsItsDigestAndLeavesNothing) {
@@ -210,7 +248,10 @@ TEST_F(DownloadToFileTest, AFailedDownloadStopsItsDigestAndLeavesNothing) {
                       }});
   const auto got = DownloadToFile(*store, Key(), Tmp(), data_.size(),
                                   {.parallel_part_threshold = 1, .download_parts = 4}, {}, {},
-                                  {.digest = true, .store_md5 = true, .md5_expected = true});
+                                  {.digest = true,
+                                   .store_checksum = true,
+                                   .expected_whole = ChecksumKind::kMd5,
+                                   .expected_ranged = ChecksumKind::kMd5});
   EXPECT_EQ(got.status().code(), StatusCode::kUnavailable) << got.status().ToString();
   EXPECT_FALSE(fs::exists(Tmp()));
 }

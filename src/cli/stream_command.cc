@@ -319,8 +319,9 @@ Command AddStreamCommand(CLI::App& parent) {
                 "Keep no digest record per downloaded shard (a file from before a reboot then "
                 "gets only size and hole checks); to measure what the records cost");
   app->add_flag("--no-store-checksums", o->no_store_checksums,
-                "Do not check downloads against the MD5 the store sends with them (S3 ETag, "
-                "GCS x-goog-hash, Azure Content-MD5); to measure what the check costs");
+                "Do not check downloads against the checksum the store sends with them (S3 "
+                "x-amz-checksum-* or ETag, GCS x-goog-hash, Azure Content-MD5); to measure what "
+                "the check costs");
   app->add_option("--world", o->world, "NODES,RANKS_PER_NODE,WORKERS_PER_RANK")
       ->capture_default_str();
   app->add_option("--rank", o->rank, "Global rank to run (node * ranks_per_node + rank)")

@@ -13,6 +13,22 @@
 
 namespace ferry {
 
+std::string_view ChecksumName(ChecksumKind kind) {
+  switch (kind) {
+    case ChecksumKind::kNone:
+      return "";
+    case ChecksumKind::kMd5:
+      return "MD5";
+    case ChecksumKind::kCrc32:
+      return "CRC32";
+    case ChecksumKind::kCrc32c:
+      return "CRC32C";
+    case ChecksumKind::kCrc64Nvme:
+      return "CRC64NVME";
+  }
+  return "";
+}
+
 std::string ObjectVersion(const ObjectInfo& info) {
   if (!info.etag.empty()) return info.etag;
   if (!info.mtime) return {};

@@ -83,6 +83,24 @@ def s3rver(monkeypatch):
 
 
 @pytest.fixture
+def moto(monkeypatch):
+    """The loopback moto S3 server of scripts/test-servers.sh (authentication off), with the
+    AWS_* variables pointing ferry at it: {"endpoint", "bucket", "key", "secret"}. Fails (never
+    skips) without the servers."""
+    endpoint = os.environ.get("FERRY_TEST_MOTO_ENDPOINT")
+    if not endpoint:
+        pytest.fail("no moto test server: run through scripts/run-tests.sh (make test)")
+    server = {"endpoint": endpoint, "bucket": os.environ["FERRY_TEST_MOTO_BUCKET"],
+              "key": os.environ["FERRY_TEST_MOTO_ACCESS_KEY"],
+              "secret": os.environ["FERRY_TEST_MOTO_SECRET_KEY"]}
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", server["key"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", server["secret"])
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    return server
+
+
+@pytest.fixture
 def databricks(monkeypatch):
     """The loopback Databricks workspace of scripts/test-servers.sh, with the DATABRICKS_*
     variables of its service principal (OAuth machine-to-machine, tokens of 6 s life):

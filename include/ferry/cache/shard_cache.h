@@ -79,9 +79,9 @@ struct ShardCacheOptions {
   /// before a reboot is checked exactly on its first use after it (src/cache/digest_record.h).
   /// Off: such files get only the size and hole checks.
   bool digest_records = true;
-  /// Check each download against the MD5 the store sends with it for free - an S3 ETag that is
-  /// one, GCS's x-goog-hash, Azure's Content-MD5 (src/storage/http/store_checksum.h) - and
-  /// fetch it again on a mismatch.
+  /// Check each download against the checksum the store sends with it for free - S3's
+  /// x-amz-checksum-* or an ETag that is an MD5, GCS's x-goog-hash, Azure's Content-MD5
+  /// (src/storage/http/store_checksum.h) - and fetch it again on a mismatch.
   bool store_checksums = true;
 };
 

@@ -33,16 +33,31 @@
 
 namespace ferry {
 
+/// The algorithms of the whole-object checksums stores keep (src/storage/http/
+/// store_checksum.h).
+enum class ChecksumKind : uint8_t { kNone, kMd5, kCrc32, kCrc32c, kCrc64Nvme };
+
+/// "MD5", "CRC32", "CRC32C", "CRC64NVME"; "" for kNone.
+std::string_view ChecksumName(ChecksumKind kind);
+
+/// A whole object's checksum, as a Read's response vouches for it, for free.
+struct ObjectChecksum {
+  ChecksumKind kind = ChecksumKind::kNone;
+  std::string hex;   // lowercase; a CRC big-endian, as the stores send it (8 or 16 digits)
+  std::string from;  // the header it came in: "ETag", "x-amz-checksum-crc64nvme", ...
+
+  bool empty() const { return kind == ChecksumKind::kNone; }
+  friend bool operator==(const ObjectChecksum&, const ObjectChecksum&) = default;
+};
+
 struct ObjectInfo {
   std::string key;
   uint64_t size = 0;
   std::string etag;  // as the store reports it, without quotes; may be empty
   std::optional<std::chrono::system_clock::time_point> mtime;
-  /// The whole object's MD5 (lowercase hex) as a Read's response vouches for it, for free: an
-  /// S3 ETag that is one, GCS's x-goog-hash, Azure's Content-MD5 (src/storage/http/
-  /// store_checksum.h); empty when the store gives none. `md5_from` names the header.
-  std::string md5;
-  std::string md5_from;
+  /// What a Read's response says the whole object's checksum is: an S3 ETag that is its MD5,
+  /// x-amz-checksum-*, GCS's x-goog-hash, Azure's Content-MD5; empty when the store gives none.
+  ObjectChecksum checksum;
 };
 
 /// What tells one version of an object from another, for change detection: its etag, or for

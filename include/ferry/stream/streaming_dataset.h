@@ -115,7 +115,7 @@ struct StreamingOptions {
   bool keep_zip = false;
   std::optional<std::string> validate_hash;
   /// A digest record per downloaded shard file, which checks it exactly after a reboot, and
-  /// the check of each download against the MD5 the store sends with it: ShardCacheOptions'
+  /// the check of each download against the checksum the store sends with it: ShardCacheOptions'
   /// digest_records and store_checksums. Both on by default; off only to measure their cost.
   bool digest_records = true;
   bool store_checksums = true;

@@ -116,9 +116,7 @@ class AzureBlobStore final : public ObjectStore {
     };
     get.map_error = [&](const http::Response& response) { return ErrorOf(response, get.url); };
     get.describe = [](int status, const http::Headers& headers, ObjectInfo& info) {
-      http::StoreMd5 md5 = http::Md5FromAzureHeaders(status, headers);
-      info.md5 = std::move(md5.hex);
-      info.md5_from = std::move(md5.from);
+      info.checksum = http::ChecksumFromAzureHeaders(status, headers);
     };
     auto info = http::ResumableGet(*transport, get, range, sink);
     if (!info) return Scrub(info.status(), get.url);

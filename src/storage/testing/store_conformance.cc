@@ -249,18 +249,21 @@ TEST_P(StoreConformanceTest, TheMd5AReadReportsIsTheWholeObjects) {
     auto info = store_->Read(key, range, discard);
     ASSERT_TRUE(info.has_value()) << info.status().ToString();
     if (GetParam().gives_md5) {
-      EXPECT_EQ(info->md5, Md5Hex(data)) << "range at " << range.offset;
-      EXPECT_FALSE(info->md5_from.empty());
+      EXPECT_EQ(info->checksum.kind, ChecksumKind::kMd5) << info->checksum.from;
+      EXPECT_EQ(info->checksum.hex, Md5Hex(data)) << "range at " << range.offset;
+      EXPECT_FALSE(info->checksum.from.empty());
     } else {
-      EXPECT_TRUE(info->md5.empty()) << info->md5;
+      EXPECT_TRUE(info->checksum.empty()) << info->checksum.hex;
     }
   }
   const std::string large = TestBytes(GetParam().multipart_bytes, 6);
   ASSERT_TRUE(store_->Put(Key("md5/large.bin"), large).ok());
   auto info = store_->Read(Key("md5/large.bin"), ByteRange{0, 100}, discard);
   ASSERT_TRUE(info.has_value()) << info.status().ToString();
-  if (!info->md5.empty()) {
-    EXPECT_EQ(info->md5, Md5Hex(large)) << info->md5_from;
+  if (info->checksum.kind == ChecksumKind::kMd5) {
+    EXPECT_EQ(info->checksum.hex, Md5Hex(large)) << info->checksum.from;
+  } else {
+    EXPECT_TRUE(info->checksum.empty()) << info->checksum.from;
   }
 }
 

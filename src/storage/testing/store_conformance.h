@@ -27,7 +27,7 @@ struct StoreUnderTest {
   uint64_t multipart_bytes = 0;
   /// Keys created by the listing test (must exceed the service's page size, 1000 for S3).
   size_t many_keys = 1100;
-  /// Whether a Read of an object uploaded in one request reports its MD5 (ObjectInfo::md5).
+  /// Whether a Read of an object uploaded in one request reports its MD5 (ObjectInfo::checksum).
   bool gives_md5 = false;
 };
 
