@@ -307,8 +307,10 @@ uint64_t SweepTemporaries(const CacheLayout& layout, const DatasetDescription& i
     for (const FileInfo* form : shard.all_forms()) {
       if (!files.contains(form->basename)) continue;
       std::filesystem::path tmp = layout.TemporaryPath(form->basename);
+      // A download being written takes its whole size soon: counted so, not at what has landed
+      // (a whole download's file grows as its bytes come).
       if (const FileState file = StatFile(tmp); file.exists) {
-        temporaries.emplace_back(std::move(tmp), file.bytes);
+        temporaries.emplace_back(std::move(tmp), std::max(file.bytes, form->bytes));
       }
     }
     if (temporaries.empty()) continue;
@@ -351,9 +353,10 @@ Result<RoomResult> MakeRoom(const CacheLayout& layout, const DatasetDescription&
     if (i != request.for_shard)
       candidates.push_back({.shard = i, .last_use_ns = files.last_use_ns});
   }
-  // Downloads being written elsewhere hold their whole shard (preallocated) under a temporary
-  // name, and a killed one's temporary stays until swept: counted, they bound the limit's
-  // overshoot by the downloads that reserved room since this scan, not by every one in flight.
+  // Downloads being written elsewhere will hold their whole shard under a temporary name, and a
+  // killed one's temporary stays until swept: counted at their full size, they leave the limit's
+  // overshoot to the downloads that reserved room and have not created their file yet, not to
+  // every one in flight (the ledger this scan replaces held their reservations).
   used += SweepTemporaries(layout, index, request.for_shard);
   result.used_before = used;
   if (used + request.needed > request.limit) {

@@ -115,9 +115,9 @@ Result<EvictResult> EvictShard(const CacheLayout& layout, const DatasetDescripti
 
 /// The temporaries of shard files under `layout` (every shard's but `except_shard`'s): those of
 /// downloads that died - their shard's download lock is free - are removed; returns the bytes
-/// of the rest, downloads being written now. A download preallocates its whole shard, so a
-/// killed one's temporary would take that much of the disk, uncounted, until its shard is
-/// fetched again.
+/// the rest will take, downloads being written now, each at its full size (index.json's) however
+/// much has landed. A large download preallocates its whole shard, so a killed one's temporary
+/// would take that much of the disk, uncounted, until its shard is fetched again.
 uint64_t SweepTemporaries(const CacheLayout& layout, const DatasetDescription& index,
                           size_t except_shard = static_cast<size_t>(-1));
 

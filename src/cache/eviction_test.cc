@@ -134,14 +134,14 @@ TEST(MakeRoom, CountsDownloadsBeingWrittenAndSweepsWhatKilledOnesLeft) {
   ferry::testing::TempDir tmp;
   const CacheLayout layout(tmp.path());
   DatasetDescription index = TenFiles(layout);
-  // f8 and f9 are being fetched again: f8 by a live download (its lock held), f9's download
-  // died. Each temporary holds its whole shard, as a preallocated download does.
+  // f8 and f9 are being fetched again: f8 by a live download (its lock held), 30 of its 100
+  // bytes landed; f9's download died.
   for (const char* name : {"f8", "f9"}) {
     std::filesystem::remove(layout.FilePath(name));
-    std::ofstream(layout.TemporaryPath(name)) << std::string(100, 't');
+    std::ofstream(layout.TemporaryPath(name)) << std::string(30, 't');
   }
   auto live = FileLock::Lock(layout.DownloadLockPath("f8"), LockMode::kExclusive).value();
-  // 800 bytes of shards, 100 being written: 50 more fit a limit of 1000 without evicting.
+  // 800 bytes of shards, and f8 counted whole: 50 more fit a limit of 1000 without evicting.
   auto room = MakeRoom(layout, index, {}, {.limit = 1000, .needed = 50, .for_shard = 9}).value();
   EXPECT_EQ(room.used_before, 900u);
   EXPECT_EQ(room.evicted_shards, 0u);
