@@ -269,7 +269,14 @@ void AddLive(NodeMetrics& node, MetricsFileContents contents) {
 
 Result<NodePublication> NodePublication::Start(const fs::path& folder, unsigned file_mode) {
   std::error_code ec;
-  if (!fs::is_directory(folder, ec) && ::mkdir(folder.c_str(), 0700) != 0 && errno != EEXIST) {
+  if (fs::is_directory(folder, ec)) {
+    // Processes killed since (SIGKILL runs no exit hook) left their files: folded into the
+    // totals now, as a reader would, or a job preempted again and again would fill the folder -
+    // and the cache_limit it is counted in - with them.
+    if (auto folded = ReadNodeMetrics(folder, file_mode); !folded.ok()) {
+      Log().debug("metrics: {}", folded.status().ToString());
+    }
+  } else if (::mkdir(folder.c_str(), 0700) != 0 && errno != EEXIST) {
     return ErrnoToStatus(errno, "creating the metrics folder", folder);
   }
   Publisher& p = ThePublisher();

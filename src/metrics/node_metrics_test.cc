@@ -147,6 +147,46 @@ TEST(NodeMetrics, AChildThatDiesIsFoldedOnceAndCountsOnlyItsOwn) {
   EXPECT_EQ(Value(*again, "/test/node/child"), parents + 7) << "folded once, not on every read";
 }
 
+// Nobody may read the folder's metrics (no `ferry top`): a process that starts publishing to it
+// folds the files of those killed before, so that preemption after preemption does not pile
+// them up in a cache folder whose limit counts them.
+TEST(NodeMetrics, StartingToPublishFoldsTheFilesOfKilledProcesses) {
+  testing::TempDir tmp;
+  const fs::path folder = tmp / "metrics";
+  Counter& c = GetCounter("/test/node/killed");
+  for (int child = 0; child < 3; ++child) {
+    int ready[2];
+    ASSERT_EQ(::pipe(ready), 0);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      auto publication = NodePublication::Start(folder);
+      if (!publication.ok()) ::_exit(2);
+      c.Add(5);
+      FlushNodeMetrics();
+      const char byte = 1;
+      if (::write(ready[1], &byte, 1) != 1) ::_exit(3);
+      ::pause();  // killed
+      ::_exit(4);
+    }
+    char byte = 0;
+    ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+    ::close(ready[0]);
+    ::close(ready[1]);
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_LE(ProcessFiles(folder), 1) << "each child folds the ones killed before it";
+  }
+  auto publication = NodePublication::Start(folder);
+  ASSERT_TRUE(publication.ok());
+  EXPECT_EQ(ProcessFiles(folder), 1) << "this process's own";
+  auto read = ReadNodeMetrics(folder);
+  ASSERT_TRUE(read.ok());
+  // Each child counted 5 after it started publishing; this process nothing since.
+  EXPECT_EQ(Value(*read, "/test/node/killed"), 15) << "nothing counted is lost";
+}
+
 // Two live processes: a gauge that is each one's share is summed, one that is a setting each
 // has (metrics::AcrossProcesses::kLargest: the cache_limit) is the largest, not the sum.
 TEST(NodeMetrics, SharesAreSummedAndSettingsAreTheLargest) {
