@@ -128,16 +128,23 @@ def run_job(args) -> int:
 # ---------------------------------------------------------------------------------------------
 # The supervisor.
 
-def shard_bytes_in(folder: str) -> int:
-    total = 0
-    for dirpath, _, names in os.walk(folder):
+def shard_bytes_in(folder: str) -> tuple[int, int, int]:
+    """Bytes of the shard files under `folder` (ferry's own .ferry/ aside), of those the
+    temporaries of downloads, and how many temporaries."""
+    total = temporary = temporaries = 0
+    for dirpath, dirnames, names in os.walk(folder):
+        dirnames[:] = [d for d in dirnames if d != ".ferry"]
         for name in names:
             if name.startswith("shard."):
                 try:
-                    total += os.stat(os.path.join(dirpath, name)).st_size
+                    size = os.stat(os.path.join(dirpath, name)).st_size
                 except OSError:
-                    pass  # evicted meanwhile
-    return total
+                    continue  # evicted meanwhile
+                total += size
+                if name.endswith(".ferry-tmp"):
+                    temporary += size
+                    temporaries += 1
+    return total, temporary, temporaries
 
 
 def write_dataset(url: str) -> int:
@@ -252,13 +259,16 @@ def supervise(args) -> int:
     next_kill = started + args.kill_every
     victim = 1
     peak_disk = 0
+    peak_temporaries = (0, 0)  # bytes and files of downloads' temporaries at the peak
     try:
         while any(j.proc.poll() is None for j in jobs):
             now = time.time()
             if now > args.deadline + args.grace:
                 problems.append(f"jobs still running {args.grace:.0f} s after the deadline")
                 break
-            peak_disk = max(peak_disk, shard_bytes_in(args.local))
+            disk, temporary, temporaries = shard_bytes_in(args.local)
+            if disk > peak_disk:
+                peak_disk, peak_temporaries = disk, (temporary, temporaries)
             for j in jobs:
                 code = j.proc.poll()
                 if code not in (None, 0) and not j.killed and j.log_path not in failed:
@@ -313,7 +323,8 @@ def supervise(args) -> int:
                 problems.append(f"the survivor's {key} grew from {first} to {last} "
                                 f"(allowed {allowed})")
     if peak_disk > args.cache_limit + slack:
-        problems.append(f"the cache folder held {peak_disk} bytes of shards, above the limit "
+        problems.append(f"the cache folder held {peak_disk} bytes of shards ({peak_temporaries[0]} "
+                        f"of them in {peak_temporaries[1]} downloads' temporaries), above the limit "
                         f"{args.cache_limit} plus the slack {slack}")
     faults = sum(v for k, v in totals["faults"].items() if k != "throttle")
     summary = {
@@ -323,6 +334,7 @@ def supervise(args) -> int:
         "requests": totals["requests"], "faults": faults,
         "throttled": totals["faults"].get("throttle", 0), "faults_by_kind": totals["faults"],
         "cache_limit": args.cache_limit, "slack": slack, "peak_disk": peak_disk,
+        "peak_disk_temporaries": {"bytes": peak_temporaries[0], "files": peak_temporaries[1]},
         "survivor": measured, "problems": problems,
     }
     with open(os.path.join(args.out, "summary.json"), "w") as f:
