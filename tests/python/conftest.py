@@ -65,39 +65,34 @@ def _single_process_world(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
+def _s3_server(monkeypatch, name):
+    """The S3 server FERRY_TEST_<NAME>_* of scripts/test-servers.sh, with the AWS_* variables
+    pointing ferry at it."""
+    endpoint = os.environ.get(f"FERRY_TEST_{name}_ENDPOINT")
+    if not endpoint:
+        pytest.fail(f"no {name.lower()} test server: run through scripts/run-tests.sh (make test)")
+    server = {"endpoint": endpoint, "bucket": os.environ[f"FERRY_TEST_{name}_BUCKET"],
+              "key": os.environ[f"FERRY_TEST_{name}_ACCESS_KEY"],
+              "secret": os.environ[f"FERRY_TEST_{name}_SECRET_KEY"]}
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", server["key"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", server["secret"])
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    return server
+
+
 @pytest.fixture
 def s3rver(monkeypatch):
     """The loopback s3rver of scripts/test-servers.sh, with the AWS_* variables pointing ferry at
     it: {"endpoint", "bucket", "key", "secret"}. Fails (never skips) without the servers."""
-    endpoint = os.environ.get("FERRY_TEST_S3RVER_ENDPOINT")
-    if not endpoint:
-        pytest.fail("no S3 test server: run through scripts/run-tests.sh (make test)")
-    server = {"endpoint": endpoint, "bucket": os.environ["FERRY_TEST_S3RVER_BUCKET"],
-              "key": os.environ["FERRY_TEST_S3RVER_ACCESS_KEY"],
-              "secret": os.environ["FERRY_TEST_S3RVER_SECRET_KEY"]}
-    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", server["key"])
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", server["secret"])
-    monkeypatch.setenv("AWS_REGION", "us-east-1")
-    return server
+    return _s3_server(monkeypatch, "S3RVER")
 
 
 @pytest.fixture
 def moto(monkeypatch):
-    """The loopback moto S3 server of scripts/test-servers.sh (authentication off), with the
-    AWS_* variables pointing ferry at it: {"endpoint", "bucket", "key", "secret"}. Fails (never
-    skips) without the servers."""
-    endpoint = os.environ.get("FERRY_TEST_MOTO_ENDPOINT")
-    if not endpoint:
-        pytest.fail("no moto test server: run through scripts/run-tests.sh (make test)")
-    server = {"endpoint": endpoint, "bucket": os.environ["FERRY_TEST_MOTO_BUCKET"],
-              "key": os.environ["FERRY_TEST_MOTO_ACCESS_KEY"],
-              "secret": os.environ["FERRY_TEST_MOTO_SECRET_KEY"]}
-    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", server["key"])
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", server["secret"])
-    monkeypatch.setenv("AWS_REGION", "us-east-1")
-    return server
+    """The loopback moto S3 server of scripts/test-servers.sh (authentication off), as s3rver
+    above."""
+    return _s3_server(monkeypatch, "MOTO")
 
 
 @pytest.fixture
