@@ -88,7 +88,9 @@ class StreamingDataset(_NativeDataset):
     """Samples of one or more MDS datasets, streamed through a shared local cache.
 
     Args (as in Mosaic Streaming):
-        remote, local, split: one stream (or give ``streams``).
+        remote, local, split: one stream (or give ``streams``). ``remote`` may list the places
+            that hold one dataset, in preference order (``["az://staged/train",
+            "s3://source/train"]``): mirrors, read with failover (``Stream``, docs/sources.md).
         streams: a list of ``Stream`` to mix (each takes what it was not given from the
             dataset's split, download_retry, download_timeout, validate_hash, keep_zip).
         stream_name, stream_config: without ``streams``, the one stream is

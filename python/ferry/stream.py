@@ -8,7 +8,7 @@ import numbers
 import operator
 import os
 import tempfile
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _ferry
 from .errors import InvalidArgumentError
@@ -98,7 +98,10 @@ class Stream:
 
     ``remote``: any store URL, or None for data already in ``local``; for WebDataset tars of one
     folder also a brace pattern (``"s3://b/train-{000000..000127}.tar"``), a "::" list of tar
-    URLs, or a Python list of them (docs/python.md). ``local``: its cache folder
+    URLs, or a Python list of them (docs/python.md). A list of dataset folders holding the same
+    dataset (``["az://staged/train", "s3://source/train"]``) is one remote and its ``mirrors``,
+    in preference order: each shard comes from the first that answers, and a failed read goes on
+    from the next at the byte it reached (docs/sources.md). ``local``: its cache folder
     (or, without ``remote``, the dataset's folder); unset, Mosaic's folder for the remote,
     ``<tempdir>/<blake2s of remote>/<split>``, so that a cache Mosaic filled there is read
     (created if missing). With neither, that folder is ``<tempdir>/<split>``, which must not exist
@@ -130,9 +133,20 @@ class Stream:
         download_timeout: Optional[float] = None,
         validate_hash: Optional[str] = None,
         keep_zip: Optional[bool] = None,
+        mirrors: Optional[Sequence[str]] = None,
     ) -> None:
+        if isinstance(mirrors, (str, os.PathLike)):
+            mirrors = [mirrors]
+        mirrors = list(mirrors or [])
+        if isinstance(remote, (list, tuple)) and remote and not all(
+                isinstance(v, str) and v.endswith(_TAR_SUFFIXES) for v in remote):
+            remote, mirrors = remote[0], list(remote[1:]) + mirrors
         remote, local, split = _path(remote, "remote"), _path(local, "local"), _path(split, "split")
         self.remote = remote
+        #: The other places holding this dataset, after ``remote`` in preference order.
+        self.mirrors: List[str] = [_path(m, "mirrors") for m in mirrors]
+        if self.mirrors and remote is None:
+            raise InvalidArgumentError("`mirrors` need a `remote`: the first place to read from")
         self._local = local
         self.split = split or ""
         if sum(x is not None for x in (proportion, repeat, choose)) > 1:
@@ -253,6 +267,7 @@ class Stream:
         proportion, repeat, choose = self._given_weights()
         return {
             "remote": self.remote,
+            "mirrors": self.mirrors,
             "local": self.local,
             "split": self.split,
             "proportion": proportion,

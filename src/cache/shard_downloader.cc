@@ -244,6 +244,7 @@ Result<ObjectInfo> DownloadParts(ObjectStore& store, std::string_view key, int f
   }
   const ObjectInfo* first = nullptr;
   bool mixed_checksums = false;
+  bool mixed_sources = false;
   for (const auto& part : objects) {
     if (!part) continue;
     const ObjectInfo& object = *part;
@@ -258,6 +259,7 @@ Result<ObjectInfo> DownloadParts(ObjectStore& store, std::string_view key, int f
                                        first->etag, object.etag));
     }
     if (object.checksum != first->checksum) mixed_checksums = true;
+    if (object.source != first->source) mixed_sources = true;
   }
   if (first == nullptr) return ObjectInfo{.size = size};
   vouched = !first->etag.empty();
@@ -265,6 +267,7 @@ Result<ObjectInfo> DownloadParts(ObjectStore& store, std::string_view key, int f
   // One version, parts that say different checksums (a proxy that drops a header on some
   // replies): believe none of them.
   if (mixed_checksums) out.checksum = {};
+  if (mixed_sources) out.source = "several";
   return out;
 }
 
@@ -329,6 +332,7 @@ Result<DownloadedFile> DownloadToFile(ObjectStore& store, std::string_view key, 
   out.ranged = ranged;
   if (status.ok()) {
     out.store_checksum = object->checksum;
+    out.source = object->source;
     const ChecksumKind want = checks.store_checksum ? out.store_checksum.kind : ChecksumKind::kNone;
     Result<FileDigests> digested = digest    ? digest->Finish(want)
                                    : digests ? DigestFile(tmp, want)
@@ -509,9 +513,18 @@ Status ShardDownloader::DownloadOnce(const ShardDescription& shard, const ShardF
   arrived = true;  // whole, at index.json's size: its digests are the bytes' own
   (got.ranged ? expected_ranged_ : expected_whole_)
       .store(got.store_checksum.kind, std::memory_order_relaxed);
-  std::atomic<bool>& seen_of_shape = got.ranged ? checksum_seen_ranged_ : checksum_seen_whole_;
-  const bool seen =
-      got.store_checksum.empty() ? seen_of_shape.load() : seen_of_shape.exchange(true);
+  // Whether replies of this one's shape and source have carried a checksum. Not of one that
+  // came from several mirrors: its checksum is dropped whatever they sent.
+  bool seen = got.source != "several";
+  if (seen) {
+    const std::string shape = fmt::format("{} {}", got.ranged ? "ranged" : "whole", got.source);
+    MutexLock lock(seen_mu_);
+    if (got.store_checksum.empty()) {
+      seen = checksum_seen_.contains(shape);
+    } else {
+      checksum_seen_.insert(shape);
+    }
+  }
   // validate_hash checks against index.json, which outranks the store's word: with it, the
   // store's checksum is not asked.
   if (check_checksum) FERRY_RETURN_IF_ERROR(CheckStoreChecksum(got, url, seen, attempts));

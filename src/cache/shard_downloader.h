@@ -41,10 +41,13 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <stop_token>
 #include <string>
 #include <string_view>
 
+#include "base/mutex.h"
+#include "base/thread_annotations.h"
 #include "cache/cache_layout.h"
 #include "cache/download_digest.h"
 #include "cache/part_tuner.h"
@@ -81,6 +84,7 @@ struct DownloadedFile {
   std::optional<FileDigests> digests;  // when DownloadChecks asked for any
   ObjectChecksum store_checksum;       // what the store sent with the object; may be empty
   bool ranged = false;                 // it came in ranged parts
+  std::string source;                  // ObjectInfo::source: which mirror sent it
 };
 
 /// Downloads the whole object `key` into a new file `tmp` (which must not exist), checking that
@@ -163,11 +167,13 @@ class ShardDownloader {
   // next one computes it on the way).
   mutable std::atomic<ChecksumKind> expected_whole_{ChecksumKind::kMd5};
   mutable std::atomic<ChecksumKind> expected_ranged_{ChecksumKind::kMd5};
-  // Whether one of that shape has yet: the store's replies carry checksums, so one without is
-  // suspect. By shape, because S3 sends its CRCs only with whole objects: a large shard that
-  // comes in ranged parts has the ETag's MD5 or nothing, whatever the small ones came with.
-  mutable std::atomic<bool> checksum_seen_whole_{false};
-  mutable std::atomic<bool> checksum_seen_ranged_{false};
+  // The shapes of download (whole, or ranged parts) and sources (mirrors) whose replies have
+  // carried a checksum: one of them without is suspect. By shape, because S3 sends its CRCs
+  // only with whole objects (a large shard that comes in ranged parts has the ETag's MD5 or
+  // nothing, whatever the small ones came with); by source, because each mirror is its own
+  // store.
+  mutable Mutex seen_mu_;
+  mutable std::set<std::string> checksum_seen_ GUARDED_BY(seen_mu_);
   // Set once two downloads agreed with each other and not with the store's checksum: the
   // store's "MD5" (an ETag, say) is not one, and is not checked again.
   mutable std::atomic<bool> checksum_untrusted_{false};

@@ -40,6 +40,7 @@ struct StreamCommandOptions {
   std::string url;
   std::string local;
   std::string split;
+  std::vector<std::string> mirrors;
   uint64_t epochs = 1;
   bool shuffle = false;
   std::string shuffle_algo = "py1e";
@@ -90,7 +91,11 @@ Result<int> RunStream(const StreamCommandOptions& o) {
     spec.local = o.url;
   } else {
     spec.remote = o.url;
+    spec.mirrors = o.mirrors;
     spec.local = o.local;
+  }
+  if (!o.mirrors.empty() && o.local.empty()) {
+    return InvalidArgumentError("--mirror needs --local: mirrors are remotes, read into a cache");
   }
   options.streams = {spec};
   options.order.shuffle = o.shuffle;
@@ -291,6 +296,9 @@ Command AddStreamCommand(CLI::App& parent) {
       ->required();
   app->add_option("--local", o->local, "Cache folder (required for a remote dataset)");
   app->add_option("--split", o->split, "Sub-folder of the dataset");
+  app->add_option("--mirror", o->mirrors,
+                  "Another place holding the same dataset, tried after URL (repeatable, in "
+                  "preference order): a failed read goes on from the next at the byte it reached");
   app->add_option("--epochs", o->epochs, "Epochs to run")->capture_default_str();
   app->add_flag("--shuffle", o->shuffle, "Shuffle the order");
   app->add_option("--shuffle-algo", o->shuffle_algo, "naive, py1s, py1b, py1br or py1e")

@@ -54,6 +54,7 @@ StreamingOptions ParseOptions(const py::dict& d) {
   for (py::handle item : d["streams"]) {
     const auto s = py::reinterpret_borrow<py::dict>(item);
     o.streams.push_back({.remote = Get<std::string>(s, "remote", ""),
+                         .mirrors = Get<std::vector<std::string>>(s, "mirrors", {}),
                          .local = Get<std::string>(s, "local", ""),
                          .split = Get<std::string>(s, "split", ""),
                          .proportion = GetOptional<double>(s, "proportion"),

@@ -28,6 +28,7 @@
 #include "stream/open_shards.h"
 #include "stream/stream_caches.h"
 #include "stream/stream_iterator.h"
+#include "stream/stream_mirrors.h"
 #include "stream/stream_mix.h"
 #include "stream/streaming_dataset_impl.h"
 
@@ -90,7 +91,14 @@ Status StreamingDatasetImpl::Init() {
       remote_url = std::move(selection.folder);
       tar_names = std::move(selection.shards);
     }
-    if (!spec.remote.empty()) {
+    if (!spec.mirrors.empty()) {
+      if (spec.remote.empty() || !tar_names.empty()) {
+        return InvalidArgumentError(fmt::format(
+            "stream {}: mirrors need a remote that is a dataset's folder (not a shard pattern)",
+            s));
+      }
+      FERRY_ASSIGN_OR_RETURN(st.remote, OpenMirrors(spec, local, options_.offline));
+    } else if (!spec.remote.empty()) {
       FERRY_ASSIGN_OR_RETURN(StoreAndKey opened, OpenUrl(remote_url));
       std::string prefix = opened.key;
       if (!prefix.empty() && !prefix.ends_with('/')) prefix += '/';

@@ -5,12 +5,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <map>
 #include <set>
 #include <thread>
 
+#include "base/file_util.h"
 #include "base/in_flight_counter_testutil.h"
 #include "base/temp_dir_testutil.h"
 #include "cache/eviction.h"
@@ -152,6 +154,53 @@ TEST_F(StreamingDatasetTest, EveryWorkerTogetherReadsEverySampleOnce) {
     EXPECT_EQ(1000 + extra, static_cast<int>((*plan)->epoch_samples()));  // ... plus the padding
     EXPECT_LT(extra, 12);
   }
+}
+
+// A stream read from mirrors: the first lacks half the shards (a copy still being staged), so
+// the second serves those; a mirror whose index.json differs is an error naming both, and one
+// that is the cache folder itself is refused.
+TEST_F(StreamingDatasetTest, AStreamReadsFromItsMirrors) {
+  namespace fs = std::filesystem;
+  const fs::path staged = tmp_ / "staged";
+  fs::create_directories(staged);
+  size_t copied = 0;
+  for (const auto& entry : fs::directory_iterator(tmp_ / "remote")) {
+    const std::string name = entry.path().filename().string();
+    if (name == "index.json" || (name.starts_with("shard.") && ++copied % 2 == 0)) {
+      fs::copy_file(entry.path(), staged / name);
+    }
+  }
+  StreamingOptions o;
+  o.streams = {{.remote = staged.string(),
+                .mirrors = {(tmp_ / "remote").string()},
+                .local = (tmp_ / "cache").string()}};
+  const uint64_t missing = metrics::GetCounter("/ferry/mirror/0/missing").value();
+  const uint64_t first = metrics::GetCounter("/ferry/mirror/0/bytes_read").value();
+  const uint64_t second = metrics::GetCounter("/ferry/mirror/1/bytes_read").value();
+  auto ds = StreamingDataset::Open(o);
+  ASSERT_TRUE(ds.has_value()) << ds.status().ToString();
+  auto it = (*ds)->Iterate({.epoch = 0}).value();
+  std::vector<int64_t> ids = ReadAll(*it);
+  std::sort(ids.begin(), ids.end());
+  ASSERT_EQ(ids.size(), 1000u);
+  for (int64_t i = 0; i < 1000; ++i) ASSERT_EQ(ids[static_cast<size_t>(i)], i);
+  EXPECT_GT(metrics::GetCounter("/ferry/mirror/0/missing").value() - missing, 0u);
+  EXPECT_GT(metrics::GetCounter("/ferry/mirror/0/bytes_read").value() - first, 0u);
+  EXPECT_GT(metrics::GetCounter("/ferry/mirror/1/bytes_read").value() - second, 0u);
+
+  ASSERT_TRUE(WriteFileAtomically(staged / "index.json", "{\"version\": 2, \"shards\": []}").ok());
+  o.streams[0].local = (tmp_ / "cache2").string();
+  auto differs = StreamingDataset::Open(o);
+  ASSERT_FALSE(differs.has_value());
+  EXPECT_EQ(differs.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(differs.status().message(), ::testing::HasSubstr("mirrors must hold one dataset"));
+
+  o.streams[0] = {.remote = (tmp_ / "remote").string(),
+                  .mirrors = {(tmp_ / "cache").string()},
+                  .local = (tmp_ / "cache").string()};
+  auto itself = StreamingDataset::Open(o);
+  ASSERT_FALSE(itself.has_value());
+  EXPECT_EQ(itself.status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(StreamingDatasetTest, SecondEpochMakesNoRemoteRequests) {

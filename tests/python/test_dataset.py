@@ -205,11 +205,12 @@ def test_mosaic_options_ferry_does_not_use_are_still_checked(dataset_dir, kwargs
 
 
 @pytest.mark.parametrize("make, name", [
-    (lambda d: ferry.StreamingDataset(batch_size=1, remote=[str(d), str(d)], local="/tmp/x"), "remote"),
-    (lambda d: ferry.StreamingDataset(batch_size=1, remote=(str(d),)), "remote"),
+    # A list of remotes is one dataset's mirrors: each must be a URL or a path too.
+    (lambda d: ferry.StreamingDataset(batch_size=1, remote=[7, str(d)], local="/tmp/x"), "remote"),
+    (lambda d: ferry.StreamingDataset(batch_size=1, remote=(str(d), 5)), "mirrors"),
     (lambda d: ferry.StreamingDataset(batch_size=1, local=[str(d)]), "local"),
     (lambda d: ferry.StreamingDataset(batch_size=1, local=str(d), split=7), "split"),
-    (lambda d: ferry.Stream(remote=[str(d)]), "remote"),
+    (lambda d: ferry.Stream(remote=[b"s3://b/x"]), "remote"),
     (lambda d: ferry.Stream(local={"path": str(d)}), "local"),
 ])
 def test_a_remote_or_local_that_is_not_a_string_is_refused_naming_it(dataset_dir, make, name):

@@ -58,6 +58,9 @@ struct ObjectInfo {
   /// What a Read's response says the whole object's checksum is: an S3 ETag that is its MD5,
   /// x-amz-checksum-*, GCS's x-goog-hash, Azure's Content-MD5; empty when the store gives none.
   ObjectChecksum checksum;
+  /// Which of several places served a Read (a MirrorStore's: the mirror's position, "several"
+  /// when the read went on from another); empty for a store that is one place.
+  std::string source;
 };
 
 /// What tells one version of an object from another, for change detection: its etag, or for

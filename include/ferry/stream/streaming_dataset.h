@@ -60,6 +60,10 @@ struct StreamSpec {
   /// ("s3://b/train-{000000..000127}.tar") or a "::" list (src/format/shard_pattern.h). Empty:
   /// the dataset is already in `local` (read in place).
   std::string remote;
+  /// Other places that hold the same dataset, after `remote` in preference order (MirrorStore:
+  /// src/storage/mirror_store.h): each shard comes from the first that answers, a failed read
+  /// goes on from the next at the byte it reached. Their index.json must equal remote's.
+  std::vector<std::string> mirrors;
   std::string local;                 // the cache folder (or, without remote, the dataset folder)
   std::string split;                 // sub-folder of both
   std::optional<double> proportion;  // of epoch_size

@@ -1,0 +1,276 @@
+#include "storage/mirror_store.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "base/log.h"
+#include "base/mutex.h"
+#include "ferry/metrics/metrics.h"
+#include "storage/http/http_types.h"
+
+namespace ferry {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct MirrorCounters {
+  metrics::Counter& bytes_read;
+  metrics::Counter& failovers;
+  metrics::Counter& missing;
+};
+
+MirrorCounters CountersOf(size_t i) {
+  return {.bytes_read = metrics::GetCounter(fmt::format("/ferry/mirror/{}/bytes_read", i)),
+          .failovers = metrics::GetCounter(fmt::format("/ferry/mirror/{}/failovers", i)),
+          .missing = metrics::GetCounter(fmt::format("/ferry/mirror/{}/missing", i))};
+}
+
+class MirrorStore final : public ObjectStore {
+ public:
+  MirrorStore(std::vector<Mirror> mirrors, MirrorOptions options)
+      : mirrors_(std::move(mirrors)), options_(options), health_(mirrors_.size()) {
+    for (size_t i = 0; i < mirrors_.size(); ++i) counters_.push_back(CountersOf(i));
+  }
+
+  std::string_view scheme() const override { return mirrors_.front().store->scheme(); }
+  bool read_only() const override { return true; }
+  std::string ToUrl(std::string_view key) const override { return UrlOf(0, key); }
+
+  Result<ObjectInfo> Head(std::string_view key) override {
+    auto info = OnEachMirror(key, [&](size_t i, bool&) { return Store(i).Head(Key(i, key)); });
+    if (!info) return info;
+    info->key = std::string(key);
+    Unversioned(*info);
+    return info;
+  }
+
+  Result<ObjectInfo> Read(std::string_view key, ByteRange range, const ByteSink& sink) override {
+    uint64_t delivered = 0;
+    std::optional<size_t> served_by;  // the one mirror that sent every byte, if one did
+    auto info = OnEachMirror(key, [&](size_t i, bool& stop) -> Result<ObjectInfo> {
+      // Failed after its last byte: what is left to ask is the object's size, not a range.
+      if (delivered > 0 && range.length && delivered == *range.length) {
+        return Store(i).Head(Key(i, key));
+      }
+      const ByteRange rest = {
+          .offset = range.offset + delivered,
+          .length = range.length ? std::optional(*range.length - delivered) : std::nullopt};
+      const uint64_t before = delivered;
+      auto got = Store(i).Read(Key(i, key), rest, [&](std::string_view chunk) {
+        Status status = sink(chunk);
+        if (!status.ok()) {
+          stop = true;  // the caller's word, not the mirror's fault
+          return status;
+        }
+        delivered += chunk.size();
+        counters_[i].bytes_read.Add(chunk.size());
+        return status;
+      });
+      if (got && before == 0) served_by = i;
+      return got;
+    });
+    if (!info) return info;
+    info->key = std::string(key);
+    Unversioned(*info);
+    info->source = served_by ? std::to_string(*served_by) : "several";
+    if (!served_by) info->checksum = {};
+    return info;
+  }
+
+  Status Write(std::string_view key, const ByteSource&) override { return ReadOnly(key); }
+  Status Remove(std::string_view key) override { return ReadOnly(key); }
+
+  Result<ListResult> List(std::string_view prefix, bool recursive) override {
+    ListResult listing;
+    auto listed = OnEachMirror(prefix, [&](size_t i, bool&) -> Result<ObjectInfo> {
+      auto got = Store(i).List(Key(i, prefix), recursive);
+      if (!got) return got.status();
+      listing = Relative(i, std::move(*got));
+      return ObjectInfo{};
+    });
+    if (!listed) return listed.status();
+    return listing;
+  }
+
+ private:
+  // Each mirror has its own etags and times: a version from one would look like a change when
+  // another answers next (ObjectVersion).
+  static void Unversioned(ObjectInfo& info) {
+    info.etag.clear();
+    info.mtime.reset();
+  }
+
+  struct Health {
+    Clock::time_point demoted_at{};
+    Clock::time_point demoted_until{};
+    std::chrono::milliseconds last_demotion{0};
+  };
+
+  ObjectStore& Store(size_t i) const { return *mirrors_[i].store; }
+  std::string Key(size_t i, std::string_view key) const {
+    return mirrors_[i].prefix + std::string(key);
+  }
+  std::string UrlOf(size_t i, std::string_view key) const {
+    return http::RedactUrl(Store(i).ToUrl(Key(i, key)));
+  }
+
+  ListResult Relative(size_t i, ListResult listed) const {
+    const std::string& prefix = mirrors_[i].prefix;
+    for (ObjectInfo& object : listed.objects) {
+      if (object.key.starts_with(prefix)) object.key.erase(0, prefix.size());
+    }
+    for (std::string& folder : listed.prefixes) {
+      if (folder.starts_with(prefix)) folder.erase(0, prefix.size());
+    }
+    return listed;
+  }
+
+  Status ReadOnly(std::string_view key) const {
+    return FailedPreconditionError(
+        fmt::format("{}: a dataset read from mirrors is read-only", UrlOf(0, key)));
+  }
+
+  // Mirrors in the order to try them: those not demoted by preference, then the demoted ones,
+  // the soonest back first (the last resort, before giving up).
+  std::vector<size_t> Order() {
+    std::vector<size_t> order;
+    for (size_t i = 0; i < mirrors_.size(); ++i) {
+      if (!mirrors_[i].left_out) order.push_back(i);
+    }
+    const Clock::time_point now = Clock::now();
+    MutexLock lock(mu_);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      const bool a_down = health_[a].demoted_until > now;
+      const bool b_down = health_[b].demoted_until > now;
+      if (a_down != b_down) return !a_down;
+      return a_down && health_[a].demoted_until < health_[b].demoted_until;
+    });
+    return order;
+  }
+
+  // A read that began before the mirror was demoted proves nothing about it now.
+  void Succeeded(size_t i, Clock::time_point started) {
+    MutexLock lock(mu_);
+    if (started >= health_[i].demoted_at) health_[i] = {};
+  }
+
+  // A failure while the mirror is demoted already (a read that began before) changes nothing:
+  // the demotion doubles only for a failure after it ended - the probe's.
+  std::chrono::milliseconds Demote(size_t i) {
+    const Clock::time_point now = Clock::now();
+    MutexLock lock(mu_);
+    Health& health = health_[i];
+    if (health.demoted_until > now) return health.last_demotion;
+    health.last_demotion = health.last_demotion.count() == 0
+                               ? options_.demote_for
+                               : std::min(options_.max_demotion, 2 * health.last_demotion);
+    health.demoted_at = now;
+    health.demoted_until = now + health.last_demotion;
+    return health.last_demotion;
+  }
+
+  // Runs `call(i, stop)` on mirror after mirror until one succeeds. kNotFound passes the object
+  // to the next mirror; another error demotes the mirror first; an error with `stop` set, or
+  // kCancelled, ends it there.
+  template <typename Call>
+  Result<ObjectInfo> OnEachMirror(std::string_view key, const Call& call) {
+    const std::vector<size_t> order = Order();
+    std::optional<Status> failure;  // the last error other than kNotFound
+    std::vector<size_t> lacking;
+    for (size_t n = 0; n < order.size(); ++n) {
+      const size_t i = order[n];
+      bool stop = false;
+      const Clock::time_point started = Clock::now();
+      Result<ObjectInfo> got = call(i, stop);
+      if (got) {
+        Succeeded(i, started);
+        for (size_t m : lacking) counters_[m].missing.Add();
+        return got;
+      }
+      const Status& status = got.status();
+      if (stop || status.code() == StatusCode::kCancelled) return status;
+      if (status.code() == StatusCode::kNotFound) {
+        lacking.push_back(i);
+        continue;
+      }
+      const auto demoted = Demote(i);
+      if (n + 1 < order.size()) {
+        counters_[i].failovers.Add();
+        Log().warn("storage: {} failed: {}; going on from {} ({} is passed over for {:.1f} s)",
+                   UrlOf(i, key), status.message(), UrlOf(order[n + 1], key), UrlOf(i, ""),
+                   demoted.count() / 1000.0);
+      }
+      failure = status;
+    }
+    if (failure) {
+      return failure->WithContext(
+          fmt::format("every mirror of {} failed; the last", UrlOf(0, key)));
+    }
+    std::string urls;
+    for (size_t i : order) urls += (urls.empty() ? "" : ", ") + UrlOf(i, key);
+    return NotFoundError(fmt::format("no mirror has it: {}", urls));
+  }
+
+  const std::vector<Mirror> mirrors_;
+  const MirrorOptions options_;
+  std::vector<MirrorCounters> counters_;
+  Mutex mu_;
+  std::vector<Health> health_ GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+Result<std::shared_ptr<ObjectStore>> MakeMirrorStore(std::vector<Mirror> mirrors,
+                                                     MirrorOptions options) {
+  if (mirrors.empty()) return InvalidArgumentError("mirrors: none given");
+  for (const Mirror& mirror : mirrors) {
+    if (!mirror.store) return InvalidArgumentError("mirrors: a mirror without a store");
+    if (!mirror.prefix.empty() && !mirror.prefix.ends_with('/')) {
+      return InvalidArgumentError(
+          fmt::format("mirrors: the folder {} does not end in '/'", mirror.prefix));
+    }
+  }
+  if (std::all_of(mirrors.begin(), mirrors.end(), [](const Mirror& m) { return m.left_out; })) {
+    return InvalidArgumentError("mirrors: every one is left out");
+  }
+  return std::shared_ptr<ObjectStore>(std::make_shared<MirrorStore>(std::move(mirrors), options));
+}
+
+Result<std::vector<Mirror>> MirrorsOfOneDataset(std::vector<Mirror> mirrors, std::string_view key) {
+  if (mirrors.empty()) return InvalidArgumentError("mirrors: none given");
+  std::optional<Status> first_error;
+  std::optional<size_t> first;  // the first that answered
+  std::string first_url;
+  std::string first_bytes;
+  for (size_t i = 0; i < mirrors.size(); ++i) {
+    Mirror& mirror = mirrors[i];
+    const std::string object = mirror.prefix + std::string(key);
+    const std::string url = http::RedactUrl(mirror.store->ToUrl(object));
+    auto bytes = mirror.store->Get(object);
+    if (!bytes) {
+      Log().warn(
+          "storage: mirror {} is left out: it cannot show that it holds the same dataset: {}", url,
+          bytes.status().message());
+      if (!first_error) first_error = bytes.status();
+      mirror.left_out = true;
+      continue;
+    }
+    if (!first) {
+      first = i;
+      first_url = url;
+      first_bytes = std::move(*bytes);
+    } else if (*bytes != first_bytes) {
+      return FailedPreconditionError(
+          fmt::format("{} ({} bytes) is not {} ({} bytes): mirrors must hold one dataset, byte "
+                      "for byte",
+                      url, bytes->size(), first_url, first_bytes.size()));
+    }
+  }
+  if (!first) return first_error->WithContext("no mirror can show its copy of the dataset");
+  return mirrors;
+}
+
+}  // namespace ferry

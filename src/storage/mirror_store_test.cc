@@ -1,0 +1,236 @@
+#include "storage/mirror_store.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <random>
+#include <thread>
+
+#include "base/temp_dir_testutil.h"
+#include "ferry/metrics/metrics.h"
+#include "ferry/storage/registry.h"
+#include "storage/forwarding_store_testutil.h"
+
+namespace ferry {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::TempDir;
+
+std::string Bytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::string out(n, '\0');
+  for (char& c : out) c = static_cast<char>(rng());
+  return out;
+}
+
+// A mirror that fails reads: after `fail_after` bytes of the object (a connection lost
+// mid-body), while `failing`; and records the ranges asked.
+class FlakyStore : public testing::ForwardingStore {
+ public:
+  using ForwardingStore::ForwardingStore;
+  std::atomic<bool> failing{false};
+  uint64_t fail_after = 0;
+  std::vector<std::pair<uint64_t, std::optional<uint64_t>>> ranges;
+
+  Result<ObjectInfo> Read(std::string_view key, ByteRange range, const ByteSink& sink) override {
+    ranges.emplace_back(range.offset, range.length);
+    if (!failing) return inner().Read(key, range, sink);
+    uint64_t at = range.offset;
+    auto got = inner().Read(key, range, [&](std::string_view chunk) -> Status {
+      if (at + chunk.size() > fail_after) {
+        const size_t keep = at < fail_after ? static_cast<size_t>(fail_after - at) : 0;
+        FERRY_RETURN_IF_ERROR(sink(chunk.substr(0, keep)));
+        return UnavailableError("connection reset (injected)");
+      }
+      at += chunk.size();
+      return sink(chunk);
+    });
+    return got;
+  }
+};
+
+uint64_t Counter(const std::string& name) { return metrics::GetCounter(name).value(); }
+
+class MirrorStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* name : {"a", "b", "c"}) {
+      auto opened = OpenUrl((tmp_ / name).string() + "/");
+      ASSERT_TRUE(opened.has_value()) << opened.status().ToString();
+      folders_.push_back(*opened);
+    }
+    data_ = Bytes(300'000, 1);
+    for (const StoreAndKey& folder : folders_) {
+      ASSERT_TRUE(folder.store->Put(folder.key + "index.json", "{}").ok());
+      ASSERT_TRUE(folder.store->Put(folder.key + "shard.0", data_).ok());
+    }
+    flaky_ = std::make_shared<FlakyStore>(folders_[0].store);
+  }
+
+  std::shared_ptr<ObjectStore> Mirrors(MirrorOptions options = {}) {
+    auto store = MakeMirrorStore({{flaky_, folders_[0].key},
+                                  {folders_[1].store, folders_[1].key},
+                                  {folders_[2].store, folders_[2].key}},
+                                 options);
+    EXPECT_TRUE(store.has_value()) << store.status().ToString();
+    return *store;
+  }
+
+  TempDir tmp_;
+  std::vector<StoreAndKey> folders_;
+  std::shared_ptr<FlakyStore> flaky_;
+  std::string data_;
+};
+
+TEST_F(MirrorStoreTest, ReadsFromTheFirstMirror) {
+  const uint64_t first = Counter("/ferry/mirror/0/bytes_read");
+  const uint64_t second = Counter("/ferry/mirror/1/bytes_read");
+  auto got = Mirrors()->Get("shard.0");
+  ASSERT_TRUE(got.has_value()) << got.status().ToString();
+  EXPECT_TRUE(*got == data_);
+  EXPECT_EQ(Counter("/ferry/mirror/0/bytes_read") - first, data_.size());
+  EXPECT_EQ(Counter("/ferry/mirror/1/bytes_read") - second, 0u);
+}
+
+TEST_F(MirrorStoreTest, AFailureMidBodyGoesOnFromTheNextMirrorAtTheByteReached) {
+  flaky_->failing = true;
+  flaky_->fail_after = 123'457;
+  const uint64_t first = Counter("/ferry/mirror/0/bytes_read");
+  const uint64_t second = Counter("/ferry/mirror/1/bytes_read");
+  const uint64_t failovers = Counter("/ferry/mirror/0/failovers");
+  auto store = Mirrors({.demote_for = std::chrono::milliseconds(200)});
+  std::string got;
+  auto info = store->Read("shard.0", {.offset = 1000}, [&](std::string_view chunk) {
+    got.append(chunk);
+    return Status::Ok();
+  });
+  ASSERT_TRUE(info.has_value()) << info.status().ToString();
+  EXPECT_TRUE(got == data_.substr(1000)) << "every byte once, in order";
+  EXPECT_EQ(Counter("/ferry/mirror/0/bytes_read") - first, 123'457u - 1000);
+  EXPECT_EQ(Counter("/ferry/mirror/1/bytes_read") - second, data_.size() - 123'457);
+  EXPECT_EQ(Counter("/ferry/mirror/0/failovers") - failovers, 1u);
+  EXPECT_TRUE(info->etag.empty());
+  EXPECT_TRUE(info->checksum.empty()) << "two mirrors sent it";
+
+  // Demoted: the next read goes to the second mirror without asking the first...
+  flaky_->ranges.clear();
+  ASSERT_TRUE(store->Get("shard.0").has_value());
+  EXPECT_TRUE(flaky_->ranges.empty());
+  // ... until its demotion ends: then it is asked again, and back in favour when it answers.
+  flaky_->failing = false;
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  const uint64_t before = Counter("/ferry/mirror/0/bytes_read");
+  ASSERT_TRUE(store->Get("shard.0").has_value());
+  ASSERT_TRUE(store->Get("shard.0").has_value());
+  EXPECT_EQ(Counter("/ferry/mirror/0/bytes_read") - before, 2 * data_.size());
+}
+
+TEST_F(MirrorStoreTest, AnObjectAMirrorLacksComesFromTheNextWhichStaysSecond) {
+  ASSERT_TRUE(folders_[0].store->Remove(folders_[0].key + "shard.0").ok());
+  ASSERT_TRUE(folders_[0].store->Put(folders_[0].key + "shard.1", "one").ok());
+  ASSERT_TRUE(folders_[1].store->Put(folders_[1].key + "shard.1", "one").ok());
+  const uint64_t missing = Counter("/ferry/mirror/0/missing");
+  const uint64_t failovers = Counter("/ferry/mirror/0/failovers");
+  auto store = Mirrors();
+  auto got = store->Get("shard.0");
+  ASSERT_TRUE(got.has_value()) << got.status().ToString();
+  EXPECT_TRUE(*got == data_);
+  EXPECT_EQ(Counter("/ferry/mirror/0/missing") - missing, 1u);
+  EXPECT_EQ(Counter("/ferry/mirror/0/failovers") - failovers, 0u);
+  // Not demoted: what it has, it serves.
+  const uint64_t before = Counter("/ferry/mirror/0/bytes_read");
+  EXPECT_EQ(store->Get("shard.1").value_or(""), "one");
+  EXPECT_EQ(Counter("/ferry/mirror/0/bytes_read") - before, 3u);
+}
+
+TEST_F(MirrorStoreTest, WhatNoMirrorHasIsNotFoundNamingEachOne) {
+  auto got = Mirrors()->Get("shard.9");
+  ASSERT_FALSE(got.has_value());
+  EXPECT_EQ(got.status().code(), StatusCode::kNotFound);
+  for (const char* name : {"/a/shard.9", "/b/shard.9", "/c/shard.9"}) {
+    EXPECT_THAT(got.status().message(), HasSubstr(name));
+  }
+}
+
+TEST_F(MirrorStoreTest, EveryMirrorFailingIsTheLastError) {
+  flaky_->failing = true;
+  auto store = MakeMirrorStore({{flaky_, folders_[0].key}}).value();
+  auto got = store->Get("shard.0");
+  ASSERT_FALSE(got.has_value());
+  EXPECT_EQ(got.status().code(), StatusCode::kUnavailable);
+  EXPECT_THAT(got.status().message(), HasSubstr("every mirror of"));
+  EXPECT_THAT(got.status().message(), HasSubstr("connection reset (injected)"));
+}
+
+TEST_F(MirrorStoreTest, TheCallersStopIsNotAMirrorsFailure) {
+  const uint64_t failovers = Counter("/ferry/mirror/0/failovers");
+  auto store = Mirrors();
+  auto got = store->Read("shard.0", {}, [](std::string_view chunk) {
+    return chunk.empty() ? Status::Ok() : CancelledError("enough");
+  });
+  ASSERT_FALSE(got.has_value());
+  EXPECT_EQ(got.status().code(), StatusCode::kCancelled);
+  EXPECT_EQ(Counter("/ferry/mirror/0/failovers") - failovers, 0u);
+  flaky_->ranges.clear();
+  ASSERT_TRUE(store->Get("shard.0").has_value());
+  EXPECT_EQ(flaky_->ranges.size(), 1u) << "still the first mirror";
+}
+
+TEST_F(MirrorStoreTest, ListsAndHeadsRelativeToTheDatasetAndRefusesWrites) {
+  auto store = Mirrors();
+  auto listed = store->List("", true);
+  ASSERT_TRUE(listed.has_value()) << listed.status().ToString();
+  ASSERT_EQ(listed->objects.size(), 2u);
+  EXPECT_EQ(listed->objects[0].key, "index.json");
+  EXPECT_EQ(listed->objects[1].key, "shard.0");
+  auto head = store->Head("shard.0");
+  ASSERT_TRUE(head.has_value());
+  EXPECT_EQ(head->key, "shard.0");
+  EXPECT_EQ(head->size, data_.size());
+  EXPECT_TRUE(store->read_only());
+  EXPECT_EQ(store->Put("x", "y").code(), StatusCode::kFailedPrecondition);
+}
+
+TEST_F(MirrorStoreTest, MirrorsMustHoldTheSameIndexByteForByte) {
+  std::vector<Mirror> mirrors;
+  for (const StoreAndKey& folder : folders_) mirrors.push_back({folder.store, folder.key});
+  auto kept = MirrorsOfOneDataset(mirrors, "index.json");
+  ASSERT_TRUE(kept.has_value()) << kept.status().ToString();
+  ASSERT_EQ(kept->size(), 3u);
+  for (const Mirror& mirror : *kept) EXPECT_FALSE(mirror.left_out);
+  // One that cannot show its copy - here the first - is left out, in its place; the others
+  // still agree.
+  ASSERT_TRUE(folders_[0].store->Remove(folders_[0].key + "index.json").ok());
+  kept = MirrorsOfOneDataset(mirrors, "index.json");
+  ASSERT_TRUE(kept.has_value()) << kept.status().ToString();
+  ASSERT_EQ(kept->size(), 3u);
+  EXPECT_TRUE((*kept)[0].left_out);
+  EXPECT_FALSE((*kept)[1].left_out);
+  // Never read, while the store keeps its first mirror's URL.
+  auto store = MakeMirrorStore(*kept).value();
+  EXPECT_THAT(store->ToUrl("shard.0"), HasSubstr("/a/shard.0"));
+  const uint64_t first = Counter("/ferry/mirror/0/bytes_read");
+  ASSERT_TRUE(store->Get("shard.0").has_value());
+  EXPECT_EQ(Counter("/ferry/mirror/0/bytes_read"), first);
+  // Two that differ are an error naming both.
+  ASSERT_TRUE(folders_[2].store->Put(folders_[2].key + "index.json", "{ }").ok());
+  auto differs = MirrorsOfOneDataset(mirrors, "index.json");
+  ASSERT_FALSE(differs.has_value());
+  EXPECT_EQ(differs.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(differs.status().message(), HasSubstr("/c/index.json (3 bytes) is not"));
+  EXPECT_THAT(differs.status().message(), HasSubstr("/b/index.json (2 bytes)"));
+  // None: the first one's error.
+  ASSERT_TRUE(folders_[0].store->Put(folders_[0].key + "index.json", "{}").ok());
+  for (const StoreAndKey& folder : folders_) {
+    ASSERT_TRUE(folder.store->Remove(folder.key + "index.json").ok());
+  }
+  auto none = MirrorsOfOneDataset(mirrors, "index.json");
+  ASSERT_FALSE(none.has_value());
+  EXPECT_EQ(none.status().code(), StatusCode::kNotFound);
+  EXPECT_THAT(none.status().message(), HasSubstr("no mirror can show"));
+}
+
+}  // namespace
+}  // namespace ferry

@@ -1,0 +1,25 @@
+// OpenMirrors: a stream's remote and its mirrors (StreamSpec::mirrors) as one store, whose keys
+// are paths inside the dataset (src/storage/mirror_store.h). Each mirror is its own store,
+// instrumented as the streaming engine instruments a remote (per scheme); the split is a
+// sub-folder of each.
+//
+// Thread-safety: a free function.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+
+#include "ferry/result.h"
+#include "ferry/storage/object_store.h"
+#include "ferry/stream/streaming_dataset.h"
+
+namespace ferry::internal_stream {
+
+/// The mirrors of `spec` (its remote first). Unless `offline`, those whose index.json cannot be
+/// read now are left out, and the rest must have the same bytes (MirrorsOfOneDataset).
+/// kInvalidArgument when one of them is the cache folder `local` itself, whose shards a cache
+/// would evict.
+Result<std::shared_ptr<ObjectStore>> OpenMirrors(const StreamSpec& spec,
+                                                 const std::filesystem::path& local, bool offline);
+
+}  // namespace ferry::internal_stream

@@ -1,0 +1,107 @@
+"""A dataset read from three mirrors at once (src/storage/mirror_store.h): s3rver behind
+ferry-wan (killed mid-epoch, as a region going away), Azurite holding part of the shards (a
+copy still being staged) and a local folder. Every sample comes once with its bytes, and the
+mirrors' counters add up to each byte delivered once."""
+
+import os
+import threading
+import time
+import uuid
+
+import pytest
+
+import ferry
+from conftest import upload_dataset
+
+SAMPLES = 600
+
+
+def _write(folder):
+    with ferry.MDSWriter(out=str(folder), columns={"id": "int", "blob": "bytes"},
+                         size_limit=1 << 16) as writer:
+        for i in range(SAMPLES):
+            writer.write({"id": i, "blob": bytes([i % 251]) * (1000 + i % 300)})
+    return sorted(os.listdir(folder))
+
+
+def _blob(i):
+    return bytes([i % 251]) * (1000 + i % 300)
+
+
+@pytest.fixture
+def azurite(monkeypatch):
+    connection = os.environ.get("FERRY_TEST_AZURITE_CONNECTION_STRING")
+    if not connection:
+        pytest.fail("no Azurite test server: run through scripts/run-tests.sh (make test)")
+    monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", connection)
+    return os.environ["FERRY_TEST_AZURITE_CONTAINER"]
+
+
+def _counters(names):
+    values = ferry.metrics()
+    return {name: values.get(name, 0) for name in names}
+
+
+def test_three_mirrors_one_killed_one_partial_deliver_every_sample_once(
+        tmp_path, s3rver, wan, azurite):
+    source = tmp_path / "source"
+    names = _write(source)
+    shards = [n for n in names if n.startswith("shard.")]
+    assert len(shards) >= 8
+    run = uuid.uuid4().hex[:12]
+    s3_url = upload_dataset(source, f"s3://{s3rver['bucket']}/python/mirrors/{run}")
+    az_url = f"az://{azurite}/python/mirrors/{run}"
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    for name in names:
+        if name == "index.json" or int(name.split(".")[1]) % 2 == 0:
+            os.link(source / name, partial / name)
+    upload_dataset(partial, az_url)
+    # 200 KB/s: a shard of 64 KB takes a third of a second, so the kill lands mid-shard.
+    stop_wan = wan("--total-mbps", "0.2")
+    watched = [f"/ferry/mirror/{i}/{what}" for i in range(3)
+               for what in ("bytes_read", "failovers", "missing")] + [
+                   "/ferry/cache/downloads", "/ferry/cache/downloaded_bytes"]
+    before = _counters(watched)
+    dataset = ferry.StreamingDataset(remote=[s3_url, az_url, str(source)],
+                                     local=str(tmp_path / "cache"), shuffle=False, batch_size=8)
+    assert dataset.streams[0].mirrors == [az_url, str(source)]
+    killer = threading.Timer(1.0, stop_wan)
+    killer.start()
+    seen = []
+    started = time.monotonic()
+    for sample in dataset:
+        assert sample["blob"] == _blob(sample["id"]), sample["id"]
+        seen.append(sample["id"])
+    killer.join()
+    assert sorted(seen) == list(range(SAMPLES))
+    assert time.monotonic() - started < 120
+    after = _counters(watched)
+    delta = {name: after[name] - before[name] for name in watched}
+    # Each shard was downloaded once, whole, from one mirror or another (a download cut by the
+    # kill went on from the next mirror at the byte it had reached); besides the shards and
+    # index.json, the mirrors sent only the first batch's samples, read by range at the start.
+    shard_bytes = sum((source / n).stat().st_size for n in shards)
+    assert delta["/ferry/cache/downloads"] == len(shards), delta
+    assert delta["/ferry/cache/downloaded_bytes"] == shard_bytes, delta
+    total = shard_bytes + (source / "index.json").stat().st_size
+    from_mirrors = sum(delta[f"/ferry/mirror/{i}/bytes_read"] for i in range(3))
+    assert total <= from_mirrors <= total + 8 * 1300, delta
+    assert delta["/ferry/mirror/0/bytes_read"] > 0, "s3 served until it was killed"
+    assert delta["/ferry/mirror/0/failovers"] >= 1, delta
+    # Azurite lacks the odd shards that s3 no longer served; the folder has everything.
+    assert delta["/ferry/mirror/1/missing"] >= 1, delta
+    assert delta["/ferry/mirror/2/bytes_read"] > 0, delta
+
+
+def test_a_list_of_remotes_is_a_remote_and_its_mirrors(tmp_path):
+    stream = ferry.Stream(remote=["s3://a/train", "az://b/train"], mirrors=["/data/train"],
+                          local=str(tmp_path))
+    assert stream.remote == "s3://a/train"
+    assert stream.mirrors == ["az://b/train", "/data/train"]
+    assert stream._options()["mirrors"] == ["az://b/train", "/data/train"]
+    # WebDataset's list of tars is still one remote.
+    tars = ferry.Stream(remote=["s3://a/0.tar", "s3://a/1.tar"], local=str(tmp_path))
+    assert tars.remote == "s3://a/0.tar::s3://a/1.tar" and tars.mirrors == []
+    with pytest.raises(ferry.InvalidArgumentError, match="`mirrors` need a `remote`"):
+        ferry.Stream(mirrors=["s3://a/train"], local=str(tmp_path))
