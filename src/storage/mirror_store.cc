@@ -141,12 +141,16 @@ class MirrorStore final : public ObjectStore {
       if (!mirrors_[i].left_out) order.push_back(i);
     }
     const Clock::time_point now = Clock::now();
-    MutexLock lock(mu_);
+    std::vector<Clock::time_point> until(mirrors_.size());
+    {
+      MutexLock lock(mu_);
+      for (size_t i = 0; i < until.size(); ++i) until[i] = health_[i].demoted_until;
+    }
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      const bool a_down = health_[a].demoted_until > now;
-      const bool b_down = health_[b].demoted_until > now;
+      const bool a_down = until[a] > now;
+      const bool b_down = until[b] > now;
       if (a_down != b_down) return !a_down;
-      return a_down && health_[a].demoted_until < health_[b].demoted_until;
+      return a_down && until[a] < until[b];
     });
     return order;
   }
