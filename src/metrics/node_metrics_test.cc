@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,35 @@ int ProcessFiles(const fs::path& folder) {
 int64_t Value(const NodeMetrics& node, const std::string& name) {
   auto it = node.values.find(name);
   return it == node.values.end() ? 0 : it->second;
+}
+
+// Forks a child that publishes to `folder`, runs `count` (its counting) and flushes, then waits
+// to be killed; returns once the child's figures are in its file (-1: the fork failed).
+pid_t SpawnPublishingChild(const fs::path& folder, const std::function<void()>& count) {
+  int ready[2];
+  if (::pipe(ready) != 0) return -1;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    auto publication = NodePublication::Start(folder);
+    if (!publication.ok()) ::_exit(2);
+    count();
+    FlushNodeMetrics();
+    const char byte = 1;
+    if (::write(ready[1], &byte, 1) != 1) ::_exit(3);
+    ::pause();  // killed
+    ::_exit(4);
+  }
+  char byte = 0;
+  if (pid > 0 && ::read(ready[0], &byte, 1) != 1) return -1;
+  ::close(ready[0]);
+  ::close(ready[1]);
+  return pid;
+}
+
+void Kill(pid_t pid) {
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
 }
 
 TEST(NodeMetrics, AFolderNobodyPublishesToIsEmpty) {
@@ -104,25 +134,11 @@ TEST(NodeMetrics, AChildThatDiesIsFoldedOnceAndCountsOnlyItsOwn) {
   c.Add(1000);  // the parent's, before the fork
   const int64_t parents = 1000;
 
-  int ready[2];
-  ASSERT_EQ(::pipe(ready), 0);
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    auto child = NodePublication::Start(folder);
-    if (!child.ok()) ::_exit(2);
+  const pid_t pid = SpawnPublishingChild(folder, [&] {
     c.Add(7);
     g.Set(9);
-    FlushNodeMetrics();
-    const char byte = 1;
-    if (::write(ready[1], &byte, 1) != 1) ::_exit(3);
-    ::pause();  // killed
-    ::_exit(4);
-  }
-  char byte = 0;
-  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
-  ::close(ready[0]);
-  ::close(ready[1]);
+  });
+  ASSERT_GT(pid, 0);
 
   auto with_child = ReadNodeMetrics(folder);
   ASSERT_TRUE(with_child.ok());
@@ -130,9 +146,7 @@ TEST(NodeMetrics, AChildThatDiesIsFoldedOnceAndCountsOnlyItsOwn) {
   EXPECT_EQ(Value(*with_child, "/test/node/child"), parents + 7);
   EXPECT_EQ(Value(*with_child, "/test/node/child_gauge"), 9);
 
-  ::kill(pid, SIGKILL);
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  Kill(pid);
   EXPECT_EQ(ProcessFiles(folder), 2) << "the dead child's file is there until someone reads";
   auto after = ReadNodeMetrics(folder);
   ASSERT_TRUE(after.ok());
@@ -155,27 +169,9 @@ TEST(NodeMetrics, StartingToPublishFoldsTheFilesOfKilledProcesses) {
   const fs::path folder = tmp / "metrics";
   Counter& c = GetCounter("/test/node/killed");
   for (int child = 0; child < 3; ++child) {
-    int ready[2];
-    ASSERT_EQ(::pipe(ready), 0);
-    const pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      auto publication = NodePublication::Start(folder);
-      if (!publication.ok()) ::_exit(2);
-      c.Add(5);
-      FlushNodeMetrics();
-      const char byte = 1;
-      if (::write(ready[1], &byte, 1) != 1) ::_exit(3);
-      ::pause();  // killed
-      ::_exit(4);
-    }
-    char byte = 0;
-    ASSERT_EQ(::read(ready[0], &byte, 1), 1);
-    ::close(ready[0]);
-    ::close(ready[1]);
-    ::kill(pid, SIGKILL);
-    int status = 0;
-    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    const pid_t pid = SpawnPublishingChild(folder, [&] { c.Add(5); });
+    ASSERT_GT(pid, 0);
+    Kill(pid);
     EXPECT_LE(ProcessFiles(folder), 1) << "each child folds the ones killed before it";
   }
   auto publication = NodePublication::Start(folder);

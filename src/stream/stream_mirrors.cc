@@ -12,6 +12,19 @@
 
 namespace ferry::internal_stream {
 
+std::string DatasetFolder(std::string key, std::string_view split) {
+  if (!key.empty() && !key.ends_with('/')) key += '/';
+  if (!split.empty()) key += std::string(split) + "/";
+  return key;
+}
+
+bool IsTheLocalFolder(const ObjectStore& store, const std::string& prefix,
+                      const std::filesystem::path& local) {
+  std::error_code ec;
+  const auto path = store.LocalPath(prefix);
+  return path && std::filesystem::equivalent(*path, local, ec);
+}
+
 Result<std::shared_ptr<ObjectStore>> OpenMirrors(const StreamSpec& spec,
                                                  const std::filesystem::path& local, bool offline) {
   std::vector<std::string> urls = {spec.remote};
@@ -19,12 +32,8 @@ Result<std::shared_ptr<ObjectStore>> OpenMirrors(const StreamSpec& spec,
   std::vector<Mirror> mirrors;
   for (const std::string& url : urls) {
     FERRY_ASSIGN_OR_RETURN(StoreAndKey opened, OpenUrl(url));
-    std::string prefix = opened.key;
-    if (!prefix.empty() && !prefix.ends_with('/')) prefix += '/';
-    if (!spec.split.empty()) prefix += spec.split + "/";
-    std::error_code ec;
-    if (auto path = opened.store->LocalPath(prefix);
-        path && std::filesystem::equivalent(*path, local, ec)) {
+    std::string prefix = DatasetFolder(std::move(opened.key), spec.split);
+    if (IsTheLocalFolder(*opened.store, prefix, local)) {
       return InvalidArgumentError(fmt::format(
           "{}: a mirror is the cache folder itself, whose shards a cache would evict", url));
     }

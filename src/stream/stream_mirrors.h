@@ -8,12 +8,22 @@
 
 #include <filesystem>
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include "ferry/result.h"
 #include "ferry/storage/object_store.h"
 #include "ferry/stream/streaming_dataset.h"
 
 namespace ferry::internal_stream {
+
+/// The folder of a stream's dataset in a store: the URL's `key` as a folder ("" or ending in
+/// '/'), and `split` below it.
+std::string DatasetFolder(std::string key, std::string_view split);
+
+/// Whether the dataset folder `prefix` of `store` is the local folder `local` itself.
+bool IsTheLocalFolder(const ObjectStore& store, const std::string& prefix,
+                      const std::filesystem::path& local);
 
 /// The mirrors of `spec` (its remote first). Unless `offline`, those whose index.json cannot be
 /// read now are left out, and the rest must have the same bytes (MirrorsOfOneDataset).

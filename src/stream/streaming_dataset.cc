@@ -100,14 +100,10 @@ Status StreamingDatasetImpl::Init() {
       FERRY_ASSIGN_OR_RETURN(st.remote, OpenMirrors(spec, local, options_.offline));
     } else if (!spec.remote.empty()) {
       FERRY_ASSIGN_OR_RETURN(StoreAndKey opened, OpenUrl(remote_url));
-      std::string prefix = opened.key;
-      if (!prefix.empty() && !prefix.ends_with('/')) prefix += '/';
-      if (!spec.split.empty()) prefix += spec.split + "/";
+      std::string prefix = DatasetFolder(std::move(opened.key), spec.split);
       // A remote that is the local folder itself (Mosaic reads it in place) is no remote: a
       // cache of it would evict - delete - the only copy of the data.
-      std::error_code ec;
-      if (auto path = opened.store->LocalPath(prefix);
-          !path || !std::filesystem::equivalent(*path, local, ec)) {
+      if (!IsTheLocalFolder(*opened.store, prefix, local)) {
         st.remote = Instrument(opened.store);
         st.remote_prefix = prefix;
       }

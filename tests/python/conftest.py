@@ -34,6 +34,18 @@ def upload_dataset(folder, url):
     return url
 
 
+def write_samples(folder, count, blob_of, size_limit):
+    """Writes an MDS dataset of `count` samples {"id": i, "blob": blob_of(i)} into ``folder``
+    (shards of at most ``size_limit`` bytes); returns its file names, sorted."""
+    import ferry
+
+    with ferry.MDSWriter(out=str(folder), columns={"id": "int", "blob": "bytes"},
+                         size_limit=size_limit) as writer:
+        for i in range(count):
+            writer.write({"id": i, "blob": blob_of(i)})
+    return sorted(os.listdir(folder))
+
+
 def run_ferry(*args, check=True, env=None):
     """Runs the ferry command of the build under test; asserts it succeeded unless not
     ``check``. Returns the CompletedProcess (stdout and stderr as text)."""

@@ -11,17 +11,9 @@ import uuid
 import pytest
 
 import ferry
-from conftest import upload_dataset
+from conftest import upload_dataset, write_samples
 
 SAMPLES = 600
-
-
-def _write(folder):
-    with ferry.MDSWriter(out=str(folder), columns={"id": "int", "blob": "bytes"},
-                         size_limit=1 << 16) as writer:
-        for i in range(SAMPLES):
-            writer.write({"id": i, "blob": bytes([i % 251]) * (1000 + i % 300)})
-    return sorted(os.listdir(folder))
 
 
 def _blob(i):
@@ -45,7 +37,7 @@ def _counters(names):
 def test_three_mirrors_one_killed_one_partial_deliver_every_sample_once(
         tmp_path, s3rver, wan, azurite):
     source = tmp_path / "source"
-    names = _write(source)
+    names = write_samples(source, SAMPLES, _blob, 1 << 16)
     shards = [n for n in names if n.startswith("shard.")]
     assert len(shards) >= 8
     run = uuid.uuid4().hex[:12]

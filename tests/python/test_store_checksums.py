@@ -2,20 +2,12 @@
 (src/storage/http/store_checksum.h): here S3's x-amz-checksum-crc32, on moto's S3 server,
 uploaded with Debian's boto3."""
 
-import os
 import uuid
 
 import ferry
+from conftest import write_samples
 
 SAMPLES = 400
-
-
-def _write(folder):
-    with ferry.MDSWriter(out=str(folder), columns={"id": "int", "blob": "bytes"},
-                         size_limit=1 << 14) as writer:
-        for i in range(SAMPLES):
-            writer.write({"id": i, "blob": bytes([i % 251]) * (97 + i % 50)})
-    return sorted(os.listdir(folder))
 
 
 def _upload(moto, folder, names, prefix, **extra):
@@ -31,7 +23,8 @@ def _upload(moto, folder, names, prefix, **extra):
 
 
 def test_the_crc_s3_keeps_vouches_for_each_download(moto, tmp_path):
-    names = _write(tmp_path / "src")
+    names = write_samples(tmp_path / "src", SAMPLES,
+                          lambda i: bytes([i % 251]) * (97 + i % 50), 1 << 14)
     shards = [n for n in names if n.startswith("shard.")]
     assert len(shards) > 3
     run = uuid.uuid4().hex[:12]
