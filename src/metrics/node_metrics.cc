@@ -268,18 +268,26 @@ void AddLive(NodeMetrics& node, MetricsFileContents contents) {
 }  // namespace
 
 Result<NodePublication> NodePublication::Start(const fs::path& folder, unsigned file_mode) {
+  Publisher& p = ThePublisher();
+  bool publishing = false;  // there already: another open of the same folder
+  {
+    MutexLock lock(p.mu);
+    publishing = p.folders.contains(folder);
+  }
   std::error_code ec;
-  if (fs::is_directory(folder, ec)) {
+  if (!fs::is_directory(folder, ec)) {
+    if (::mkdir(folder.c_str(), 0700) != 0 && errno != EEXIST) {
+      return ErrnoToStatus(errno, "creating the metrics folder", folder);
+    }
+  } else if (!publishing) {
     // Processes killed since (SIGKILL runs no exit hook) left their files: folded into the
     // totals now, as a reader would, or a job preempted again and again would fill the folder -
-    // and the cache_limit it is counted in - with them.
+    // and the cache_limit it is counted in - with them. Once per folder and process: a dataset
+    // opened again does not read the whole folder again.
     if (auto folded = ReadNodeMetrics(folder, file_mode); !folded.ok()) {
       Log().debug("metrics: {}", folded.status().ToString());
     }
-  } else if (::mkdir(folder.c_str(), 0700) != 0 && errno != EEXIST) {
-    return ErrnoToStatus(errno, "creating the metrics folder", folder);
   }
-  Publisher& p = ThePublisher();
   const std::vector<Metric> all = All();
   MutexLock lock(p.mu);
   auto it = p.folders.find(folder);
