@@ -50,7 +50,9 @@ bool IsMd5Hex(std::string_view text) {
 }
 
 std::string FromGoogHash(std::string_view value, std::string_view name) {
-  const size_t bytes = name == "md5" ? 16 : name == "crc32c" ? 4 : 0;
+  const size_t bytes = DigestBytes(name == "md5"      ? ChecksumKind::kMd5
+                                   : name == "crc32c" ? ChecksumKind::kCrc32c
+                                                      : ChecksumKind::kNone);
   while (!value.empty()) {
     const size_t comma = value.find(',');
     const std::string_view item = TrimAsciiWhitespace(value.substr(0, comma));
