@@ -7,7 +7,6 @@
 #include <utility>
 
 #include "base/log.h"
-#include "base/mutex.h"
 #include "ferry/metrics/metrics.h"
 #include "storage/http/http_types.h"
 
@@ -31,7 +30,7 @@ MirrorCounters CountersOf(size_t i) {
 class MirrorStore final : public ObjectStore {
  public:
   MirrorStore(std::vector<Mirror> mirrors, MirrorOptions options)
-      : mirrors_(std::move(mirrors)), options_(options), health_(mirrors_.size()) {
+      : mirrors_(std::move(mirrors)), health_(mirrors_.size(), options) {
     for (size_t i = 0; i < mirrors_.size(); ++i) counters_.push_back(CountersOf(i));
   }
 
@@ -103,12 +102,6 @@ class MirrorStore final : public ObjectStore {
     info.mtime.reset();
   }
 
-  struct Health {
-    Clock::time_point demoted_at{};
-    Clock::time_point demoted_until{};
-    std::chrono::milliseconds last_demotion{0};
-  };
-
   ObjectStore& Store(size_t i) const { return *mirrors_[i].store; }
   std::string Key(size_t i, std::string_view key) const {
     return mirrors_[i].prefix + std::string(key);
@@ -141,11 +134,7 @@ class MirrorStore final : public ObjectStore {
       if (!mirrors_[i].left_out) order.push_back(i);
     }
     const Clock::time_point now = Clock::now();
-    std::vector<Clock::time_point> until(mirrors_.size());
-    {
-      MutexLock lock(mu_);
-      for (size_t i = 0; i < until.size(); ++i) until[i] = health_[i].demoted_until;
-    }
+    const std::vector<Clock::time_point> until = health_.DemotedUntil();
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
       const bool a_down = until[a] > now;
       const bool b_down = until[b] > now;
@@ -153,27 +142,6 @@ class MirrorStore final : public ObjectStore {
       return a_down && until[a] < until[b];
     });
     return order;
-  }
-
-  // A read that began before the mirror was demoted proves nothing about it now.
-  void Succeeded(size_t i, Clock::time_point started) {
-    MutexLock lock(mu_);
-    if (started >= health_[i].demoted_at) health_[i] = {};
-  }
-
-  // A failure while the mirror is demoted already (a read that began before) changes nothing:
-  // the demotion doubles only for a failure after it ended - the probe's.
-  std::chrono::milliseconds Demote(size_t i) {
-    const Clock::time_point now = Clock::now();
-    MutexLock lock(mu_);
-    Health& health = health_[i];
-    if (health.demoted_until > now) return health.last_demotion;
-    health.last_demotion = health.last_demotion.count() == 0
-                               ? options_.demote_for
-                               : std::min(options_.max_demotion, 2 * health.last_demotion);
-    health.demoted_at = now;
-    health.demoted_until = now + health.last_demotion;
-    return health.last_demotion;
   }
 
   // Runs `call(i, stop)` on mirror after mirror until one succeeds. kNotFound passes the object
@@ -190,7 +158,7 @@ class MirrorStore final : public ObjectStore {
       const Clock::time_point started = Clock::now();
       Result<ObjectInfo> got = call(i, stop);
       if (got) {
-        Succeeded(i, started);
+        health_.Succeeded(i, started);
         for (size_t m : lacking) counters_[m].missing.Add();
         return got;
       }
@@ -200,7 +168,7 @@ class MirrorStore final : public ObjectStore {
         lacking.push_back(i);
         continue;
       }
-      const auto demoted = Demote(i);
+      const auto demoted = health_.Demote(i);
       if (n + 1 < order.size()) {
         counters_[i].failovers.Add();
         Log().warn("storage: {} failed: {}; going on from {} ({} is passed over for {:.1f} s)",
@@ -219,10 +187,8 @@ class MirrorStore final : public ObjectStore {
   }
 
   const std::vector<Mirror> mirrors_;
-  const MirrorOptions options_;
   std::vector<MirrorCounters> counters_;
-  Mutex mu_;
-  std::vector<Health> health_ GUARDED_BY(mu_);
+  SourceHealth health_;
 };
 
 }  // namespace

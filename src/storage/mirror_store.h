@@ -23,13 +23,13 @@
 // Thread-safety: every method may be called concurrently.
 #pragma once
 
-#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "ferry/result.h"
 #include "ferry/storage/object_store.h"
+#include "storage/source_health.h"
 
 namespace ferry {
 
@@ -41,11 +41,8 @@ struct Mirror {
   bool left_out = false;
 };
 
-struct MirrorOptions {
-  /// How long a mirror is passed over after a failure; doubles with each failure in a row.
-  std::chrono::milliseconds demote_for{5000};
-  std::chrono::milliseconds max_demotion{300'000};
-};
+/// How long a mirror that failed is passed over (src/storage/source_health.h).
+using MirrorOptions = DemotionOptions;
 
 /// A read-only store over `mirrors` (at least one), in preference order.
 Result<std::shared_ptr<ObjectStore>> MakeMirrorStore(std::vector<Mirror> mirrors,
