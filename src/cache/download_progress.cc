@@ -202,6 +202,18 @@ bool DownloadProgressReader::Landed(uint64_t offset, uint64_t length) const {
   return true;
 }
 
+uint64_t DownloadProgressReader::LandedFrom(uint64_t offset) const {
+  if (offset >= record_->size) return 0;
+  if (Atomic(record_->state).load() == kComplete) return record_->size - offset;
+  for (uint32_t p = 0; p < record_->parts; ++p) {
+    ProgressRecord::Part& part = record_->part[p];
+    if (offset < part.begin || offset >= part.end) continue;
+    const uint64_t landed = std::min(Atomic(part.landed).load(), part.end);
+    return landed > offset ? landed - offset : 0;
+  }
+  return 0;
+}
+
 void DownloadProgressReader::WaitFor(uint64_t offset, uint64_t length) const {
   // The first part the range still waits on, and the mark it needs there. A want that the
   // writer clears as another reader's is met is looked at again after kRecheck at the latest.

@@ -98,6 +98,10 @@ class DownloadProgressReader {
   /// True when [offset, offset + length) has landed.
   bool Landed(uint64_t offset, uint64_t length) const;
 
+  /// How many bytes from `offset` on have landed, in one run (up to the end of the part that
+  /// holds `offset`; the next part may have landed too): what can be read now without waiting.
+  uint64_t LandedFrom(uint64_t offset) const;
+
   /// True once the download has ended, every byte landed or not (the writer finished, failed
   /// or is gone).
   bool Ended() const;
