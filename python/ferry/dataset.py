@@ -16,7 +16,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _ferry, _handoff
+from . import _ferry, _handoff, _peers
 from ._values import decoder
 from .errors import DataLossError, IndexDecodeError, InvalidArgumentError, MissingIndexError
 from .shards import ShardInfo
@@ -126,6 +126,16 @@ class StreamingDataset(_NativeDataset):
             default) reads whatever each ``index.json`` says, formats mixed across streams.
         drop_last: cut the epoch to whole world batches (ranks x batch_size) instead of
             repeating fewer than ``ranks`` samples.
+        peers: a cluster cache (docs/sources.md, "Peer fetch"): the ``host:port`` of every
+            node's peer server, this node's included, or ``"torch"`` (from torch.distributed:
+            one per node, on ``peer_port``); None reads ``FERRY_PEERS``. Each shard of a remote
+            stream is fetched by one node and served to the others from its cache folder, so it
+            crosses the cloud boundary once per cluster.
+        peer_self: which of ``peers`` this node is (default ``FERRY_PEER_SELF``, else the one
+            with this machine's hostname).
+        peer_token: the secret the nodes share (default ``FERRY_PEER_TOKEN``; with
+            ``"torch"`` and neither, rank 0 draws one).
+        peer_port: the port of each node's peer server with ``peers="torch"``.
         image_format: ``"pil"`` (jpeg/png/pil columns as PIL images, as the reference),
             ``"numpy"`` (uint8 arrays) or ``"bytes"`` (the stored JPEG/PNG files, undecoded).
         download_concurrency: shards fetched at once per worker (None: auto).
@@ -199,6 +209,10 @@ class StreamingDataset(_NativeDataset):
         download_on_access: bool = False,
         digest_records: bool = True,
         store_checksums: bool = True,
+        peers: Union[None, str, Sequence[str]] = None,
+        peer_self: Optional[str] = None,
+        peer_token: Optional[str] = None,
+        peer_port: int = _peers.DEFAULT_PORT,
     ) -> None:
         super().__init__()
         if format is not None and format not in _FORMATS:
@@ -272,6 +286,7 @@ class StreamingDataset(_NativeDataset):
             "download_on_access": bool(download_on_access),
             "digest_records": bool(digest_records),
             "store_checksums": bool(store_checksums),
+            "peers": _peers.resolve(peers, peer_self, peer_token, peer_port),
             "keep_zip": bool(keep_zip or any(s.keep_zip for s in self.streams)),
             "validate_hash": next(iter(hashes), None),
             "allow_unsafe_types": self.allow_unsafe_types,

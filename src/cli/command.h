@@ -33,6 +33,7 @@ Command AddStreamCommand(CLI::App& parent);
 Command AddDoctorCommand(CLI::App& parent);
 Command AddTopCommand(CLI::App& parent);
 Command AddCacheCommand(CLI::App& parent);
+Command AddServeCacheCommand(CLI::App& parent);
 
 /// A CLI11 check for counts and indexes: an integer, 0 or more. Without it "-3" wraps around in
 /// an unsigned option and reads as "all" where a negative value means that.

@@ -60,7 +60,7 @@ int Main(int argc, char** argv) {
       AddCatCommand(app),     AddMergeIndexCommand(app), AddLsCommand(app),
       AddStatCommand(app),    AddCpCommand(app),         AddSyncCommand(app),
       AddStreamCommand(app),  AddDoctorCommand(app),     AddIndexCommand(app),
-      AddTopCommand(app),     AddCacheCommand(app)};
+      AddTopCommand(app),     AddCacheCommand(app),      AddServeCacheCommand(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

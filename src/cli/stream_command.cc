@@ -41,6 +41,8 @@ struct StreamCommandOptions {
   std::string local;
   std::string split;
   std::vector<std::string> mirrors;
+  std::vector<std::string> peers;
+  std::string peer_self;
   uint64_t epochs = 1;
   bool shuffle = false;
   std::string shuffle_algo = "py1e";
@@ -121,6 +123,8 @@ Result<int> RunStream(const StreamCommandOptions& o) {
   if (!o.validate_hash.empty()) options.validate_hash = o.validate_hash;
   options.digest_records = !o.no_digest_records;
   options.store_checksums = !o.no_store_checksums;
+  options.peers.addresses = o.peers;
+  options.peers.self = o.peer_self;
 
   WorldShape world;
   if (std::sscanf(o.world.c_str(), "%u,%u,%u", &world.nodes, &world.ranks_per_node,
@@ -251,6 +255,11 @@ Result<int> RunStream(const StreamCommandOptions& o) {
     j["throttled"] = delta("/ferry/storage/throttled");
     j["throttle_wait_s"] = static_cast<double>(delta("/ferry/storage/throttle_wait_ns")) / 1e9;
     j["checksum_failures"] = delta("/ferry/cache/checksum_failures");
+    // The cluster cache (peer_store.h, peer_server.h): bytes this node got from its peers, and
+    // served to them.
+    j["peer_bytes"] = delta("/ferry/peer/bytes_read");
+    j["peer_failovers"] = delta("/ferry/peer/failovers");
+    j["peer_served_bytes"] = delta("/ferry/peer/served_bytes");
     j["time_to_first_sample_s"] = first_s;
     j["time_to_first_batch_s"] = static_cast<double>(first_batch_ns.load()) / 1e9;
     j["predownload"] = metrics::ValueOr0(after, "/ferry/stream/predownload");
@@ -274,6 +283,13 @@ Result<int> RunStream(const StreamCommandOptions& o) {
           static_cast<long long>(j["cache_hits"].get<int64_t>()),
           static_cast<long long>(j["cache_misses"].get<int64_t>()),
           static_cast<long long>(j["evictions"].get<int64_t>()), j["wait_s"].get<double>());
+      if (delta("/ferry/peer/reads") > 0 || j["peer_served_bytes"].get<int64_t>() > 0) {
+        std::printf(
+            "  peers: got %s from them (%lld failovers to the remote), served %s\n",
+            FormatBytes(static_cast<uint64_t>(j["peer_bytes"].get<int64_t>())).c_str(),
+            static_cast<long long>(j["peer_failovers"].get<int64_t>()),
+            FormatBytes(static_cast<uint64_t>(j["peer_served_bytes"].get<int64_t>())).c_str());
+      }
     }
     std::fflush(stdout);
   }
@@ -299,6 +315,13 @@ Command AddStreamCommand(CLI::App& parent) {
   app->add_option("--mirror", o->mirrors,
                   "Another place holding the same dataset, tried after URL (repeatable, in "
                   "preference order): a failed read goes on from the next at the byte it reached");
+  app->add_option("--peer", o->peers,
+                  "host:port of a node's peer server, this node's included (repeatable; default "
+                  "FERRY_PEERS, comma-separated): each shard is fetched from the remote by one "
+                  "node and served to the others from its cache (the token: FERRY_PEER_TOKEN)");
+  app->add_option("--peer-self", o->peer_self,
+                  "Which --peer this node is (default FERRY_PEER_SELF, else the one with this "
+                  "machine's hostname); its server listens on that port");
   app->add_option("--epochs", o->epochs, "Epochs to run")->capture_default_str();
   app->add_flag("--shuffle", o->shuffle, "Shuffle the order");
   app->add_option("--shuffle-algo", o->shuffle_algo, "naive, py1s, py1b, py1br or py1e")

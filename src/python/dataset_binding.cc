@@ -93,6 +93,13 @@ StreamingOptions ParseOptions(const py::dict& d) {
   o.download_on_access = Get<bool>(d, "download_on_access", false);
   o.digest_records = Get<bool>(d, "digest_records", true);
   o.store_checksums = Get<bool>(d, "store_checksums", true);
+  if (d.contains("peers") && !d["peers"].is_none()) {
+    const py::dict peers = d["peers"].cast<py::dict>();
+    o.peers.addresses = Get<std::vector<std::string>>(peers, "addresses", {});
+    o.peers.self = Get<std::string>(peers, "self", "");
+    o.peers.token = Get<std::string>(peers, "token", "");
+    o.peers.listen_host = Get<std::string>(peers, "listen_host", "");
+  }
   CheckUnusedMosaicOptions(d);
   return o;
 }

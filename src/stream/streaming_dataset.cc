@@ -30,6 +30,7 @@
 #include "stream/stream_iterator.h"
 #include "stream/stream_mirrors.h"
 #include "stream/stream_mix.h"
+#include "stream/stream_peers.h"
 #include "stream/streaming_dataset_impl.h"
 
 namespace ferry {
@@ -130,6 +131,10 @@ Status StreamingDatasetImpl::Init() {
                            .tar_names = std::move(p.tar_names)});
   });
 
+  FERRY_ASSIGN_OR_RETURN(const PeerOptions peers, ResolvePeers(options_.peers));
+  if (!peers.addresses.empty()) {
+    FERRY_ASSIGN_OR_RETURN(peer_server_, ProcessPeerServer(peers));
+  }
   uint64_t first_id = 0;
   bool fits = true;  // every stream fits its cache_limit whole (or there is none)
   for (size_t s = 0; s < prepared.size(); ++s) {
@@ -176,8 +181,21 @@ Status StreamingDatasetImpl::Init() {
     for (size_t k = 0; k < shards; ++k) {
       st.disk_bytes += DiskBytes(static_cast<uint32_t>(s), static_cast<uint32_t>(k));
     }
+    std::optional<std::string> peer_id;
+    if (!peers.addresses.empty() && st.remote) {
+      FERRY_ASSIGN_OR_RETURN(peer_id,
+                             ReadThroughPeers(st.remote, st.remote_prefix, st.local, peers));
+    }
     FERRY_ASSIGN_OR_RETURN(
         st.cache, ShardCache::Open(st.remote, st.remote_prefix, indexes_.back(), cache_options));
+    if (peer_id && peer_server_) {
+      st.peer_registration = peer_server_->Serve(
+          *peer_id, {.root = st.local,
+                     .index = indexes_.back(),
+                     .fetch = [cache = st.cache.get()](size_t k, std::stop_token stop) {
+                       return cache->Prepare(k, /*blocking=*/false, stop);
+                     }});
+    }
     // The folder holds its index.json (and ferry's records) beside the shards: counted as the
     // plan counts them, the same in every process (PlannedOtherBytes), not as they are now.
     const uint64_t planned_other =

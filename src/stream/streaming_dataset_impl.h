@@ -24,6 +24,7 @@
 #include "base/mutex.h"
 #include "cache/cache_budget.h"
 #include "cache/download_progress.h"
+#include "cache/peer_server.h"
 #include "ferry/cache/shard_cache.h"
 #include "ferry/format/shard_format.h"
 #include "ferry/result.h"
@@ -48,6 +49,8 @@ struct StreamState {
   std::vector<uint64_t> shard_starts;  // first sample of each shard within the stream
   uint64_t first_id = 0;               // first sample of the stream among all streams
   uint64_t disk_bytes = 0;             // its shard files in the cache folder, all of them
+  // Its cache folder served to the peers (PeerOptions); gone before `cache`.
+  std::unique_ptr<internal_cache::PeerServer::Registration> peer_registration;
 };
 
 class StreamingDatasetImpl : public StreamingDataset,
@@ -163,6 +166,7 @@ class StreamingDatasetImpl : public StreamingDataset,
   void StartWatch();
 
   const StreamingOptions options_;
+  std::shared_ptr<internal_cache::PeerServer> peer_server_;  // outlives the streams' registrations
   std::vector<StreamState> streams_;
   std::vector<std::shared_ptr<const DatasetDescription>> indexes_;
   internal_cache::CacheBudget budget_;

@@ -81,6 +81,23 @@ struct StreamWeight {
 
 enum class SamplingMethod { kBalanced, kFixed };
 
+/// A cluster cache (docs/sources.md, "Peer fetch"): the nodes of a job serve their cache
+/// folders to each other, and each shard is fetched from the remote by one node, its owner, which
+/// streams it to the others (src/storage/peer_store.h, src/cache/peer_server.h).
+struct PeerOptions {
+  /// "host:port" of every node's peer server, this node's included, the same on every node.
+  /// Empty: FERRY_PEERS (comma-separated), and without it no peer fetch.
+  std::vector<std::string> addresses;
+  /// Which of `addresses` this node is. Empty: FERRY_PEER_SELF, else the one whose host is this
+  /// machine's hostname.
+  std::string self;
+  /// Shared by the nodes; every request to a peer server must carry it. Empty: FERRY_PEER_TOKEN.
+  std::string token;
+  /// The address this node's server listens on. Empty: self's host when it is an IPv4 address,
+  /// else every interface (0.0.0.0).
+  std::string listen_host;
+};
+
 struct StreamingOptions {
   std::vector<StreamSpec> streams;
   OrderOptions order;
@@ -124,6 +141,8 @@ struct StreamingOptions {
   bool digest_records = true;
   bool store_checksums = true;
   bool allow_unsafe_types = false;
+  /// Shards of remote streams fetched through the other nodes' cache folders (PeerOptions).
+  PeerOptions peers;
   /// Samples read before their raw shards are local (not with validate_hash, which needs the
   /// whole shard first): an iterator's first batch (order.batch_size samples), at a cold start,
   /// by range from the remote while the shards download; later samples of a shard still
