@@ -9,11 +9,16 @@
 #include "base/log.h"
 #include "ferry/metrics/metrics.h"
 #include "storage/http/http_types.h"
+#include "storage/retry_policy.h"
 
 namespace ferry {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Attempts a mirror's store makes at a read before another mirror takes it over (the store's
+// own policy allows 8, backing off for seconds: right when nothing else holds the data).
+constexpr int kAttemptsBeforeFailover = 2;
 
 struct MirrorCounters {
   metrics::Counter& bytes_read;
@@ -156,7 +161,15 @@ class MirrorStore final : public ObjectStore {
       const size_t i = order[n];
       bool stop = false;
       const Clock::time_point started = Clock::now();
-      Result<ObjectInfo> got = call(i, stop);
+      Result<ObjectInfo> got = [&] {
+        if (n + 1 == order.size()) return call(i, stop);  // the last resort retries in full
+        // Another mirror can take over: a mirror that failed twice in a row, or that another
+        // read found down meanwhile, is not waited for through its store's whole backoff.
+        RetryGiveUpScope give_up([&](int attempts, const Status&) {
+          return attempts >= kAttemptsBeforeFailover || health_.DemotedSince(i, started);
+        });
+        return call(i, stop);
+      }();
       if (got) {
         health_.Succeeded(i, started);
         for (size_t m : lacking) counters_[m].missing.Add();

@@ -11,6 +11,7 @@
 #include "ferry/metrics/metrics.h"
 #include "ferry/storage/registry.h"
 #include "storage/forwarding_store_testutil.h"
+#include "storage/retry_policy.h"
 
 namespace ferry {
 namespace {
@@ -52,6 +53,20 @@ class FlakyStore : public testing::ForwardingStore {
 };
 
 uint64_t Counter(const std::string& name) { return metrics::GetCounter(name).value(); }
+
+// A mirror that refuses every connection, with a store's retry loop (8 attempts) around each.
+class RefusingStore : public testing::ForwardingStore {
+ public:
+  using ForwardingStore::ForwardingStore;
+  std::atomic<int> attempts{0};
+  Result<ObjectInfo> Read(std::string_view, ByteRange, const ByteSink&) override {
+    return Retry(RetryPolicy{.max_attempts = 8, .initial_backoff = std::chrono::milliseconds(1)},
+                 [&]() -> Result<ObjectInfo> {
+                   ++attempts;
+                   return UnavailableError("connection refused (injected)");
+                 });
+  }
+};
 
 class MirrorStoreTest : public ::testing::Test {
  protected:
@@ -125,6 +140,24 @@ TEST_F(MirrorStoreTest, AFailureMidBodyGoesOnFromTheNextMirrorAtTheByteReached) 
   ASSERT_TRUE(store->Get("shard.0").has_value());
   ASSERT_TRUE(store->Get("shard.0").has_value());
   EXPECT_EQ(Counter("/ferry/mirror/0/bytes_read") - before, 2 * data_.size());
+}
+
+// A mirror's store retries for as long as its policy allows only when it is the last resort:
+// with another mirror to go on from, two attempts.
+TEST_F(MirrorStoreTest, AMirrorWithAnotherBehindItIsNotRetriedInFull) {
+  auto refusing = std::make_shared<RefusingStore>(folders_[0].store);
+  auto store = MakeMirrorStore({{refusing, folders_[0].key}, {folders_[1].store, folders_[1].key}});
+  ASSERT_TRUE(store.has_value());
+  auto got = (*store)->Get("shard.0");
+  ASSERT_TRUE(got.has_value()) << got.status().ToString();
+  EXPECT_TRUE(*got == data_);
+  EXPECT_EQ(refusing->attempts.load(), 2);
+
+  auto alone = std::make_shared<RefusingStore>(folders_[0].store);
+  auto last = MakeMirrorStore({{alone, folders_[0].key}});
+  ASSERT_TRUE(last.has_value());
+  EXPECT_EQ((*last)->Get("shard.0").status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(alone->attempts.load(), 8);
 }
 
 TEST_F(MirrorStoreTest, AnObjectAMirrorLacksComesFromTheNextWhichStaysSecond) {

@@ -15,6 +15,21 @@ std::chrono::milliseconds BackoffForAttempt(const RetryPolicy& policy, int attem
   return std::chrono::milliseconds(static_cast<int64_t>(static_cast<double>(ceiling) * r));
 }
 
+namespace {
+thread_local RetryGiveUpScope* innermost = nullptr;
+}  // namespace
+
+RetryGiveUpScope::RetryGiveUpScope(GiveUp give_up)
+    : give_up_(std::move(give_up)), outer_(innermost) {
+  innermost = this;
+}
+
+RetryGiveUpScope::~RetryGiveUpScope() { innermost = outer_; }
+
+bool RetryGiveUpScope::ShouldGiveUp(int attempts, const Status& failure) {
+  return innermost != nullptr && innermost->give_up_(attempts, failure);
+}
+
 double UnitRandom() {
   thread_local std::mt19937_64 rng(std::random_device{}());
   return std::uniform_real_distribution<double>(0.0, 1.0)(rng);

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <functional>
 #include <random>
 #include <stop_token>
 #include <type_traits>
@@ -35,6 +36,26 @@ std::chrono::milliseconds BackoffForAttempt(const RetryPolicy& policy, int attem
 /// A uniform draw in [0, 1) from a per-thread generator.
 double UnitRandom();
 
+/// While one lives, Retry on this thread asks it, after each failed attempt that it would
+/// retry, whether to give up instead, and returns that failure at once when it says so: for a
+/// caller with somewhere better to go (MirrorStore, when another mirror can take the read over).
+/// Scopes nest; the innermost one decides.
+class RetryGiveUpScope {
+ public:
+  using GiveUp = std::function<bool(int attempts, const Status& failure)>;
+  explicit RetryGiveUpScope(GiveUp give_up);
+  ~RetryGiveUpScope();
+  RetryGiveUpScope(const RetryGiveUpScope&) = delete;
+  RetryGiveUpScope& operator=(const RetryGiveUpScope&) = delete;
+
+  /// The innermost scope's answer on this thread; false without one.
+  static bool ShouldGiveUp(int attempts, const Status& failure);
+
+ private:
+  GiveUp give_up_;
+  RetryGiveUpScope* outer_;
+};
+
 namespace internal_retry {
 inline const Status& StatusOf(const Status& s) { return s; }
 template <typename T>
@@ -56,7 +77,8 @@ auto Retry(const RetryPolicy& policy, F&& attempt, std::stop_token stop = {})
     if (status.ok() || !IsRetryable(status.code())) return result;
     const auto elapsed = std::chrono::steady_clock::now() - start;
     const auto wait = BackoffForAttempt(policy, n, UnitRandom());
-    if (n >= policy.max_attempts || elapsed + wait > policy.total_budget) {
+    if (n >= policy.max_attempts || elapsed + wait > policy.total_budget ||
+        RetryGiveUpScope::ShouldGiveUp(n, status)) {
       return status.WithContext(fmt::format("gave up after {} attempts in {:.1f} s", n,
                                             std::chrono::duration<double>(elapsed).count()));
     }

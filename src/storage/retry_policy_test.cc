@@ -76,6 +76,40 @@ TEST(Retry, GivesUpAfterMaxAttemptsAndSaysSo) {
   EXPECT_THAT(s.message(), HasSubstr("slow"));
 }
 
+TEST(Retry, AGiveUpScopeEndsTheRetriesOnItsThreadOnly) {
+  int calls = 0;
+  std::vector<int> asked;
+  {
+    RetryGiveUpScope scope([&](int attempts, const Status& failure) {
+      asked.push_back(attempts);
+      EXPECT_EQ(failure.code(), StatusCode::kUnavailable);
+      return attempts >= 2;
+    });
+    Status s = Retry(kFast, [&] {
+      ++calls;
+      return UnavailableError("refused");
+    });
+    EXPECT_EQ(calls, 2);
+    EXPECT_THAT(s.message(), HasSubstr("gave up after 2 attempts"));
+    // Another thread is not in the scope.
+    int elsewhere = 0;
+    std::thread([&] {
+      (void)Retry(kFast, [&] {
+        ++elsewhere;
+        return UnavailableError("refused");
+      });
+    }).join();
+    EXPECT_EQ(elsewhere, 4);
+  }
+  EXPECT_EQ(asked, (std::vector<int>{1, 2}));
+  calls = 0;
+  (void)Retry(kFast, [&] {
+    ++calls;
+    return UnavailableError("refused");
+  });
+  EXPECT_EQ(calls, 4);  // the scope is gone
+}
+
 TEST(Retry, StopsWhenTheTimeBudgetIsSpent) {
   const RetryPolicy p{.max_attempts = 1000,
                       .initial_backoff = milliseconds(20),

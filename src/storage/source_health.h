@@ -44,6 +44,12 @@ class SourceHealth {
     return health_[i].demoted_until > now;
   }
 
+  /// Whether source `i` was demoted after `started` (by another read's failure).
+  bool DemotedSince(size_t i, Clock::time_point started) const {
+    MutexLock lock(mu_);
+    return health_[i].demoted_at > started;
+  }
+
   /// A read of source `i` that began at `started` succeeded.
   void Succeeded(size_t i, Clock::time_point started) {
     MutexLock lock(mu_);
