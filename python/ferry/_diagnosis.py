@@ -93,7 +93,12 @@ class _Setup:
         self.auto_concurrency = True
         self.folders: List[str] = []
         self.predownload: Optional[int] = None  # as given (None: auto)
+        self.prices: Dict[str, Tuple[str, float]] = {}  # source counter -> label, USD per GB
         if isinstance(dataset, StreamingDataset):
+            for stream in dataset.streams:
+                for url, egress in getattr(stream, "egress", {}).items():
+                    label = egress["label"] or _source_label(url)
+                    self.prices[_source_counter(label)] = (label, egress["usd_per_gb"])
             self.predownload = dataset._options.get("predownload")
             self.dataset = "StreamingDataset"
             self.remote = any(stream.remote for stream in dataset.streams)
@@ -130,6 +135,37 @@ class _Setup:
             for name, value in values.items():
                 total[name] = total.get(name, 0) + value
         return total, list(by_pid.values())
+
+
+def _source_label(url: str) -> str:
+    """The engine's label of a source without one (SourceLabel): its store and bucket, or the
+    folder of a local path."""
+    if "://" not in url:
+        return "file://" + os.path.abspath(url).rstrip("/")
+    scheme, rest = url.split("://", 1)
+    return f"{scheme}://{rest.split('/', 1)[0]}" if rest.split("/", 1)[0] else url.rstrip("/")
+
+
+def _source_counter(label: str) -> str:
+    """The counter of a source's bytes (SourceCounterName)."""
+    name = "".join(c if c.isascii() and (c.isalnum() or c in "-.") else "_" for c in label)
+    return f"/ferry/source/{name}/bytes_read"
+
+
+def _sources(before: Dict[str, int], after: Dict[str, int],
+             prices: Dict[str, Tuple[str, float]]) -> Dict[str, Dict[str, float]]:
+    """The bytes each source delivered (docs/sources.md, "Egress"), and their estimated egress
+    cost at the prices the streams give: {label: {"bytes", "usd"}}."""
+    out: Dict[str, Dict[str, float]] = {}
+    for name, value in after.items():
+        if not (name.startswith("/ferry/source/") and name.endswith("/bytes_read")):
+            continue
+        n = value - before.get(name, 0)
+        if n <= 0:
+            continue
+        label, price = prices.get(name, (name[len("/ferry/source/"):-len("/bytes_read")], 0.0))
+        out[label] = {"bytes": n, "usd": n / 1e9 * price}
+    return out
 
 
 def _latency(processes: List[Dict[str, int]]) -> Optional[float]:
@@ -513,6 +549,7 @@ class Profile:
             "packed_reads": m.packed_reads, "fetch_wait_s": m.fetch_wait_s,
             "requests": m.requests, "throttled": m.throttled,
             "throttle_wait_s": m.throttle_wait_s,
+            "sources": _sources(self._before, after, self.setup.prices),
             "where": {"fetching_s": fetching, "reading_decoding_s": max(0.0, wait - fetching),
                       "bytes_in_flight": m.in_flight, "fetch_latency_s": m.fetch_latency_s},
             "epochs": [dict(e) for e in self.epochs],
@@ -545,7 +582,17 @@ def _summary(report: Dict[str, Any]) -> str:
             f"of {total:.2f} s){' (' + epochs + ')' if epochs else ''}, "
             f"{report['samples_per_s']:.0f} samples/s, {report['bytes_fetched'] / 1e6:.1f} MB "
             f"fetched ({report['dataset'] or 'data'})"
-            f"{_throttled(report)}, {gpu_text} -> {report['verdict']}")
+            f"{_throttled(report)}{_egress(report)}, {gpu_text} -> {report['verdict']}")
+
+
+def _egress(report: Dict[str, Any]) -> str:
+    sources = report.get("sources") or {}
+    if not sources:
+        return ""
+    return ", from " + ", ".join(
+        f"{label} {s['bytes'] / 1e6:.1f} MB" + (f" (about ${s['usd']:.2f} of egress)"
+                                                 if s["usd"] else "")
+        for label, s in sources.items())
 
 
 def _throttled(report: Dict[str, Any]) -> str:

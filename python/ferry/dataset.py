@@ -126,6 +126,8 @@ class StreamingDataset(_NativeDataset):
             default) reads whatever each ``index.json`` says, formats mixed across streams.
         drop_last: cut the epoch to whole world batches (ranks x batch_size) instead of
             repeating fewer than ``ranks`` samples.
+        egress: without ``streams``, the stream's egress accounting per source URL (``Stream``,
+            docs/sources.md, "Egress").
         peers: a cluster cache (docs/sources.md, "Peer fetch"): the ``host:port`` of every
             node's peer server, this node's included, or ``"torch"`` (from torch.distributed:
             one per node, on ``peer_port``); None reads ``FERRY_PEERS``. Each shard of a remote
@@ -209,6 +211,7 @@ class StreamingDataset(_NativeDataset):
         download_on_access: bool = False,
         digest_records: bool = True,
         store_checksums: bool = True,
+        egress: Optional[Dict[str, Dict[str, Any]]] = None,
         peers: Union[None, str, Sequence[str]] = None,
         peer_self: Optional[str] = None,
         peer_token: Optional[str] = None,
@@ -225,6 +228,8 @@ class StreamingDataset(_NativeDataset):
                    "download_retry": download_retry, "download_timeout": download_timeout,
                    "validate_hash": validate_hash, "keep_zip": keep_zip}
         if streams:
+            if egress is not None:
+                raise InvalidArgumentError("with `streams`, give each Stream its own `egress`")
             self.streams = list(streams)
             for stream in self.streams:
                 if not isinstance(stream, Stream):
@@ -234,7 +239,9 @@ class StreamingDataset(_NativeDataset):
         else:
             # Built from the registry, so that a Stream subclass registered under stream_name
             # gets its own arguments from stream_config.
-            stream = streams_registry.get(stream_name)(**{**(stream_config or {}), **default})
+            extra = {"egress": egress} if egress is not None else {}
+            stream = streams_registry.get(stream_name)(
+                **{**(stream_config or {}), **default, **extra})
             if not isinstance(stream, Stream):
                 raise InvalidArgumentError(
                     f"stream_name {stream_name!r} made a {type(stream).__name__}, not a "

@@ -28,6 +28,28 @@ def _size(value: Union[int, str, None], name: str) -> Optional[int]:
     raise InvalidArgumentError(f"{name} must be bytes or a size such as '100gb', not {value!r}")
 
 
+def _egress(egress: Optional[Dict[str, Dict[str, Any]]],
+            sources: List[Optional[str]]) -> Dict[str, Dict[str, Any]]:
+    """``egress`` checked: each key a source of the stream, each value {"label", "usd_per_gb",
+    "budget"} (all optional; a budget in bytes or "500gb")."""
+    out: Dict[str, Dict[str, Any]] = {}
+    for url, given in (egress or {}).items():
+        url = _path(url, "egress")
+        if url not in sources:
+            raise InvalidArgumentError(
+                f"egress for {url}, which is not the stream's remote or one of its mirrors")
+        unknown = set(given) - {"label", "usd_per_gb", "budget"}
+        if unknown:
+            raise InvalidArgumentError(
+                f"egress for {url}: unknown keys {sorted(unknown)} (label, usd_per_gb, budget)")
+        price = float(given.get("usd_per_gb") or 0)
+        if price < 0:
+            raise InvalidArgumentError(f"egress for {url}: a negative price")
+        out[url] = {"label": str(given.get("label") or ""), "usd_per_gb": price,
+                    "budget": _size(given.get("budget"), f"egress budget of {url}")}
+    return out
+
+
 def _count(value: Any, name: str, minimum: int = 0) -> Optional[int]:
     # The upper bound is the engine's type (uint32, uint64): the native module names the option
     # when a value does not fit.
@@ -101,7 +123,12 @@ class Stream:
     URLs, or a Python list of them (docs/python.md). A list of dataset folders holding the same
     dataset (``["az://staged/train", "s3://source/train"]``) is one remote and its ``mirrors``,
     in preference order: each shard comes from the first that answers, and a failed read goes on
-    from the next at the byte it reached (docs/sources.md). ``local``: its cache folder
+    from the next at the byte it reached (docs/sources.md). ``egress``: per source URL (the
+    remote or a mirror), ``{"label": "aws-us-east-1", "usd_per_gb": 0.09, "budget": "500gb"}``:
+    its name in the counters (``/ferry/source/<label>/bytes_read``), its egress price, and the
+    bytes it may deliver into the node's cache from the open on (then reads go to the other
+    mirrors, and with none left raise ``ResourceExhaustedError`` rather than spend more).
+    ``local``: its cache folder
     (or, without ``remote``, the dataset's folder); unset, Mosaic's folder for the remote,
     ``<tempdir>/<blake2s of remote>/<split>``, so that a cache Mosaic filled there is read
     (created if missing). With neither, that folder is ``<tempdir>/<split>``, which must not exist
@@ -134,6 +161,7 @@ class Stream:
         validate_hash: Optional[str] = None,
         keep_zip: Optional[bool] = None,
         mirrors: Optional[Sequence[str]] = None,
+        egress: Optional[Dict[str, Dict[str, Any]]] = None,
     ) -> None:
         if isinstance(mirrors, (str, os.PathLike)):
             mirrors = [mirrors]
@@ -147,6 +175,8 @@ class Stream:
         self.mirrors: List[str] = [_path(m, "mirrors") for m in mirrors]
         if self.mirrors and remote is None:
             raise InvalidArgumentError("`mirrors` need a `remote`: the first place to read from")
+        #: Egress accounting per source, by URL: {"label", "usd_per_gb", "budget"} each.
+        self.egress: Dict[str, Dict[str, Any]] = _egress(egress, [remote, *self.mirrors])
         self._local = local
         self.split = split or ""
         if sum(x is not None for x in (proportion, repeat, choose)) > 1:
@@ -268,6 +298,7 @@ class Stream:
         return {
             "remote": self.remote,
             "mirrors": self.mirrors,
+            "egress": self.egress,
             "local": self.local,
             "split": self.split,
             "proportion": proportion,

@@ -32,6 +32,7 @@
 #include "ferry/storage/registry.h"
 #include "ferry/stream/streaming_dataset.h"
 #include "format/shard_pattern.h"
+#include "storage/mirror_store.h"
 
 namespace ferry::cli {
 namespace {
@@ -41,6 +42,7 @@ struct StreamCommandOptions {
   std::string local;
   std::string split;
   std::vector<std::string> mirrors;
+  std::vector<std::string> egress;  // URL=LABEL[,USD_PER_GB[,BUDGET]]
   std::vector<std::string> peers;
   std::string peer_self;
   uint64_t epochs = 1;
@@ -78,9 +80,77 @@ Result<std::optional<uint64_t>> Auto(std::string_view what, const std::string& t
   }
 }
 
+// --egress URL=LABEL[,USD_PER_GB[,BUDGET]] -> spec.egress[URL].
+Status ParseEgress(const std::vector<std::string>& given, StreamSpec& spec) {
+  for (const std::string& text : given) {
+    const size_t eq = text.rfind('=');
+    if (eq == std::string::npos || eq == 0) {
+      return InvalidArgumentError(
+          fmt::format("--egress {}: expected URL=LABEL[,USD_PER_GB[,BUDGET]] (e.g. "
+                      "s3://source/train=aws-us-east-1,0.09,500gb)",
+                      text));
+    }
+    EgressOptions egress;
+    std::vector<std::string> fields;
+    std::string_view rest = std::string_view(text).substr(eq + 1);
+    while (true) {
+      const size_t comma = rest.find(',');
+      fields.emplace_back(rest.substr(0, comma));
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+    if (fields.size() > 3)
+      return InvalidArgumentError(fmt::format("--egress {}: too many fields", text));
+    egress.label = fields[0];
+    if (fields.size() > 1 && !fields[1].empty()) {
+      char* end = nullptr;
+      egress.usd_per_gb = std::strtod(fields[1].c_str(), &end);
+      if (end == fields[1].c_str() || *end != '\0' || egress.usd_per_gb < 0) {
+        return InvalidArgumentError(
+            fmt::format("--egress {}: '{}' is not a price in USD per GB", text, fields[1]));
+      }
+    }
+    if (fields.size() > 2 && !fields[2].empty()) {
+      FERRY_ASSIGN_OR_RETURN(const uint64_t budget, ParseHumanSize(fields[2]));
+      egress.budget = budget;
+    }
+    spec.egress[text.substr(0, eq)] = std::move(egress);
+  }
+  return Status::Ok();
+}
+
+// Each source's bytes this epoch, and what they cost at the prices given: {label: {"bytes",
+// "usd"}}.
+nlohmann::ordered_json SourceBytes(const StreamSpec& spec,
+                                   const std::map<std::string, int64_t>& before,
+                                   const std::map<std::string, int64_t>& after) {
+  std::map<std::string, std::pair<std::string, double>> known;  // counter -> label, price
+  for (const auto& [url, egress] : spec.egress) {
+    const std::string label = SourceLabel({.label = egress.label}, url);
+    known[SourceCounterName(label, "bytes_read")] = {label, egress.usd_per_gb};
+  }
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  constexpr std::string_view kPrefix = "/ferry/source/";
+  constexpr std::string_view kSuffix = "/bytes_read";
+  for (const auto& [name, value] : after) {
+    if (!name.starts_with(kPrefix) || !name.ends_with(kSuffix)) continue;
+    const int64_t bytes = value - metrics::ValueOr0(before, name);
+    if (bytes <= 0) continue;
+    const auto it = known.find(name);
+    const std::string label =
+        it != known.end()
+            ? it->second.first
+            : name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
+    const double price = it != known.end() ? it->second.second : 0;
+    out[label] = {{"bytes", bytes}, {"usd", static_cast<double>(bytes) / 1e9 * price}};
+  }
+  return out;
+}
+
 Result<int> RunStream(const StreamCommandOptions& o) {
   StreamingOptions options;
   StreamSpec spec;
+  FERRY_RETURN_IF_ERROR(ParseEgress(o.egress, spec));
   spec.split = o.split;
   if (o.local.empty()) {
     // No cache folder: the URL must be a local dataset, read in place.
@@ -98,6 +168,9 @@ Result<int> RunStream(const StreamCommandOptions& o) {
   }
   if (!o.mirrors.empty() && o.local.empty()) {
     return InvalidArgumentError("--mirror needs --local: mirrors are remotes, read into a cache");
+  }
+  if (!o.egress.empty() && o.local.empty()) {
+    return InvalidArgumentError("--egress needs --local: egress is counted on remotes");
   }
   options.streams = {spec};
   options.order.shuffle = o.shuffle;
@@ -260,6 +333,8 @@ Result<int> RunStream(const StreamCommandOptions& o) {
     j["peer_bytes"] = delta("/ferry/peer/bytes_read");
     j["peer_failovers"] = delta("/ferry/peer/failovers");
     j["peer_served_bytes"] = delta("/ferry/peer/served_bytes");
+    // Bytes per source, and their egress at the prices given (mirror_store.h).
+    j["sources"] = SourceBytes(spec, before, after);
     j["time_to_first_sample_s"] = first_s;
     j["time_to_first_batch_s"] = static_cast<double>(first_batch_ns.load()) / 1e9;
     j["predownload"] = metrics::ValueOr0(after, "/ferry/stream/predownload");
@@ -283,6 +358,13 @@ Result<int> RunStream(const StreamCommandOptions& o) {
           static_cast<long long>(j["cache_hits"].get<int64_t>()),
           static_cast<long long>(j["cache_misses"].get<int64_t>()),
           static_cast<long long>(j["evictions"].get<int64_t>()), j["wait_s"].get<double>());
+      for (const auto& [label, source] : j["sources"].items()) {
+        const double usd = source["usd"].get<double>();
+        std::printf(
+            "  source %s: %s%s\n", label.c_str(),
+            FormatBytes(static_cast<uint64_t>(source["bytes"].get<int64_t>())).c_str(),
+            usd > 0 ? fmt::format(", about ${:.{}f} of egress", usd, usd < 1 ? 4 : 2).c_str() : "");
+      }
       if (delta("/ferry/peer/reads") > 0 || j["peer_served_bytes"].get<int64_t>() > 0) {
         std::printf(
             "  peers: got %s from them (%lld failovers to the remote), served %s\n",
@@ -315,6 +397,11 @@ Command AddStreamCommand(CLI::App& parent) {
   app->add_option("--mirror", o->mirrors,
                   "Another place holding the same dataset, tried after URL (repeatable, in "
                   "preference order): a failed read goes on from the next at the byte it reached");
+  app->add_option("--egress", o->egress,
+                  "URL=LABEL[,USD_PER_GB[,BUDGET]] for the remote or a --mirror (repeatable): "
+                  "its name in the report, its egress price (the report estimates the cost), "
+                  "and the bytes it may deliver (then reads go to the other mirrors, or stop "
+                  "with an error), e.g. s3://source/train=aws-us-east-1,0.09,500gb");
   app->add_option("--peer", o->peers,
                   "host:port of a node's peer server, this node's included (repeatable; default "
                   "FERRY_PEERS, comma-separated): each shard is fetched from the remote by one "

@@ -53,8 +53,18 @@ StreamingOptions ParseOptions(const py::dict& d) {
   StreamingOptions o;
   for (py::handle item : d["streams"]) {
     const auto s = py::reinterpret_borrow<py::dict>(item);
+    std::map<std::string, EgressOptions> egress;
+    if (s.contains("egress") && !s["egress"].is_none()) {
+      for (const auto& [url, given] : s["egress"].cast<py::dict>()) {
+        const auto e = py::reinterpret_borrow<py::dict>(given);
+        egress[url.cast<std::string>()] = {.label = Get<std::string>(e, "label", ""),
+                                           .usd_per_gb = Get<double>(e, "usd_per_gb", 0),
+                                           .budget = GetOptional<uint64_t>(e, "budget")};
+      }
+    }
     o.streams.push_back({.remote = Get<std::string>(s, "remote", ""),
                          .mirrors = Get<std::vector<std::string>>(s, "mirrors", {}),
+                         .egress = std::move(egress),
                          .local = Get<std::string>(s, "local", ""),
                          .split = Get<std::string>(s, "split", ""),
                          .proportion = GetOptional<double>(s, "proportion"),

@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <optional>
 #include <utility>
 
 #include "base/log.h"
+#include "base/mutex.h"
 #include "ferry/metrics/metrics.h"
 #include "storage/http/http_types.h"
 #include "storage/retry_policy.h"
@@ -20,6 +22,10 @@ using Clock = std::chrono::steady_clock;
 // own policy allows 8, backing off for seconds: right when nothing else holds the data).
 constexpr int kAttemptsBeforeFailover = 2;
 
+// How often a budget reads the node's count of its source (the files of every process reading
+// the cache folder); between, this process's own count moves it on.
+constexpr std::chrono::milliseconds kBudgetRecheck{200};
+
 struct MirrorCounters {
   metrics::Counter& bytes_read;
   metrics::Counter& failovers;
@@ -32,11 +38,58 @@ MirrorCounters CountersOf(size_t i) {
           .missing = metrics::GetCounter(fmt::format("/ferry/mirror/{}/missing", i))};
 }
 
+// What the read of one mirror ended with, besides its result.
+struct CallFlags {
+  bool stop = false;         // the caller's sink refused: no mirror is to blame
+  bool over_budget = false;  // the mirror's source spent its egress budget: pass it on
+};
+
+// One source's egress: its counters and budget, spent as the node counts it from the open on.
+struct SourceAccount {
+  std::string label;
+  double usd_per_gb = 0;
+  std::optional<uint64_t> budget;
+  metrics::Counter* bytes_read = nullptr;
+  metrics::Counter* over_budget = nullptr;
+  // The node's count at the open, and the last one read (with this process's own then).
+  int64_t node_at_open = 0;
+  int64_t node_seen = 0;
+  int64_t local_seen = 0;
+  std::chrono::steady_clock::time_point seen_at{};
+};
+
 class MirrorStore final : public ObjectStore {
  public:
   MirrorStore(std::vector<Mirror> mirrors, MirrorOptions options)
-      : mirrors_(std::move(mirrors)), health_(mirrors_.size(), options) {
+      : mirrors_(std::move(mirrors)),
+        health_(mirrors_.size(), options.demotion),
+        node_total_(std::move(options.node_total)) {
     for (size_t i = 0; i < mirrors_.size(); ++i) counters_.push_back(CountersOf(i));
+    MutexLock lock(budget_mu_);
+    for (const Mirror& mirror : mirrors_) {
+      const std::string label =
+          SourceLabel(mirror.egress, http::RedactUrl(mirror.store->ToUrl(mirror.prefix)));
+      auto same = std::find_if(sources_.begin(), sources_.end(),
+                               [&](const SourceAccount& a) { return a.label == label; });
+      if (same == sources_.end()) {
+        SourceAccount& account = sources_.emplace_back();
+        account.label = label;
+        account.bytes_read = &metrics::GetCounter(SourceCounterName(label, "bytes_read"));
+        account.over_budget = &metrics::GetCounter(SourceCounterName(label, "over_budget"));
+        account.local_seen = account.bytes_read->value();
+        account.node_at_open = NodeCount(account);
+        account.node_seen = account.node_at_open;
+        account.seen_at = Clock::now();
+        same = std::prev(sources_.end());
+      }
+      // Mirrors of one source share its budget: the least any of them sets.
+      if (mirror.egress.budget) {
+        same->budget =
+            same->budget ? std::min(*same->budget, *mirror.egress.budget) : *mirror.egress.budget;
+      }
+      same->usd_per_gb = std::max(same->usd_per_gb, mirror.egress.usd_per_gb);
+      source_of_.push_back(static_cast<size_t>(same - sources_.begin()));
+    }
   }
 
   std::string_view scheme() const override { return mirrors_.front().store->scheme(); }
@@ -44,7 +97,7 @@ class MirrorStore final : public ObjectStore {
   std::string ToUrl(std::string_view key) const override { return UrlOf(0, key); }
 
   Result<ObjectInfo> Head(std::string_view key) override {
-    auto info = OnEachMirror(key, [&](size_t i, bool&) { return Store(i).Head(Key(i, key)); });
+    auto info = OnEachMirror(key, [&](size_t i, CallFlags&) { return Store(i).Head(Key(i, key)); });
     if (!info) return info;
     info->key = std::string(key);
     Unversioned(*info);
@@ -54,23 +107,33 @@ class MirrorStore final : public ObjectStore {
   Result<ObjectInfo> Read(std::string_view key, ByteRange range, const ByteSink& sink) override {
     uint64_t delivered = 0;
     std::optional<size_t> served_by;  // the one mirror that sent every byte, if one did
-    auto info = OnEachMirror(key, [&](size_t i, bool& stop) -> Result<ObjectInfo> {
+    auto info = OnEachMirror(key, [&](size_t i, CallFlags& flags) -> Result<ObjectInfo> {
       // Failed after its last byte: what is left to ask is the object's size, not a range.
       if (delivered > 0 && range.length && delivered == *range.length) {
         return Store(i).Head(Key(i, key));
+      }
+      if (OverBudget(i)) {
+        flags.over_budget = true;
+        return BudgetSpent(i);
       }
       const ByteRange rest = {
           .offset = range.offset + delivered,
           .length = range.length ? std::optional(*range.length - delivered) : std::nullopt};
       const uint64_t before = delivered;
+      SourceAccount& source = sources_[source_of_[i]];
       auto got = Store(i).Read(Key(i, key), rest, [&](std::string_view chunk) {
         Status status = sink(chunk);
         if (!status.ok()) {
-          stop = true;  // the caller's word, not the mirror's fault
+          flags.stop = true;  // the caller's word, not the mirror's fault
           return status;
         }
         delivered += chunk.size();
         counters_[i].bytes_read.Add(chunk.size());
+        source.bytes_read->Add(chunk.size());
+        if (source.budget && OverBudget(i)) {
+          flags.over_budget = true;
+          return BudgetSpent(i);
+        }
         return status;
       });
       if (got && before == 0) served_by = i;
@@ -89,7 +152,7 @@ class MirrorStore final : public ObjectStore {
 
   Result<ListResult> List(std::string_view prefix, bool recursive) override {
     ListResult listing;
-    auto listed = OnEachMirror(prefix, [&](size_t i, bool&) -> Result<ObjectInfo> {
+    auto listed = OnEachMirror(prefix, [&](size_t i, CallFlags&) -> Result<ObjectInfo> {
       auto got = Store(i).List(Key(i, prefix), recursive);
       if (!got) return got.status();
       listing = Relative(i, std::move(*got));
@@ -149,26 +212,27 @@ class MirrorStore final : public ObjectStore {
     return order;
   }
 
-  // Runs `call(i, stop)` on mirror after mirror until one succeeds. kNotFound passes the object
-  // to the next mirror; another error demotes the mirror first; an error with `stop` set, or
-  // kCancelled, ends it there.
+  // Runs `call(i, flags)` on mirror after mirror until one succeeds. kNotFound, or a source
+  // over its budget, passes the object to the next mirror; another error demotes the mirror
+  // first; an error with `flags.stop` set, or kCancelled, ends it there.
   template <typename Call>
   Result<ObjectInfo> OnEachMirror(std::string_view key, const Call& call) {
     const std::vector<size_t> order = Order();
     std::optional<Status> failure;  // the last error other than kNotFound
     std::vector<size_t> lacking;
+    std::vector<size_t> spent;  // sources over their budget
     for (size_t n = 0; n < order.size(); ++n) {
       const size_t i = order[n];
-      bool stop = false;
+      CallFlags flags;
       const Clock::time_point started = Clock::now();
       Result<ObjectInfo> got = [&] {
-        if (n + 1 == order.size()) return call(i, stop);  // the last resort retries in full
+        if (n + 1 == order.size()) return call(i, flags);  // the last resort retries in full
         // Another mirror can take over: a mirror that failed twice in a row, or that another
         // read found down meanwhile, is not waited for through its store's whole backoff.
         RetryGiveUpScope give_up([&](int attempts, const Status&) {
           return attempts >= kAttemptsBeforeFailover || health_.DemotedSince(i, started);
         });
-        return call(i, stop);
+        return call(i, flags);
       }();
       if (got) {
         health_.Succeeded(i, started);
@@ -176,7 +240,12 @@ class MirrorStore final : public ObjectStore {
         return got;
       }
       const Status& status = got.status();
-      if (stop || status.code() == StatusCode::kCancelled) return status;
+      if (flags.stop || status.code() == StatusCode::kCancelled) return status;
+      if (flags.over_budget) {
+        sources_[source_of_[i]].over_budget->Add();
+        spent.push_back(i);
+        continue;
+      }
       if (status.code() == StatusCode::kNotFound) {
         lacking.push_back(i);
         continue;
@@ -194,17 +263,84 @@ class MirrorStore final : public ObjectStore {
       return failure->WithContext(
           fmt::format("every mirror of {} failed; the last", UrlOf(0, key)));
     }
+    if (!spent.empty()) {
+      std::string budgets;
+      for (size_t i : spent) budgets += (budgets.empty() ? "" : "; ") + BudgetSpent(i).message();
+      return ResourceExhaustedError(fmt::format(
+          "{}: not read: every source that has it is over its egress budget ({}); raise a "
+          "budget, or add a mirror",
+          UrlOf(0, key), budgets));
+    }
     std::string urls;
     for (size_t i : order) urls += (urls.empty() ? "" : ", ") + UrlOf(i, key);
     return NotFoundError(fmt::format("no mirror has it: {}", urls));
   }
 
+  int64_t NodeCount(const SourceAccount& source) const {
+    return node_total_ ? node_total_(SourceCounterName(source.label, "bytes_read"))
+                       : source.bytes_read->value();
+  }
+
+  // Bytes source `s` delivered since the open, by the node: its count as last read (at most
+  // kBudgetRecheck ago), and what this process delivered since.
+  uint64_t Spent(size_t s) {
+    SourceAccount& source = sources_[s];
+    const Clock::time_point now = Clock::now();
+    MutexLock lock(budget_mu_);
+    if (node_total_ && now - source.seen_at > kBudgetRecheck) {
+      // This process's count first: the node's, read after, holds at least as much of it.
+      source.local_seen = source.bytes_read->value();
+      source.node_seen = NodeCount(source);
+      source.seen_at = now;
+    }
+    const int64_t spent =
+        source.node_seen - source.node_at_open + (source.bytes_read->value() - source.local_seen);
+    return static_cast<uint64_t>(std::max<int64_t>(0, spent));
+  }
+
+  bool OverBudget(size_t i) {
+    const size_t s = source_of_[i];
+    const std::optional<uint64_t> budget = sources_[s].budget;
+    return budget && Spent(s) >= *budget;
+  }
+
+  Status BudgetSpent(size_t i) {
+    const size_t s = source_of_[i];
+    return ResourceExhaustedError(
+        fmt::format("{} has delivered {} bytes of its egress budget of {}", sources_[s].label,
+                    Spent(s), *sources_[s].budget));
+  }
+
   const std::vector<Mirror> mirrors_;
   std::vector<MirrorCounters> counters_;
   SourceHealth health_;
+  const std::function<int64_t(const std::string&)> node_total_;
+  std::vector<size_t> source_of_;  // per mirror: its source in sources_
+  Mutex budget_mu_;
+  // Fixed after construction but for the counts Spent reads and keeps (under budget_mu_).
+  std::vector<SourceAccount> sources_;
 };
 
 }  // namespace
+
+std::string SourceLabel(const SourceEgress& egress, std::string_view url) {
+  if (!egress.label.empty()) return egress.label;
+  const size_t scheme = url.find("://");
+  if (scheme == std::string_view::npos) return std::string(url);
+  const size_t bucket_end = url.find('/', scheme + 3);
+  if (bucket_end == scheme + 3) {  // no host or bucket (file:///path): the folder itself
+    return std::string(url.ends_with('/') ? url.substr(0, url.size() - 1) : url);
+  }
+  return std::string(url.substr(0, bucket_end));
+}
+
+std::string SourceCounterName(std::string_view label, std::string_view what) {
+  std::string name = "/ferry/source/";
+  for (const char c : label) {
+    name += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' ? c : '_';
+  }
+  return name + "/" + std::string(what);
+}
 
 Result<std::shared_ptr<ObjectStore>> MakeMirrorStore(std::vector<Mirror> mirrors,
                                                      MirrorOptions options) {

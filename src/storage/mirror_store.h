@@ -20,11 +20,22 @@
 //   /ferry/mirror/<i>/bytes_read  bytes it delivered
 //   /ferry/mirror/<i>/failovers   reads it failed that another mirror took over
 //   /ferry/mirror/<i>/missing     reads of objects it lacks (404) that another mirror served
+// and per source (SourceLabel: several mirrors may share one; SourceCounterName):
+//   /ferry/source/<label>/bytes_read   bytes it delivered (what egress is paid on)
+//   /ferry/source/<label>/over_budget  reads it passed on, or broke off, at its budget
+//
+// Egress budgets (SourceEgress::budget) are checked before a read goes to a mirror and as its
+// bytes arrive: a mirror whose source has spent its budget passes the read on - from the byte
+// reached, like a failure, but without demotion - and when no mirror is left the read fails
+// with kResourceExhausted naming the budgets. The bytes a source delivers past its budget are
+// at most what the reads in flight at that moment had received in their current chunk.
 //
 // Thread-safety: every method may be called concurrently.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,16 +45,43 @@
 
 namespace ferry {
 
+/// What reading from one source costs, and how much of it a job may spend (docs/sources.md,
+/// "Egress").
+struct SourceEgress {
+  /// Names the source in the counters and reports: a region or cloud ("aws-us-east-1"). Empty:
+  /// the store and bucket ("s3://source").
+  std::string label;
+  double usd_per_gb = 0;  // its egress price, for the estimate of what reading cost
+  /// Bytes it may deliver into the cache folder from the open on, by every process of the node
+  /// (MirrorOptions::node_total); then reads prefer the other mirrors, and with none left fail
+  /// with kResourceExhausted instead of spending more.
+  std::optional<uint64_t> budget;
+};
+
 struct Mirror {
   std::shared_ptr<ObjectStore> store;
   std::string prefix;  // the dataset's folder in the store: "" or ending in '/'
+  SourceEgress egress;
   /// Left out of this open (MirrorsOfOneDataset): never read, but still in its place, so that
   /// the store's URL (the first mirror's) and the counters' positions stay what was configured.
   bool left_out = false;
 };
 
-/// How long a mirror that failed is passed over (src/storage/source_health.h).
-using MirrorOptions = DemotionOptions;
+struct MirrorOptions {
+  /// How long a mirror that failed is passed over (src/storage/source_health.h).
+  DemotionOptions demotion;
+  /// The node-wide value of a counter (summed over the processes that read the cache folder:
+  /// ferry/metrics/node_metrics.h), against which budgets are kept. Null: this process's own.
+  std::function<int64_t(const std::string& counter)> node_total;
+};
+
+/// The label a mirror's egress is counted under: its own, else "<scheme>://<bucket>" of `url`
+/// (the whole URL less its path, for a local folder).
+std::string SourceLabel(const SourceEgress& egress, std::string_view url);
+
+/// The counter `what` of the source `label`: "/ferry/source/<label>/<what>", the label's
+/// characters other than letters, digits, '-' and '.' made '_' ("s3://source" is s3___source).
+std::string SourceCounterName(std::string_view label, std::string_view what);
 
 /// A read-only store over `mirrors` (at least one), in preference order.
 Result<std::shared_ptr<ObjectStore>> MakeMirrorStore(std::vector<Mirror> mirrors,

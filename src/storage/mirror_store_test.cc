@@ -115,7 +115,7 @@ TEST_F(MirrorStoreTest, AFailureMidBodyGoesOnFromTheNextMirrorAtTheByteReached) 
   const uint64_t first = Counter("/ferry/mirror/0/bytes_read");
   const uint64_t second = Counter("/ferry/mirror/1/bytes_read");
   const uint64_t failovers = Counter("/ferry/mirror/0/failovers");
-  auto store = Mirrors({.demote_for = std::chrono::milliseconds(200)});
+  auto store = Mirrors({.demotion = {.demote_for = std::chrono::milliseconds(200)}});
   std::string got;
   auto info = store->Read("shard.0", {.offset = 1000}, [&](std::string_view chunk) {
     got.append(chunk);
@@ -158,6 +158,53 @@ TEST_F(MirrorStoreTest, AMirrorWithAnotherBehindItIsNotRetriedInFull) {
   ASSERT_TRUE(last.has_value());
   EXPECT_EQ((*last)->Get("shard.0").status().code(), StatusCode::kUnavailable);
   EXPECT_EQ(alone->attempts.load(), 8);
+}
+
+// A source that spent its egress budget passes reads on - the one under way from the byte it
+// reached - and with no mirror left a read fails saying so.
+TEST_F(MirrorStoreTest, ASourceStopsAtItsEgressBudget) {
+  for (int k = 1; k < 4; ++k) {
+    for (const StoreAndKey& folder : folders_) {
+      ASSERT_TRUE(folder.store->Put(folder.key + "shard." + std::to_string(k), data_).ok());
+    }
+  }
+  constexpr uint64_t kBudget = 500'000;  // a shard and two thirds
+  std::vector<Mirror> mirrors = {
+      {.store = folders_[0].store,
+       .prefix = folders_[0].key,
+       .egress = {.label = "budgeted", .usd_per_gb = 0.09, .budget = kBudget}},
+      {.store = folders_[1].store, .prefix = folders_[1].key, .egress = {.label = "free"}}};
+  auto store = MakeMirrorStore(mirrors);
+  ASSERT_TRUE(store.has_value());
+  const uint64_t budgeted = Counter(SourceCounterName("budgeted", "bytes_read"));
+  const uint64_t free = Counter(SourceCounterName("free", "bytes_read"));
+  for (int k = 0; k < 4; ++k) {
+    auto got = (*store)->Get("shard." + std::to_string(k));
+    ASSERT_TRUE(got.has_value()) << got.status().ToString();
+    EXPECT_TRUE(*got == data_) << k;
+  }
+  const uint64_t spent = Counter(SourceCounterName("budgeted", "bytes_read")) - budgeted;
+  EXPECT_GE(spent, kBudget);
+  EXPECT_LT(spent, kBudget + (uint64_t{1} << 20));  // within the chunk that crossed it
+  EXPECT_EQ(Counter(SourceCounterName("free", "bytes_read")) - free, 4 * data_.size() - spent);
+  EXPECT_GE(Counter(SourceCounterName("budgeted", "over_budget")), 2u);
+
+  // The budget's source alone: the read that crosses it fails, naming the budget.
+  auto alone = MakeMirrorStore({mirrors[0]});
+  ASSERT_TRUE(alone.has_value());
+  Status failed;
+  for (int k = 0; k < 4 && failed.ok(); ++k) failed = (*alone)->Get("shard.0").status();
+  EXPECT_EQ(failed.code(), StatusCode::kResourceExhausted);
+  EXPECT_THAT(failed.message(), HasSubstr("egress budget of 500000"));
+  EXPECT_THAT(failed.message(), HasSubstr("budgeted has delivered"));
+}
+
+TEST(SourceLabelTest, IsTheStoreAndBucketUnlessGiven) {
+  EXPECT_EQ(SourceLabel({}, "s3://source/train/"), "s3://source");
+  EXPECT_EQ(SourceLabel({}, "az://staged/train/"), "az://staged");
+  EXPECT_EQ(SourceLabel({}, "file:///data/train/"), "file:///data/train");
+  EXPECT_EQ(SourceLabel({.label = "aws-us-east-1"}, "s3://source/train/"), "aws-us-east-1");
+  EXPECT_EQ(SourceCounterName("s3://source", "bytes_read"), "/ferry/source/s3___source/bytes_read");
 }
 
 TEST_F(MirrorStoreTest, AnObjectAMirrorLacksComesFromTheNextWhichStaysSecond) {

@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
 #include <system_error>
 #include <vector>
 
+#include "ferry/cache/shard_cache.h"
+#include "ferry/metrics/node_metrics.h"
 #include "ferry/storage/registry.h"
 #include "storage/instrumented_store.h"
 #include "storage/mirror_store.h"
@@ -29,6 +32,16 @@ Result<std::shared_ptr<ObjectStore>> OpenMirrors(const StreamSpec& spec,
                                                  const std::filesystem::path& local, bool offline) {
   std::vector<std::string> urls = {spec.remote};
   urls.insert(urls.end(), spec.mirrors.begin(), spec.mirrors.end());
+  for (const auto& [url, egress] : spec.egress) {
+    if (std::find(urls.begin(), urls.end(), url) == urls.end()) {
+      return InvalidArgumentError(
+          fmt::format("egress for {}, which is not the stream's remote or one of its mirrors ({})",
+                      url, fmt::join(urls, ", ")));
+    }
+    if (egress.usd_per_gb < 0) {
+      return InvalidArgumentError(fmt::format("egress for {}: a negative price", url));
+    }
+  }
   std::vector<Mirror> mirrors;
   for (const std::string& url : urls) {
     FERRY_ASSIGN_OR_RETURN(StoreAndKey opened, OpenUrl(url));
@@ -37,12 +50,29 @@ Result<std::shared_ptr<ObjectStore>> OpenMirrors(const StreamSpec& spec,
       return InvalidArgumentError(fmt::format(
           "{}: a mirror is the cache folder itself, whose shards a cache would evict", url));
     }
-    mirrors.push_back({.store = Instrument(opened.store), .prefix = std::move(prefix)});
+    SourceEgress egress;
+    if (auto it = spec.egress.find(url); it != spec.egress.end()) {
+      egress = {.label = it->second.label,
+                .usd_per_gb = it->second.usd_per_gb,
+                .budget = it->second.budget};
+    }
+    mirrors.push_back({.store = Instrument(opened.store),
+                       .prefix = std::move(prefix),
+                       .egress = std::move(egress)});
   }
   if (!offline) {
     FERRY_ASSIGN_OR_RETURN(mirrors, MirrorsOfOneDataset(std::move(mirrors), "index.json"));
   }
-  return MakeMirrorStore(std::move(mirrors));
+  // Budgets are kept against what every process of the node delivered into the folder.
+  auto node_total = [local](const std::string& counter) -> int64_t {
+    // This process's own count as it is now, not as its last publication had it.
+    metrics::FlushNodeMetrics();
+    auto node = ReadCacheFolderMetrics(local);
+    if (!node.ok()) return 0;
+    const auto it = node->values.find(counter);
+    return it == node->values.end() ? 0 : it->second;
+  };
+  return MakeMirrorStore(std::move(mirrors), {.node_total = std::move(node_total)});
 }
 
 }  // namespace ferry::internal_stream

@@ -92,10 +92,11 @@ Status StreamingDatasetImpl::Init() {
       remote_url = std::move(selection.folder);
       tar_names = std::move(selection.shards);
     }
-    if (!spec.mirrors.empty()) {
+    if (!spec.mirrors.empty() || !spec.egress.empty()) {
       if (spec.remote.empty() || !tar_names.empty()) {
         return InvalidArgumentError(fmt::format(
-            "stream {}: mirrors need a remote that is a dataset's folder (not a shard pattern)",
+            "stream {}: mirrors and egress accounting need a remote that is a dataset's folder "
+            "(not a shard pattern)",
             s));
       }
       FERRY_ASSIGN_OR_RETURN(st.remote, OpenMirrors(spec, local, options_.offline));

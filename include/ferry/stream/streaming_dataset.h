@@ -40,6 +40,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -55,6 +56,18 @@ namespace ferry {
 
 struct MappedShardFile;  // ferry/format/shard_reader.h
 
+/// What reading one of a stream's sources (its remote, a mirror) costs, and may cost
+/// (docs/sources.md, "Egress"; src/storage/mirror_store.h's SourceEgress).
+struct EgressOptions {
+  /// The source's name in counters and reports ("aws-us-east-1"); empty: its store and bucket.
+  std::string label;
+  double usd_per_gb = 0;  // its egress price, for the estimate of what reading it cost
+  /// Bytes it may deliver into the cache folder from the open on, summed over the node's
+  /// processes; then reads go to the other mirrors, and with none left fail
+  /// (kResourceExhausted) rather than spend more.
+  std::optional<uint64_t> budget;
+};
+
 struct StreamSpec {
   /// Any store URL, or WebDataset's way to name tars of one folder: a brace pattern
   /// ("s3://b/train-{000000..000127}.tar") or a "::" list (src/format/shard_pattern.h). Empty:
@@ -64,6 +77,8 @@ struct StreamSpec {
   /// src/storage/mirror_store.h): each shard comes from the first that answers, a failed read
   /// goes on from the next at the byte it reached. Their index.json must equal remote's.
   std::vector<std::string> mirrors;
+  /// Egress accounting per source, by its URL (`remote` or one of `mirrors`).
+  std::map<std::string, EgressOptions> egress;
   std::string local;                 // the cache folder (or, without remote, the dataset folder)
   std::string split;                 // sub-folder of both
   std::optional<double> proportion;  // of epoch_size
