@@ -12,6 +12,7 @@
 #include "ferry/metrics/metrics.h"
 #include "storage/http/http_types.h"
 #include "storage/retry_policy.h"
+#include "storage/source_speeds.h"
 
 namespace ferry {
 namespace {
@@ -63,6 +64,7 @@ class MirrorStore final : public ObjectStore {
   MirrorStore(std::vector<Mirror> mirrors, MirrorOptions options)
       : mirrors_(std::move(mirrors)),
         health_(mirrors_.size(), options.demotion),
+        speeds_(mirrors_.size()),
         node_total_(std::move(options.node_total)) {
     for (size_t i = 0; i < mirrors_.size(); ++i) counters_.push_back(CountersOf(i));
     MutexLock lock(budget_mu_);
@@ -107,38 +109,45 @@ class MirrorStore final : public ObjectStore {
   Result<ObjectInfo> Read(std::string_view key, ByteRange range, const ByteSink& sink) override {
     uint64_t delivered = 0;
     std::optional<size_t> served_by;  // the one mirror that sent every byte, if one did
-    auto info = OnEachMirror(key, [&](size_t i, CallFlags& flags) -> Result<ObjectInfo> {
-      // Failed after its last byte: what is left to ask is the object's size, not a range.
-      if (delivered > 0 && range.length && delivered == *range.length) {
-        return Store(i).Head(Key(i, key));
-      }
-      if (OverBudget(i)) {
-        flags.over_budget = true;
-        return BudgetSpent(i);
-      }
-      const ByteRange rest = {
-          .offset = range.offset + delivered,
-          .length = range.length ? std::optional(*range.length - delivered) : std::nullopt};
-      const uint64_t before = delivered;
-      SourceAccount& source = sources_[source_of_[i]];
-      auto got = Store(i).Read(Key(i, key), rest, [&](std::string_view chunk) {
-        Status status = sink(chunk);
-        if (!status.ok()) {
-          flags.stop = true;  // the caller's word, not the mirror's fault
-          return status;
-        }
-        delivered += chunk.size();
-        counters_[i].bytes_read.Add(chunk.size());
-        source.bytes_read->Add(chunk.size());
-        if (source.budget && OverBudget(i)) {
-          flags.over_budget = true;
-          return BudgetSpent(i);
-        }
-        return status;
-      });
-      if (got && before == 0) served_by = i;
-      return got;
-    });
+    auto info = OnEachMirror(
+        key,
+        [&](size_t i, CallFlags& flags) -> Result<ObjectInfo> {
+          // Failed after its last byte: what is left to ask is the object's size, not a range.
+          if (delivered > 0 && range.length && delivered == *range.length) {
+            return Store(i).Head(Key(i, key));
+          }
+          if (OverBudget(i)) {
+            flags.over_budget = true;
+            return BudgetSpent(i);
+          }
+          const ByteRange rest = {
+              .offset = range.offset + delivered,
+              .length = range.length ? std::optional(*range.length - delivered) : std::nullopt};
+          const uint64_t before = delivered;
+          const Clock::time_point started = Clock::now();
+          SourceAccount& source = sources_[source_of_[i]];
+          auto got = Store(i).Read(Key(i, key), rest, [&](std::string_view chunk) {
+            Status status = sink(chunk);
+            if (!status.ok()) {
+              flags.stop = true;  // the caller's word, not the mirror's fault
+              return status;
+            }
+            delivered += chunk.size();
+            counters_[i].bytes_read.Add(chunk.size());
+            source.bytes_read->Add(chunk.size());
+            if (source.budget && OverBudget(i)) {
+              flags.over_budget = true;
+              return BudgetSpent(i);
+            }
+            return status;
+          });
+          if (got && before == 0) {
+            served_by = i;
+            speeds_.Record(i, delivered, Clock::now() - started);
+          }
+          return got;
+        },
+        /*read=*/true);
     if (!info) return info;
     info->key = std::string(key);
     Unversioned(*info);
@@ -196,28 +205,40 @@ class MirrorStore final : public ObjectStore {
 
   // Mirrors in the order to try them: those not demoted by preference, then the demoted ones,
   // the soonest back first (the last resort, before giving up).
-  std::vector<size_t> Order() {
-    std::vector<size_t> order;
-    for (size_t i = 0; i < mirrors_.size(); ++i) {
-      if (!mirrors_[i].left_out) order.push_back(i);
-    }
+  std::vector<size_t> Order(bool for_read) {
+    std::vector<size_t> healthy;
+    std::vector<size_t> down;
     const Clock::time_point now = Clock::now();
     const std::vector<Clock::time_point> until = health_.DemotedUntil();
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      const bool a_down = until[a] > now;
-      const bool b_down = until[b] > now;
-      if (a_down != b_down) return !a_down;
-      return a_down && until[a] < until[b];
-    });
-    return order;
+    for (size_t i = 0; i < mirrors_.size(); ++i) {
+      if (!mirrors_[i].left_out) (until[i] > now ? down : healthy).push_back(i);
+    }
+    // The healthy by preference and speed - or, for a read whose turn it is, one to measure
+    // first; then the demoted ones, the soonest back first (the last resort, before giving up).
+    speeds_.Reorder(healthy);
+    if (for_read && !healthy.empty()) {
+      const double price = sources_[source_of_[healthy.front()]].usd_per_gb;
+      const auto probe = speeds_.Probe(healthy, [&](size_t i) {
+        const SourceAccount& source = sources_[source_of_[i]];
+        return !source.budget && source.usd_per_gb <= price;
+      });
+      if (probe) {
+        std::erase(healthy, *probe);
+        healthy.insert(healthy.begin(), *probe);
+      }
+    }
+    std::stable_sort(down.begin(), down.end(),
+                     [&](size_t a, size_t b) { return until[a] < until[b]; });
+    healthy.insert(healthy.end(), down.begin(), down.end());
+    return healthy;
   }
 
   // Runs `call(i, flags)` on mirror after mirror until one succeeds. kNotFound, or a source
   // over its budget, passes the object to the next mirror; another error demotes the mirror
   // first; an error with `flags.stop` set, or kCancelled, ends it there.
   template <typename Call>
-  Result<ObjectInfo> OnEachMirror(std::string_view key, const Call& call) {
-    const std::vector<size_t> order = Order();
+  Result<ObjectInfo> OnEachMirror(std::string_view key, const Call& call, bool read = false) {
+    const std::vector<size_t> order = Order(read);
     std::optional<Status> failure;  // the last error other than kNotFound
     std::vector<size_t> lacking;
     std::vector<size_t> spent;  // sources over their budget
@@ -314,6 +335,7 @@ class MirrorStore final : public ObjectStore {
   const std::vector<Mirror> mirrors_;
   std::vector<MirrorCounters> counters_;
   SourceHealth health_;
+  SourceSpeeds speeds_;
   const std::function<int64_t(const std::string&)> node_total_;
   std::vector<size_t> source_of_;  // per mirror: its source in sources_
   Mutex budget_mu_;

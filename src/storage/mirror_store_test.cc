@@ -12,6 +12,7 @@
 #include "ferry/storage/registry.h"
 #include "storage/forwarding_store_testutil.h"
 #include "storage/retry_policy.h"
+#include "storage/source_speeds.h"
 
 namespace ferry {
 namespace {
@@ -197,6 +198,62 @@ TEST_F(MirrorStoreTest, ASourceStopsAtItsEgressBudget) {
   EXPECT_EQ(failed.code(), StatusCode::kResourceExhausted);
   EXPECT_THAT(failed.message(), HasSubstr("egress budget of 500000"));
   EXPECT_THAT(failed.message(), HasSubstr("budgeted has delivered"));
+}
+
+// A mirror that delivers slowly (a pause per chunk).
+class SlowStore : public testing::ForwardingStore {
+ public:
+  using ForwardingStore::ForwardingStore;
+  Result<ObjectInfo> Read(std::string_view key, ByteRange range, const ByteSink& sink) override {
+    return inner().Read(key, range, [&](std::string_view chunk) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      return sink(chunk);
+    });
+  }
+};
+
+// Preference yields to measured speed: once the mirror behind is measured (a probe) at more
+// than twice the first's speed, reads go to it.
+TEST_F(MirrorStoreTest, ReadsMoveToAMirrorMeasuredMuchFaster) {
+  auto slow = std::make_shared<SlowStore>(folders_[0].store);
+  auto store = MakeMirrorStore({{slow, folders_[0].key}, {folders_[1].store, folders_[1].key}});
+  ASSERT_TRUE(store.has_value());
+  const uint64_t first = Counter("/ferry/mirror/0/bytes_read");
+  const uint64_t second = Counter("/ferry/mirror/1/bytes_read");
+  for (int n = 0; n < 40; ++n) {
+    auto got = (*store)->Get("shard.0");
+    ASSERT_TRUE(got.has_value()) << got.status().ToString();
+    EXPECT_TRUE(*got == data_);
+  }
+  const uint64_t from_slow = (Counter("/ferry/mirror/0/bytes_read") - first) / data_.size();
+  const uint64_t from_fast = (Counter("/ferry/mirror/1/bytes_read") - second) / data_.size();
+  EXPECT_EQ(from_slow + from_fast, 40u);
+  // The first 15 reads (before the first probe) from the preferred mirror, then the fast one,
+  // but for the probes that measure the slow one again (every 16th read, once it is stale).
+  EXPECT_EQ(from_slow, 15u);
+  EXPECT_EQ(from_fast, 25u);
+}
+
+TEST(SourceSpeedsTest, ReordersOnlyForSpeedsMoreThanTwiceApart) {
+  SourceSpeeds speeds(3);
+  const auto second = std::chrono::seconds(1);
+  std::vector<size_t> order = {0, 1, 2};
+  speeds.Reorder(order);
+  EXPECT_EQ(order, (std::vector<size_t>{0, 1, 2}));  // nothing measured: preference
+  speeds.Record(0, 1'000'000, second);
+  speeds.Record(1, 1'900'000, second);  // faster, but not twice
+  speeds.Reorder(order);
+  EXPECT_EQ(order, (std::vector<size_t>{0, 1, 2}));
+  // Five times the first's, more than twice the second's: both yield to it, and keep their
+  // order between them (not twice apart).
+  speeds.Record(2, 5'000'000, second);
+  order = {0, 1, 2};
+  speeds.Reorder(order);
+  EXPECT_EQ(order, (std::vector<size_t>{2, 0, 1}));
+  speeds.Record(0, 1'000, second);  // too small a read to count
+  order = {0, 1, 2};
+  speeds.Reorder(order);
+  EXPECT_EQ(order, (std::vector<size_t>{2, 0, 1}));
 }
 
 TEST(SourceLabelTest, IsTheStoreAndBucketUnlessGiven) {

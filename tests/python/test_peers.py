@@ -15,6 +15,7 @@ import uuid
 
 import pytest
 
+import ferry
 from conftest import upload_dataset, write_samples
 
 NODES = 4
@@ -192,3 +193,26 @@ def test_serve_cache_serves_a_filled_cache_folder_only_with_the_token(tmp_path):
     finally:
         server.send_signal(signal.SIGINT)
         assert server.wait(timeout=10) == 0
+
+
+def test_torch_discovery_gathers_one_peer_per_node_and_shares_a_token(tmp_path, monkeypatch):
+    import torch.distributed as torch_distributed
+    from ferry import _peers
+
+    monkeypatch.delenv("FERRY_PEER_TOKEN", raising=False)
+    port = _free_ports(1)[0]
+    torch_distributed.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
+                                         rank=0, world_size=1)
+    try:
+        resolved = _peers.resolve("torch", None, None, 17791)
+        host = socket.gethostname()
+        assert resolved["addresses"] == [f"{host}:17791"]
+        assert resolved["self"] == f"{host}:17791"
+        assert len(resolved["token"]) == 32  # drawn by rank 0
+        assert _peers.resolve("torch", None, "given-token", 17791)["token"] == "given-token"
+    finally:
+        torch_distributed.destroy_process_group()
+    with pytest.raises(ferry.errors.InvalidArgumentError, match="torch.distributed"):
+        _peers.resolve("torch", None, None, 17791)
+    with pytest.raises(ferry.errors.InvalidArgumentError, match="peer_port"):
+        _peers.resolve(["a:1"], None, None, 0)
