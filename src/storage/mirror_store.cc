@@ -23,6 +23,10 @@ using Clock = std::chrono::steady_clock;
 // own policy allows 8, backing off for seconds: right when nothing else holds the data).
 constexpr int kAttemptsBeforeFailover = 2;
 
+// How long a mirror with another behind it may send nothing (under 1 KiB/s) before its read is
+// given up, demoting it; a stall (kDeadlineExceeded) is not retried on the same mirror.
+constexpr std::chrono::seconds kStallBeforeFailover{5};
+
 // How often a budget reads the node's count of its source (the files of every process reading
 // the cache folder); between, this process's own count moves it on.
 constexpr std::chrono::milliseconds kBudgetRecheck{200};
@@ -250,9 +254,14 @@ class MirrorStore final : public ObjectStore {
         if (n + 1 == order.size()) return call(i, flags);  // the last resort retries in full
         // Another mirror can take over: a mirror that failed twice in a row, or that another
         // read found down meanwhile, is not waited for through its store's whole backoff.
-        RetryGiveUpScope give_up([&](int attempts, const Status&) {
-          return attempts >= kAttemptsBeforeFailover || health_.DemotedSince(i, started);
+        RetryGiveUpScope give_up([&](int attempts, const Status& attempt_failure) {
+          return attempts >= kAttemptsBeforeFailover ||
+                 attempt_failure.code() == StatusCode::kDeadlineExceeded ||
+                 health_.DemotedSince(i, started);
         });
+        // A transfer that stalls is given up after kStallBeforeFailover, not the transport's
+        // usual 30 s: the next mirror goes on from the byte it reached.
+        http::StallLimitScope stall(static_cast<uint32_t>(kStallBeforeFailover.count()));
         return call(i, flags);
       }();
       if (got) {

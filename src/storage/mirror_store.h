@@ -6,12 +6,12 @@
 // now and then a read measures a mirror not read lately, if it costs no more
 // (src/storage/source_speeds.h). A mirror that fails (after two attempts, or at once when
 // another read found it down meanwhile: its store's own retries are for the last mirror in the
-// order) or stalls past its store's timeout is demoted, and the read goes on from the next
-// mirror at the byte it had reached: a range request for the rest, so the caller's sink sees
-// every byte once, in order. A mirror that lacks the object (404: a partly staged copy) passes
-// it on to the next without being demoted. A demoted mirror is asked again once its demotion
-// ends (the first read after it is the probe): 5 s after its first failure, doubling with each
-// failure in a row up to 5 minutes; a success ends it.
+// order) or stalls (nothing for 5 s, rather than the transport's 30 s) is demoted, and the read
+// goes on from the next mirror at the byte it had reached: a range request for the rest, so the
+// caller's sink sees every byte once, in order. A mirror that lacks the object (404: a partly
+// staged copy) passes it on to the next without being demoted. A demoted mirror is asked again once
+// its demotion ends (the first read after it is the probe): 5 s after its first failure, doubling
+// with each failure in a row up to 5 minutes; a success ends it.
 //
 // Identity is the caller's to check once, at open (MirrorsOfOneDataset: every mirror's
 // index.json has the same bytes); after that a shard's size and hashes come from index.json,

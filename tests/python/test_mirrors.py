@@ -97,3 +97,32 @@ def test_a_list_of_remotes_is_a_remote_and_its_mirrors(tmp_path):
     assert tars.remote == "s3://a/0.tar::s3://a/1.tar" and tars.mirrors == []
     with pytest.raises(ferry.InvalidArgumentError, match="`mirrors` need a `remote`"):
         ferry.Stream(mirrors=["s3://a/train"], local=str(tmp_path))
+
+
+def test_a_stalled_mirror_is_left_within_seconds(tmp_path, s3rver, wan):
+    source = tmp_path / "source"
+    write_samples(source, 300, _blob, 1 << 15)
+    url = upload_dataset(source, f"s3://{s3rver['bucket']}/python/mirrors/{uuid.uuid4().hex[:12]}")
+    stop_clean = wan()  # the open reads index.json through a proxy that does not stall
+    port = os.environ["AWS_ENDPOINT_URL"].rsplit(":", 1)[-1]
+    dataset = ferry.StreamingDataset(remote=[url, str(source)], local=str(tmp_path / "cache"),
+                                     shuffle=False, batch_size=8)
+    stop_clean()
+    # Now every reply of s3 stalls for 2 minutes within its first 20 KB.
+    wan("--listen", port, "--fault-kinds", "stall", "--fault-rate", "1",
+        "--fault-stall-ms", "120000", "--fault-max-offset", "20000")
+    watched = ["/ferry/mirror/0/failovers", "/ferry/mirror/1/bytes_read"]
+    before = _counters(watched)
+    started = time.monotonic()
+    seen = []
+    for sample in dataset:
+        assert sample["blob"] == _blob(sample["id"]), sample["id"]
+        seen.append(sample["id"])
+    elapsed = time.monotonic() - started
+    assert sorted(seen) == list(range(300))
+    after = _counters(watched)
+    assert after["/ferry/mirror/0/failovers"] > before["/ferry/mirror/0/failovers"]
+    assert after["/ferry/mirror/1/bytes_read"] > before["/ferry/mirror/1/bytes_read"]
+    # A stall is given up after 5 s (the transport's own limit is 30 s), and the folder goes on
+    # from the byte reached.
+    assert elapsed < 20, elapsed

@@ -36,6 +36,25 @@ const Timeouts& DefaultTimeouts() {
   return timeouts;
 }
 
+namespace {
+thread_local const StallLimitScope* innermost_stall_limit = nullptr;
+}  // namespace
+
+StallLimitScope::StallLimitScope(uint32_t seconds)
+    : seconds_(std::max<uint32_t>(1, seconds)), outer_(innermost_stall_limit) {
+  innermost_stall_limit = this;
+}
+
+StallLimitScope::~StallLimitScope() { innermost_stall_limit = outer_; }
+
+Timeouts StallLimitScope::Apply(Timeouts timeouts) {
+  for (const StallLimitScope* scope = innermost_stall_limit; scope != nullptr;
+       scope = scope->outer_) {
+    timeouts.low_speed_seconds = std::min(timeouts.low_speed_seconds, scope->seconds_);
+  }
+  return timeouts;
+}
+
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
            return std::tolower(static_cast<unsigned char>(x)) ==

@@ -70,12 +70,30 @@ Timeouts TimeoutsFromEnvironment(const EnvLookup& env = ProcessEnv);
 /// TimeoutsFromEnvironment(), read once per process: what every request starts with.
 const Timeouts& DefaultTimeouts();
 
+/// While one lives, requests made on this thread wait at most `seconds` for a stalled transfer
+/// (Timeouts::low_speed_seconds, capped): for a caller with somewhere better to go (MirrorStore,
+/// for a mirror with another behind it). Scopes nest; the least limit applies.
+class StallLimitScope {
+ public:
+  explicit StallLimitScope(uint32_t seconds);
+  ~StallLimitScope();
+  StallLimitScope(const StallLimitScope&) = delete;
+  StallLimitScope& operator=(const StallLimitScope&) = delete;
+
+  /// `timeouts` with this thread's stall limit applied.
+  static Timeouts Apply(Timeouts timeouts);
+
+ private:
+  uint32_t seconds_;
+  const StallLimitScope* outer_;
+};
+
 struct Request {
   std::string method = "GET";
   std::string url;  // absolute and already percent-encoded
   Headers headers;
   std::optional<BodySource> body;
-  Timeouts timeouts = DefaultTimeouts();
+  Timeouts timeouts = StallLimitScope::Apply(DefaultTimeouts());
   /// Called once the final response's status and headers have arrived, before its body (and so
   /// even when the body later breaks off): how a resumed read learns the etag and size of what
   /// it was reading. Runs on the transport's I/O thread; must be quick.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <thread>
 
 #include "storage/testing/fake_env_testutil.h"
 
@@ -57,6 +58,35 @@ TEST(TimeoutsFromEnvironment, ReadsTheProcessEnvironmentByDefault) {
   ::setenv("FERRY_LOW_SPEED_TIME", "7", 1);
   EXPECT_EQ(TimeoutsFromEnvironment().low_speed_seconds, 7u);
   ::unsetenv("FERRY_LOW_SPEED_TIME");
+}
+
+}  // namespace
+}  // namespace ferry::http
+
+namespace ferry::http {
+namespace {
+
+TEST(StallLimitScope, CapsTheStallLimitOfRequestsMadeOnItsThreadOnly) {
+  const uint32_t usual = DefaultTimeouts().low_speed_seconds;
+  ASSERT_GT(usual, 5u);
+  {
+    StallLimitScope scope(5);
+    EXPECT_EQ(Request().timeouts.low_speed_seconds, 5u);
+    Timeouts configured;  // a store's own (S3's config) is capped too
+    configured.low_speed_seconds = 60;
+    EXPECT_EQ(StallLimitScope::Apply(configured).low_speed_seconds, 5u);
+    {
+      StallLimitScope looser(20);  // the least limit applies
+      EXPECT_EQ(Request().timeouts.low_speed_seconds, 5u);
+      StallLimitScope tighter(2);
+      EXPECT_EQ(Request().timeouts.low_speed_seconds, 2u);
+    }
+    EXPECT_EQ(Request().timeouts.low_speed_seconds, 5u);
+    uint32_t elsewhere = 0;
+    std::thread([&] { elsewhere = Request().timeouts.low_speed_seconds; }).join();
+    EXPECT_EQ(elsewhere, usual);
+  }
+  EXPECT_EQ(Request().timeouts.low_speed_seconds, usual);
 }
 
 }  // namespace

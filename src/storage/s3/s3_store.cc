@@ -242,7 +242,7 @@ class S3Store final : public ObjectStore {
     request.url = std::move(url);
     request.headers = std::move(headers);
     request.body = std::move(body);
-    request.timeouts = config_.timeouts;
+    request.timeouts = http::StallLimitScope::Apply(config_.timeouts);
     if (config_.requester_pays) request.headers.Set("x-amz-request-payer", "requester");
     if (config_.bearer_token_provider) {
       FERRY_ASSIGN_OR_RETURN(const internal_storage::AccessToken token,
