@@ -371,7 +371,12 @@ class SocketPeerServer final : public PeerServer {
     auto fetched = std::make_shared<std::atomic<int>>(0);  // 1 ok, -1 failed
     const fs::path whole = served.layout.FilePath(basename);
     while (at < end) {
-      if (stop.stop_requested() || Clock::now() - moved > options_.stall) return false;
+      // The dataset being forgotten (its Registration waits for the replies that use it) ends
+      // a reply too, not only the server's stop.
+      if (stop.stop_requested() || served.stop.stop_requested() ||
+          Clock::now() - moved > options_.stall) {
+        return false;
+      }
       if (const int file_fd = ::open(whole.c_str(), O_RDONLY | O_CLOEXEC); file_fd >= 0) {
         struct stat st {};
         const bool complete =
