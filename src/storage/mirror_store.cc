@@ -312,17 +312,31 @@ class MirrorStore final : public ObjectStore {
   }
 
   // Bytes source `s` delivered since the open, by the node: its count as last read (at most
-  // kBudgetRecheck ago), and what this process delivered since.
+  // kBudgetRecheck ago), and what this process delivered since. One caller at a time reads the
+  // node's count, outside budget_mu_: it reads every process's metrics file, and each chunk of
+  // every read checks the budget.
   uint64_t Spent(size_t s) {
     SourceAccount& source = sources_[s];
     const Clock::time_point now = Clock::now();
-    MutexLock lock(budget_mu_);
-    if (node_total_ && now - source.seen_at > kBudgetRecheck) {
-      // This process's count first: the node's, read after, holds at least as much of it.
-      source.local_seen = source.bytes_read->value();
-      source.node_seen = NodeCount(source);
-      source.seen_at = now;
+    bool refresh = false;
+    {
+      MutexLock lock(budget_mu_);
+      if (node_total_ && now - source.seen_at > kBudgetRecheck) {
+        source.seen_at = now;  // claimed: others go on with the last count meanwhile
+        refresh = true;
+      }
     }
+    if (refresh) {
+      // This process's count first: the node's, read after, holds at least as much of it.
+      const int64_t local = source.bytes_read->value();
+      const int64_t node = NodeCount(source);
+      MutexLock lock(budget_mu_);
+      if (local >= source.local_seen) {  // not a slow refresh landing after a later one
+        source.local_seen = local;
+        source.node_seen = node;
+      }
+    }
+    MutexLock lock(budget_mu_);
     const int64_t spent =
         source.node_seen - source.node_at_open + (source.bytes_read->value() - source.local_seen);
     return static_cast<uint64_t>(std::max<int64_t>(0, spent));

@@ -256,6 +256,21 @@ TEST(SourceSpeedsTest, ReordersOnlyForSpeedsMoreThanTwiceApart) {
   EXPECT_EQ(order, (std::vector<size_t>{2, 0, 1}));
 }
 
+TEST(SourceSpeedsTest, AReadTooShortToTimeDoesNotMakeASourceSlow) {
+  SourceSpeeds speeds(2);
+  // Two equal sources whose reads take about a millisecond measure far apart by chance: the
+  // first stays first.
+  speeds.Record(0, 300'000, std::chrono::microseconds(3000));
+  speeds.Record(1, 300'000, std::chrono::microseconds(900));
+  std::vector<size_t> order = {0, 1};
+  speeds.Reorder(order);
+  EXPECT_EQ(order, (std::vector<size_t>{0, 1}));
+  // A read long enough to time at a third of the speed does.
+  speeds.Record(0, 300'000, std::chrono::milliseconds(100));
+  speeds.Reorder(order);
+  EXPECT_EQ(order, (std::vector<size_t>{1, 0}));
+}
+
 TEST(SourceLabelTest, IsTheStoreAndBucketUnlessGiven) {
   EXPECT_EQ(SourceLabel({}, "s3://source/train/"), "s3://source");
   EXPECT_EQ(SourceLabel({}, "az://staged/train/"), "az://staged");

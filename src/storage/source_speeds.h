@@ -4,7 +4,9 @@
 // A read of at least kMinMeasuredBytes from one source is a measurement (bytes over the read's
 // time, kept as a moving average). A source measured at less than half the speed of one behind
 // it in preference order moves behind that one: preference decides between sources of about
-// the same speed, measurements between very different ones. Every kProbeEvery-th read is a
+// the same speed, measurements between very different ones. Only a source whose last measured
+// read took kMinSlowRead or more can count as slow: the rate of a read of a millisecond is
+// noise, and two equal sources timed so would swap places at random. Every kProbeEvery-th read is a
 // probe of the first source after the chosen one whose measurement is missing or older than
 // kStale (and that the caller allows: one it pays no more for), so that a slow source that
 // recovered, or one never tried, gets measured.
@@ -31,6 +33,7 @@ class SourceSpeeds {
   static constexpr uint64_t kMinMeasuredBytes = uint64_t{256} << 10;
   static constexpr uint64_t kProbeEvery = 16;
   static constexpr std::chrono::seconds kStale{30};
+  static constexpr std::chrono::milliseconds kMinSlowRead{20};
 
   explicit SourceSpeeds(size_t sources) : speeds_(sources) {}
 
@@ -44,17 +47,22 @@ class SourceSpeeds {
     speed.bytes_per_s =
         speed.measured_at == Clock::time_point{} ? rate : 0.7 * speed.bytes_per_s + 0.3 * rate;
     speed.measured_at = Clock::now();
+    speed.last_took = took;
   }
 
   /// Reorders `sources` (in preference order): one measured at less than half the speed of a
-  /// later one moves just behind it.
+  /// later one, on a read of at least kMinSlowRead, moves just behind it.
   void Reorder(std::vector<size_t>& sources) const {
     std::vector<double> rate;
+    std::vector<bool> may_be_slow;
     {
       MutexLock lock(mu_);
       rate.assign(speeds_.size(), 0);
+      may_be_slow.assign(speeds_.size(), false);
       for (size_t i = 0; i < speeds_.size(); ++i) {
-        if (speeds_[i].measured_at != Clock::time_point{}) rate[i] = speeds_[i].bytes_per_s;
+        if (speeds_[i].measured_at == Clock::time_point{}) continue;
+        rate[i] = speeds_[i].bytes_per_s;
+        may_be_slow[i] = speeds_[i].last_took >= kMinSlowRead;
       }
     }
     // Insertion from the back: each source settles behind every later one more than twice as
@@ -63,7 +71,7 @@ class SourceSpeeds {
     for (auto it = sources.rbegin(); it != sources.rend(); ++it) {
       size_t at = 0;
       for (size_t j = 0; j < out.size(); ++j) {
-        if (rate[*it] > 0 && rate[out[j]] > 2 * rate[*it]) at = j + 1;
+        if (may_be_slow[*it] && rate[*it] > 0 && rate[out[j]] > 2 * rate[*it]) at = j + 1;
       }
       out.insert(out.begin() + static_cast<std::ptrdiff_t>(at), *it);
     }
@@ -93,6 +101,7 @@ class SourceSpeeds {
   struct Speed {
     double bytes_per_s = 0;
     Clock::time_point measured_at{};
+    std::chrono::nanoseconds last_took{0};
   };
   mutable Mutex mu_;
   std::vector<Speed> speeds_ GUARDED_BY(mu_);
