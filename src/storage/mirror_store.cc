@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "base/log.h"
@@ -35,18 +36,22 @@ struct MirrorCounters {
   metrics::Counter& bytes_read;
   metrics::Counter& failovers;
   metrics::Counter& missing;
+  metrics::Counter& wrong_size;
 };
 
 MirrorCounters CountersOf(size_t i) {
   return {.bytes_read = metrics::GetCounter(fmt::format("/ferry/mirror/{}/bytes_read", i)),
           .failovers = metrics::GetCounter(fmt::format("/ferry/mirror/{}/failovers", i)),
-          .missing = metrics::GetCounter(fmt::format("/ferry/mirror/{}/missing", i))};
+          .missing = metrics::GetCounter(fmt::format("/ferry/mirror/{}/missing", i)),
+          .wrong_size = metrics::GetCounter(fmt::format("/ferry/mirror/{}/wrong_size", i))};
 }
 
 // What the read of one mirror ended with, besides its result.
 struct CallFlags {
   bool stop = false;         // the caller's sink refused: no mirror is to blame
   bool over_budget = false;  // the mirror's source spent its egress budget: pass it on
+  bool wrong_size = false;   // the mirror's copy has another size than the index gives
+  bool tainted = false;      // ... and bytes of it reached the caller's sink
 };
 
 // One source's egress: its counters and budget, spent as the node counts it from the open on.
@@ -69,7 +74,8 @@ class MirrorStore final : public ObjectStore {
       : mirrors_(std::move(mirrors)),
         health_(mirrors_.size(), options.demotion),
         speeds_(mirrors_.size()),
-        node_total_(std::move(options.node_total)) {
+        node_total_(std::move(options.node_total)),
+        sizes_(std::move(options.sizes)) {
     for (size_t i = 0; i < mirrors_.size(); ++i) counters_.push_back(CountersOf(i));
     MutexLock lock(budget_mu_);
     for (const Mirror& mirror : mirrors_) {
@@ -103,7 +109,8 @@ class MirrorStore final : public ObjectStore {
   std::string ToUrl(std::string_view key) const override { return UrlOf(0, key); }
 
   Result<ObjectInfo> Head(std::string_view key) override {
-    auto info = OnEachMirror(key, [&](size_t i, CallFlags&) { return Store(i).Head(Key(i, key)); });
+    auto info =
+        OnEachMirror(key, [&](size_t i, CallFlags& flags) { return CheckedHead(i, key, flags); });
     if (!info) return info;
     info->key = std::string(key);
     Unversioned(*info);
@@ -113,12 +120,15 @@ class MirrorStore final : public ObjectStore {
   Result<ObjectInfo> Read(std::string_view key, ByteRange range, const ByteSink& sink) override {
     uint64_t delivered = 0;
     std::optional<size_t> served_by;  // the one mirror that sent every byte, if one did
+    const auto size = sizes_.find(std::string(key));
+    const std::optional<uint64_t> expected =
+        size == sizes_.end() ? std::nullopt : std::optional(size->second);
     auto info = OnEachMirror(
         key,
         [&](size_t i, CallFlags& flags) -> Result<ObjectInfo> {
           // Failed after its last byte: what is left to ask is the object's size, not a range.
           if (delivered > 0 && range.length && delivered == *range.length) {
-            return Store(i).Head(Key(i, key));
+            return CheckedHead(i, key, flags);
           }
           if (OverBudget(i)) {
             flags.over_budget = true;
@@ -131,6 +141,11 @@ class MirrorStore final : public ObjectStore {
           const Clock::time_point started = Clock::now();
           SourceAccount& source = sources_[source_of_[i]];
           auto got = Store(i).Read(Key(i, key), rest, [&](std::string_view chunk) {
+            if (expected && range.offset + delivered + chunk.size() > *expected) {
+              flags.wrong_size = true;
+              flags.tainted = delivered > before;
+              return CheckSize(i, key, range.offset + delivered + chunk.size(), "at least ");
+            }
             Status status = sink(chunk);
             if (!status.ok()) {
               flags.stop = true;  // the caller's word, not the mirror's fault
@@ -145,6 +160,13 @@ class MirrorStore final : public ObjectStore {
             }
             return status;
           });
+          if (got) {  // a ranged read reports the whole object's size too
+            if (Status s = CheckSize(i, key, got->size); !s.ok()) {
+              flags.wrong_size = true;
+              flags.tainted = delivered > before;
+              return s;
+            }
+          }
           if (got && before == 0) {
             served_by = i;
             speeds_.Record(i, delivered, Clock::now() - started);
@@ -246,8 +268,13 @@ class MirrorStore final : public ObjectStore {
     std::optional<Status> failure;  // the last error other than kNotFound
     std::vector<size_t> lacking;
     std::vector<size_t> spent;  // sources over their budget
+    std::vector<size_t> wrong;  // mirrors whose copy has another size than the index gives
     for (size_t n = 0; n < order.size(); ++n) {
       const size_t i = order[n];
+      if (IsWrongCopy(i, key)) {
+        wrong.push_back(i);
+        continue;
+      }
       CallFlags flags;
       const Clock::time_point started = Clock::now();
       Result<ObjectInfo> got = [&] {
@@ -276,6 +303,16 @@ class MirrorStore final : public ObjectStore {
         spent.push_back(i);
         continue;
       }
+      if (flags.wrong_size) {
+        MarkWrongCopy(i, key);
+        counters_[i].wrong_size.Add();
+        Log().warn("storage: {}; that mirror is passed over for it from now on", status.message());
+        // Bytes of it reached the caller: only the caller can start over (its retry comes back
+        // here, and goes to the next mirror).
+        if (flags.tainted) return status;
+        wrong.push_back(i);
+        continue;
+      }
       if (status.code() == StatusCode::kNotFound) {
         lacking.push_back(i);
         continue;
@@ -293,6 +330,14 @@ class MirrorStore final : public ObjectStore {
       return failure->WithContext(
           fmt::format("every mirror of {} failed; the last", UrlOf(0, key)));
     }
+    if (!wrong.empty() && lacking.size() + wrong.size() == order.size()) {
+      std::string urls;
+      for (size_t i : wrong) urls += (urls.empty() ? "" : ", ") + UrlOf(i, key);
+      return DataLossError(fmt::format(
+          "{}: no mirror has a copy of the size the index gives ({} bytes): {} differ{}",
+          UrlOf(0, key), sizes_.at(std::string(key)), urls,
+          lacking.empty() ? "" : ", the rest lack it"));
+    }
     if (!spent.empty()) {
       std::string budgets;
       for (size_t i : spent) budgets += (budgets.empty() ? "" : "; ") + BudgetSpent(i).message();
@@ -304,6 +349,35 @@ class MirrorStore final : public ObjectStore {
     std::string urls;
     for (size_t i : order) urls += (urls.empty() ? "" : ", ") + UrlOf(i, key);
     return NotFoundError(fmt::format("no mirror has it: {}", urls));
+  }
+
+  Result<ObjectInfo> CheckedHead(size_t i, std::string_view key, CallFlags& flags) const {
+    auto got = Store(i).Head(Key(i, key));
+    if (!got) return got;
+    if (Status s = CheckSize(i, key, got->size); !s.ok()) {
+      flags.wrong_size = true;
+      return s;
+    }
+    return got;
+  }
+
+  // OK when `size` is the size the index gives `key` (or it gives none).
+  Status CheckSize(size_t i, std::string_view key, uint64_t size,
+                   std::string_view at_least = "") const {
+    const auto it = sizes_.find(std::string(key));
+    if (it == sizes_.end() || it->second == size) return Status::Ok();
+    return DataLossError(fmt::format("{}: this mirror's copy has {}{} bytes, the index says {}",
+                                     UrlOf(i, key), at_least, size, it->second));
+  }
+
+  bool IsWrongCopy(size_t i, std::string_view key) {
+    MutexLock lock(copies_mu_);
+    return wrong_copies_.contains({i, std::string(key)});
+  }
+
+  void MarkWrongCopy(size_t i, std::string_view key) {
+    MutexLock lock(copies_mu_);
+    wrong_copies_.insert({i, std::string(key)});
   }
 
   int64_t NodeCount(const SourceAccount& source) const {
@@ -360,7 +434,11 @@ class MirrorStore final : public ObjectStore {
   SourceHealth health_;
   SourceSpeeds speeds_;
   const std::function<int64_t(const std::string&)> node_total_;
+  const std::unordered_map<std::string, uint64_t> sizes_;
   std::vector<size_t> source_of_;  // per mirror: its source in sources_
+  Mutex copies_mu_;
+  // (mirror, key) of every copy found with another size than sizes_ gives.
+  std::set<std::pair<size_t, std::string>> wrong_copies_ GUARDED_BY(copies_mu_);
   Mutex budget_mu_;
   // Fixed after construction but for the counts Spent reads and keeps (under budget_mu_).
   std::vector<SourceAccount> sources_;
@@ -403,7 +481,8 @@ Result<std::shared_ptr<ObjectStore>> MakeMirrorStore(std::vector<Mirror> mirrors
   return std::shared_ptr<ObjectStore>(std::make_shared<MirrorStore>(std::move(mirrors), options));
 }
 
-Result<std::vector<Mirror>> MirrorsOfOneDataset(std::vector<Mirror> mirrors, std::string_view key) {
+Result<std::vector<Mirror>> MirrorsOfOneDataset(std::vector<Mirror> mirrors, std::string_view key,
+                                                std::string* bytes_out) {
   if (mirrors.empty()) return InvalidArgumentError("mirrors: none given");
   std::optional<Status> first_error;
   std::optional<size_t> first;  // the first that answered
@@ -434,6 +513,7 @@ Result<std::vector<Mirror>> MirrorsOfOneDataset(std::vector<Mirror> mirrors, std
     }
   }
   if (!first) return first_error->WithContext("no mirror can show its copy of the dataset");
+  if (bytes_out != nullptr) *bytes_out = std::move(first_bytes);
   return mirrors;
 }
 

@@ -9,7 +9,10 @@
 // order) or stalls (nothing for 5 s, rather than the transport's 30 s) is demoted, and the read
 // goes on from the next mirror at the byte it had reached: a range request for the rest, so the
 // caller's sink sees every byte once, in order. A mirror that lacks the object (404: a partly
-// staged copy) passes it on to the next without being demoted. A demoted mirror is asked again once
+// staged copy) passes it on to the next without being demoted, and so does one whose copy has
+// another size than the index gives (MirrorOptions::sizes) - from then on, for that object; when
+// bytes of that copy had reached the caller already, the read fails with kDataLoss first, so
+// that the caller's retry starts over at the next mirror. A demoted mirror is asked again once
 // its demotion ends (the first read after it is the probe): 5 s after its first failure, doubling
 // with each failure in a row up to 5 minutes; a success ends it.
 //
@@ -23,6 +26,7 @@
 //   /ferry/mirror/<i>/bytes_read  bytes it delivered
 //   /ferry/mirror/<i>/failovers   reads it failed that another mirror took over
 //   /ferry/mirror/<i>/missing     reads of objects it lacks (404) that another mirror served
+//   /ferry/mirror/<i>/wrong_size  objects it holds in another size than MirrorOptions::sizes
 // and per source (SourceLabel: several mirrors may share one; SourceCounterName):
 //   /ferry/source/<label>/bytes_read   bytes it delivered (what egress is paid on)
 //   /ferry/source/<label>/over_budget  reads it passed on, or broke off, at its budget
@@ -40,6 +44,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ferry/result.h"
@@ -76,6 +81,10 @@ struct MirrorOptions {
   /// The node-wide value of a counter (summed over the processes that read the cache folder:
   /// ferry/metrics/node_metrics.h), against which budgets are kept. Null: this process's own.
   std::function<int64_t(const std::string& counter)> node_total;
+  /// The size of each object the dataset's index names (keyed as reads are: paths inside the
+  /// dataset). A mirror whose copy of one has another size is passed over for that object from
+  /// then on; without this, the caller's retries of the download could go back to it forever.
+  std::unordered_map<std::string, uint64_t> sizes;
 };
 
 /// The label a mirror's egress is counted under: its own, else "<scheme>://<bucket>" of `url`
@@ -93,7 +102,9 @@ Result<std::shared_ptr<ObjectStore>> MakeMirrorStore(std::vector<Mirror> mirrors
 /// `mirrors`, those whose `key` (index.json) cannot be read now (down, or without a copy) marked
 /// left_out for this open, with a warning: their shards could not be trusted to be the same.
 /// kFailedPrecondition naming both URLs when two that answer differ: mirrors must hold one
-/// dataset; the first one's error when none answers.
-Result<std::vector<Mirror>> MirrorsOfOneDataset(std::vector<Mirror> mirrors, std::string_view key);
+/// dataset; the first one's error when none answers. `bytes`, when given, receives `key`'s
+/// bytes.
+Result<std::vector<Mirror>> MirrorsOfOneDataset(std::vector<Mirror> mirrors, std::string_view key,
+                                                std::string* bytes = nullptr);
 
 }  // namespace ferry

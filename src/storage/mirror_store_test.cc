@@ -297,6 +297,60 @@ TEST_F(MirrorStoreTest, AnObjectAMirrorLacksComesFromTheNextWhichStaysSecond) {
   EXPECT_EQ(Counter("/ferry/mirror/0/bytes_read") - before, 3u);
 }
 
+TEST_F(MirrorStoreTest, ACopyOfAnotherSizeIsPassedOverFromThenOn) {
+  // The first mirror holds shard.0 one byte too long, and shard.1 cut short.
+  ASSERT_TRUE(folders_[0].store->Put(folders_[0].key + "shard.0", data_ + "x").ok());
+  ASSERT_TRUE(folders_[0].store->Put(folders_[0].key + "shard.1", data_.substr(0, 1000)).ok());
+  for (size_t m : {1, 2}) {
+    ASSERT_TRUE(folders_[m].store->Put(folders_[m].key + "shard.1", data_).ok());
+  }
+  const uint64_t wrong = Counter("/ferry/mirror/0/wrong_size");
+  const uint64_t failovers = Counter("/ferry/mirror/0/failovers");
+  auto store = Mirrors({.sizes = {{"shard.0", data_.size()}, {"shard.1", data_.size()}}});
+  // A folder's read of 300 KB is one chunk, found too long before it reaches the caller: the
+  // read goes on at the next mirror.
+  auto longer = store->Get("shard.0");
+  ASSERT_TRUE(longer.has_value()) << longer.status().ToString();
+  EXPECT_TRUE(*longer == data_);
+  // The short copy's bytes reached the caller before its size showed: the caller's read fails,
+  // and its retry is served by the next mirror.
+  auto shorter = store->Get("shard.1");
+  ASSERT_FALSE(shorter.has_value());
+  EXPECT_EQ(shorter.status().code(), StatusCode::kDataLoss);
+  EXPECT_THAT(shorter.status().message(), HasSubstr("/a/shard.1"));
+  EXPECT_THAT(shorter.status().message(), HasSubstr("has 1000 bytes, the index says 300000"));
+  for (const char* key : {"shard.0", "shard.1"}) {
+    const uint64_t before = Counter("/ferry/mirror/0/bytes_read");
+    auto again = store->Get(key);
+    ASSERT_TRUE(again.has_value()) << again.status().ToString();
+    EXPECT_TRUE(*again == data_) << key;
+    EXPECT_EQ(Counter("/ferry/mirror/0/bytes_read"), before) << "passed over: " << key;
+  }
+  EXPECT_EQ(Counter("/ferry/mirror/0/wrong_size") - wrong, 2u);
+  EXPECT_EQ(Counter("/ferry/mirror/0/failovers") - failovers, 0u) << "not demoted";
+  // What it holds in the right size, it still serves.
+  const uint64_t before = Counter("/ferry/mirror/0/bytes_read");
+  ASSERT_TRUE(folders_[0].store->Put(folders_[0].key + "shard.2", "two").ok());
+  EXPECT_EQ(store->Get("shard.2").value_or(""), "two");
+  EXPECT_EQ(Counter("/ferry/mirror/0/bytes_read") - before, 3u);
+}
+
+TEST_F(MirrorStoreTest, AHeadOfACopyOfAnotherSizeGoesToTheNextMirror) {
+  ASSERT_TRUE(folders_[0].store->Put(folders_[0].key + "shard.0", "short").ok());
+  auto store = Mirrors({.sizes = {{"shard.0", data_.size()}}});
+  auto info = store->Head("shard.0");
+  ASSERT_TRUE(info.has_value()) << info.status().ToString();
+  EXPECT_EQ(info->size, data_.size());
+  // Every copy of another size (or none): kDataLoss naming them.
+  ASSERT_TRUE(folders_[1].store->Put(folders_[1].key + "shard.0", "short").ok());
+  ASSERT_TRUE(folders_[2].store->Remove(folders_[2].key + "shard.0").ok());
+  auto none = Mirrors({.sizes = {{"shard.0", data_.size()}}})->Head("shard.0");
+  ASSERT_FALSE(none.has_value());
+  EXPECT_EQ(none.status().code(), StatusCode::kDataLoss);
+  EXPECT_THAT(none.status().message(), HasSubstr("no mirror has a copy of the size"));
+  EXPECT_THAT(none.status().message(), HasSubstr("/b/shard.0"));
+}
+
 TEST_F(MirrorStoreTest, WhatNoMirrorHasIsNotFoundNamingEachOne) {
   auto got = Mirrors()->Get("shard.9");
   ASSERT_FALSE(got.has_value());

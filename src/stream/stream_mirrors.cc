@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ferry/cache/shard_cache.h"
+#include "ferry/format/index.h"
 #include "ferry/metrics/node_metrics.h"
 #include "ferry/storage/registry.h"
 #include "storage/instrumented_store.h"
@@ -60,8 +61,17 @@ Result<std::shared_ptr<ObjectStore>> OpenMirrors(const StreamSpec& spec,
                        .prefix = std::move(prefix),
                        .egress = std::move(egress)});
   }
+  MirrorOptions options;
   if (!offline) {
-    FERRY_ASSIGN_OR_RETURN(mirrors, MirrorsOfOneDataset(std::move(mirrors), "index.json"));
+    std::string index;
+    FERRY_ASSIGN_OR_RETURN(mirrors, MirrorsOfOneDataset(std::move(mirrors), "index.json", &index));
+    // The sizes the index gives, so that a mirror holding a copy of another size is passed
+    // over. An index that does not parse fails the open later, with its own error.
+    if (auto dataset = ParseIndexFile(index, "index.json"); dataset.ok()) {
+      for (const ShardDescription& shard : dataset->shards) {
+        for (const FileInfo* file : shard.all_forms()) options.sizes[file->basename] = file->bytes;
+      }
+    }
   }
   // Budgets are kept against what every process of the node delivered into the folder.
   auto node_total = [local](const std::string& counter) -> int64_t {
@@ -72,7 +82,8 @@ Result<std::shared_ptr<ObjectStore>> OpenMirrors(const StreamSpec& spec,
     const auto it = node->values.find(counter);
     return it == node->values.end() ? 0 : it->second;
   };
-  return MakeMirrorStore(std::move(mirrors), {.node_total = std::move(node_total)});
+  options.node_total = std::move(node_total);
+  return MakeMirrorStore(std::move(mirrors), std::move(options));
 }
 
 }  // namespace ferry::internal_stream

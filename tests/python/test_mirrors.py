@@ -86,6 +86,40 @@ def test_three_mirrors_one_killed_one_partial_deliver_every_sample_once(
     assert delta["/ferry/mirror/2/bytes_read"] > 0, delta
 
 
+def test_a_mirrors_copy_of_another_size_is_passed_over(tmp_path):
+    # A staged copy whose shards were cut short, or replaced by files of another size: the
+    # reads go to the mirror whose copies match the index, and every sample is right.
+    source = tmp_path / "source"
+    names = write_samples(source, 300, _blob, 1 << 15)
+    shards = sorted(n for n in names if n.startswith("shard."))
+    staged = tmp_path / "staged"
+    staged.mkdir()
+    for name in names:
+        data = (source / name).read_bytes()
+        if name == shards[0]:
+            data = data[: len(data) // 2]
+        elif name == shards[1]:
+            data = data + b"\0" * 10
+        (staged / name).write_bytes(data)
+    watched = ["/ferry/mirror/0/wrong_size", "/ferry/mirror/0/bytes_read",
+               "/ferry/mirror/1/bytes_read"]
+    before = _counters(watched)
+    dataset = ferry.StreamingDataset(remote=[str(staged), str(source)],
+                                     local=str(tmp_path / "cache"), shuffle=False, batch_size=8)
+    seen = []
+    for sample in dataset:
+        assert sample["blob"] == _blob(sample["id"]), sample["id"]
+        seen.append(sample["id"])
+    assert sorted(seen) == list(range(300))
+    delta = {name: value - before[name] for name, value in _counters(watched).items()}
+    assert delta["/ferry/mirror/0/wrong_size"] == 2, delta
+    # The two shards came from the second mirror; the staged copy served most of the rest (the
+    # second is read now and then, to measure its speed).
+    sizes = {name: (source / name).stat().st_size for name in shards}
+    assert delta["/ferry/mirror/1/bytes_read"] >= sizes[shards[0]] + sizes[shards[1]], delta
+    assert delta["/ferry/mirror/0/bytes_read"] >= sum(sizes.values()) // 2, delta
+
+
 def test_a_list_of_remotes_is_a_remote_and_its_mirrors(tmp_path):
     stream = ferry.Stream(remote=["s3://a/train", "az://b/train"], mirrors=["/data/train"],
                           local=str(tmp_path))
