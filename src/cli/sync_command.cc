@@ -4,6 +4,11 @@
 // modification time no older than the source's, to the second. --delete removes DST objects absent
 // from SRC. A missing destination bucket or container is one error (exit 3); Ctrl+C ends the copies
 // in flight, deletes nothing, says what is left and exits 130.
+//
+// --mirror-fill makes DST a mirror of the dataset in SRC (docs/sources.md): it copies index.json
+// when DST lacks it, then the files index.json names that DST lacks or holds in another size - a
+// copy of the right size is the same bytes, and copying it again would pay the egress again. A
+// DST whose index.json differs holds another dataset, which it refuses to mix in.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -18,6 +23,7 @@
 #include "cli/interrupt.h"
 #include "cli/progress.h"
 #include "cli/transfer.h"
+#include "ferry/format/index.h"
 #include "ferry/storage/registry.h"
 #include "storage/http/http_types.h"
 #include "storage/http/store_checksum.h"
@@ -33,8 +39,53 @@ struct SyncOptions {
   bool dry_run = false;
   bool quiet = false;
   bool json = false;
+  bool mirror_fill = false;
   size_t jobs = 16;
 };
+
+constexpr std::string_view kIndex = "index.json";
+
+// What --mirror-fill copies: index.json unless DST has it (first, so that the copy serves as a
+// partly staged mirror while the rest lands), then every form of every file the index names that
+// SRC holds and DST lacks or holds in another size.
+Result<std::vector<CopyItem>> MirrorFillItems(
+    const StoreAndKey& src, const StoreAndKey& dst, const std::string& src_prefix,
+    const std::string& dst_prefix, const std::map<std::string, const ObjectInfo*>& source,
+    const std::map<std::string, const ObjectInfo*>& existing, size_t& unchanged) {
+  const std::string src_index = src_prefix + std::string(kIndex);
+  const std::string src_url = http::RedactUrl(src.store->ToUrl(src_index));
+  auto text = src.store->Get(src_index);
+  if (!text) {
+    return text.status().WithContext("--mirror-fill needs the dataset's index.json in SRC");
+  }
+  FERRY_ASSIGN_OR_RETURN(DatasetDescription dataset, ParseIndexFile(*text, src_url));
+  std::vector<CopyItem> items;
+  if (existing.contains(std::string(kIndex))) {
+    auto theirs = dst.store->Get(dst_prefix + std::string(kIndex));
+    if (!theirs) return theirs.status();
+    if (*theirs != *text) {
+      return FailedPreconditionError(fmt::format(
+          "{} is not {}: DST holds another dataset, which --mirror-fill does not mix into; "
+          "remove it, or sync without --mirror-fill",
+          http::RedactUrl(dst.store->ToUrl(dst_prefix + std::string(kIndex))), src_url));
+    }
+    ++unchanged;
+  } else {
+    items.push_back({src_index, dst_prefix + std::string(kIndex), text->size()});
+  }
+  for (const ShardDescription& shard : dataset.shards) {
+    for (const FileInfo* file : shard.all_forms()) {
+      if (!source.contains(file->basename)) continue;  // the form SRC does not keep
+      const auto there = existing.find(file->basename);
+      if (there != existing.end() && there->second->size == file->bytes) {
+        ++unchanged;
+        continue;
+      }
+      items.push_back({src_prefix + file->basename, dst_prefix + file->basename, file->bytes});
+    }
+  }
+  return items;
+}
 
 bool AlreadyThere(const ObjectInfo& src, const ObjectInfo& dst) {
   if (src.size != dst.size) return false;
@@ -65,18 +116,25 @@ Result<int> RunSync(const SyncOptions& o) {
 
   std::vector<CopyItem> items;
   size_t unchanged = 0;
-  for (const auto& obj : src_list.objects) {
-    const std::string rel = obj.key.substr(src_prefix.size());
-    auto it = existing.find(rel);
-    if (it != existing.end()) {
-      const bool same = AlreadyThere(obj, *it->second);
-      existing.erase(it);
-      if (same) {
-        ++unchanged;
-        continue;
+  if (o.mirror_fill) {
+    std::map<std::string, const ObjectInfo*> source;
+    for (const auto& obj : src_list.objects) source[obj.key.substr(src_prefix.size())] = &obj;
+    FERRY_ASSIGN_OR_RETURN(
+        items, MirrorFillItems(src, dst, src_prefix, dst_prefix, source, existing, unchanged));
+  } else {
+    for (const auto& obj : src_list.objects) {
+      const std::string rel = obj.key.substr(src_prefix.size());
+      auto it = existing.find(rel);
+      if (it != existing.end()) {
+        const bool same = AlreadyThere(obj, *it->second);
+        existing.erase(it);
+        if (same) {
+          ++unchanged;
+          continue;
+        }
       }
+      items.push_back({obj.key, dst_prefix + rel, obj.size});
     }
-    items.push_back({obj.key, dst_prefix + rel, obj.size});
   }
   std::vector<std::string> extra;  // destination keys with no source
   if (o.delete_extra) {
@@ -129,6 +187,7 @@ Result<int> RunSync(const SyncOptions& o) {
   if (report.stopped) {
     std::vector<std::string> resume = {"sync", http::RedactUrl(o.src), http::RedactUrl(o.dst)};
     if (o.delete_extra) resume.push_back("--delete");
+    if (o.mirror_fill) resume.push_back("--mirror-fill");
     std::fflush(stdout);
     std::fprintf(stderr, "ferry sync: %s\n", InterruptedLine(report, items, resume).c_str());
     return kExitInterrupted;
@@ -144,7 +203,12 @@ Command AddSyncCommand(CLI::App& parent) {
       "sync", "Copy what is new or changed from the SRC folder to the DST folder");
   app->add_option("src", o->src, "Source folder URL or path")->required();
   app->add_option("dst", o->dst, "Destination folder URL or path")->required();
-  app->add_flag("--delete", o->delete_extra, "Remove destination objects absent from SRC");
+  CLI::Option* remove =
+      app->add_flag("--delete", o->delete_extra, "Remove destination objects absent from SRC");
+  app->add_flag("--mirror-fill", o->mirror_fill,
+                "Make DST a mirror of the dataset in SRC: copy index.json and the files it names "
+                "that DST lacks or holds in another size (docs/sources.md)")
+      ->excludes(remove);
   app->add_option("-j,--jobs", o->jobs, "Objects copied at once")
       ->check(CLI::Range(1, kMaxCopyJobs))
       ->capture_default_str();

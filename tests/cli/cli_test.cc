@@ -503,6 +503,58 @@ TEST_F(CliTest, MalformedOrUnknownUrlsAreErrorsInEveryCommand) {
 // Counts out of range are refused with the range, before anything runs (exit 2): 100000
 // connections aborted the process (exit 134), 100000 requests ran for minutes, -j 0 and a
 // negative --count were taken.
+// sync --mirror-fill: a staged copy missing shards, with one cut short and a stray file, gets
+// the shards it lacks and the right-size copy of the short one, keeps the stray file, and leaves
+// what it holds in the right size alone; a copy of another dataset is refused.
+TEST_F(CliTest, SyncMirrorFillCopiesWhatTheIndexNamesThatTheMirrorLacks) {
+  for (int i = 0; i < 12; ++i) Put(src_ / "bird" / fmt::format("{}.jpg", i), Jpeg(20 + i));
+  ASSERT_EQ(Ferry("convert " + Src() + " " + Out("src") + " -q --size-limit 2000", tmp_).code, 0);
+  std::vector<std::string> shards;
+  for (const auto& entry : std::filesystem::directory_iterator(tmp_ / "src")) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with("shard.")) shards.push_back(name);
+  }
+  std::sort(shards.begin(), shards.end());
+  ASSERT_GE(shards.size(), 4u);
+  const auto staged = tmp_ / "staged";
+  const std::string cut = ReadFileToString(tmp_ / "src" / shards[1]).value();
+  Put(staged / shards[1], cut.substr(0, cut.size() / 2));
+  Put(staged / shards[2], ReadFileToString(tmp_ / "src" / shards[2]).value());
+  Put(staged / "notes.txt", "kept");
+
+  CliRun r = Ferry("sync --mirror-fill -q --json " + Out("src") + " " + staged.string(), tmp_);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  const auto report = nlohmann::json::parse(r.out);
+  EXPECT_EQ(report["objects"], shards.size()) << r.out;  // index.json, and all but shards[2]
+  EXPECT_EQ(report["unchanged"], 1) << r.out;
+  for (const std::string& name : shards) {
+    EXPECT_EQ(ReadFileToString(staged / name).value(),
+              ReadFileToString(tmp_ / "src" / name).value())
+        << name;
+  }
+  EXPECT_EQ(ReadFileToString(staged / "index.json").value(),
+            ReadFileToString(tmp_ / "src" / "index.json").value());
+  EXPECT_EQ(ReadFileToString(staged / "notes.txt").value(), "kept");
+  EXPECT_FALSE(std::filesystem::exists(staged / "classes.json")) << "not named by the index";
+
+  r = Ferry("sync --mirror-fill -q " + Out("src") + " " + staged.string(), tmp_);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("copied 0 objects"));
+
+  // A copy of another dataset is not filled in.
+  Put(tmp_ / "other" / "index.json", R"({"shards": [], "version": 2})");
+  r = Ferry("sync --mirror-fill -q " + Out("src") + " " + Out("other"), tmp_);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("DST holds another dataset"));
+  EXPECT_THAT(r.err, HasSubstr("other/index.json"));
+  r = Ferry("sync --mirror-fill " + Out("images") + " " + Out("other"), tmp_);
+  EXPECT_NE(r.code, 0);
+  EXPECT_THAT(r.err, HasSubstr("--mirror-fill needs the dataset's index.json in SRC"));
+  r = Ferry("sync --mirror-fill --delete " + Out("src") + " " + Out("other"), tmp_);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("excludes"));
+}
+
 TEST_F(CliTest, CountsOutOfRangeAreRefusedWithTheRange) {
   ASSERT_EQ(Ferry("convert " + Src() + " " + Out() + " -q", tmp_).code, 0);
   const struct {
