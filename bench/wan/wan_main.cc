@@ -135,11 +135,12 @@ int main(int argc, char** argv) {
                           stats.faults[k]);
   }
   std::printf(R"({"connections": %llu, "requests": %llu, "bytes_to_server": %llu, )"
-              R"("bytes_to_client": %llu, "faults": {%s}})"
+              R"("bytes_to_client": %llu, "body_bytes_to_client": %llu, "faults": {%s}})"
               "\n",
               static_cast<unsigned long long>(stats.connections),
               static_cast<unsigned long long>(stats.requests),
               static_cast<unsigned long long>(stats.bytes_to_server),
-              static_cast<unsigned long long>(stats.bytes_to_client), faults.c_str());
+              static_cast<unsigned long long>(stats.bytes_to_client),
+              static_cast<unsigned long long>(stats.body_bytes_to_client), faults.c_str());
   return 0;
 }

@@ -22,6 +22,7 @@
 
 #include "base/file_util.h"
 #include "bench/wan/lying_reply.h"
+#include "bench/wan/reply_bodies.h"
 
 namespace ferry::wan {
 namespace {
@@ -128,7 +129,7 @@ void SetNoDelay(int fd) {
 class Direction {
  public:
   Direction(int from, int to, const WanOptions& options, Pacer* total,
-            std::atomic<uint64_t>* counter, std::optional<Fault> fault = std::nullopt,
+            std::atomic<uint64_t>* counter, std::optional<Fault> fault, ReplyBodies* bodies,
             const RequestFaults* requests = nullptr)
       : from_(from),
         to_(to),
@@ -137,6 +138,7 @@ class Direction {
         total_(total),
         counter_(counter),
         fault_(fault),
+        bodies_(bodies),
         requests_(requests) {}
 
   void Run(std::stop_token stop) {
@@ -193,6 +195,7 @@ class Direction {
       }
       if (requests_ != nullptr && StartsARequest(chunk.data)) {
         requests_->requests->fetch_add(1, std::memory_order_relaxed);
+        bodies_->Asked(std::string_view(chunk.data).substr(0, chunk.data.find(' ')));
         if (const auto kind = requests_->draw()) {
           if (!IsLie(*kind)) {
             FailRequest(*kind, stop);
@@ -352,8 +355,7 @@ class Direction {
       const ssize_t w = ::send(to_, rest.data(), std::min(rest.size(), slice), MSG_NOSIGNAL);
       if (w < 0 && errno == EINTR) continue;
       if (w <= 0) return false;
-      counter_->fetch_add(static_cast<uint64_t>(w), std::memory_order_relaxed);
-      sent_ += static_cast<uint64_t>(w);
+      Sent(rest.substr(0, static_cast<size_t>(w)));
       rest.remove_prefix(static_cast<size_t>(w));
       std::unique_lock lock(mu_);
       if (cv_.wait_for(lock, stop, std::chrono::milliseconds(50), [] { return false; }) ||
@@ -368,11 +370,16 @@ class Direction {
       const ssize_t w = ::send(to_, rest.data(), n, MSG_NOSIGNAL);
       if (w < 0 && errno == EINTR) continue;
       if (w <= 0) return false;
-      counter_->fetch_add(static_cast<uint64_t>(w), std::memory_order_relaxed);
-      sent_ += static_cast<uint64_t>(w);
+      Sent(rest.substr(0, static_cast<size_t>(w)));
       rest.remove_prefix(static_cast<size_t>(w));
     }
     return true;
+  }
+
+  void Sent(std::string_view bytes) {
+    counter_->fetch_add(bytes.size(), std::memory_order_relaxed);
+    sent_ += bytes.size();
+    if (requests_ == nullptr) bodies_->Sent(bytes);  // replies: the down direction's
   }
 
   const int from_, to_;
@@ -381,6 +388,7 @@ class Direction {
   Pacer* total_;
   std::atomic<uint64_t>* counter_;
   std::optional<Fault> fault_;
+  ReplyBodies* bodies_;            // the connection's: the up direction tells, the down counts
   const RequestFaults* requests_;  // the up direction's, else null
   bool slow_ = false;              // a slow fault has fired: trickle from now on
   uint64_t sent_ = 0;              // bytes sent to `to_`
@@ -397,7 +405,7 @@ struct WanProxy::Impl {
   WanOptions options;
   int listen_fd = -1;
   Pacer total{0};
-  std::atomic<uint64_t> connections{0}, to_server{0}, to_client{0};
+  std::atomic<uint64_t> connections{0}, to_server{0}, to_client{0}, bodies_to_client{0};
   std::atomic<uint32_t> active{0};
   std::array<std::atomic<uint64_t>, kFaultKinds> faults{};
   std::atomic<uint64_t> requests{0};
@@ -417,6 +425,7 @@ struct WanProxy::Impl {
   struct Connection {
     int client = -1, server = -1;
     RequestFaults request_faults;
+    std::unique_ptr<ReplyBodies> bodies;
     std::unique_ptr<Direction> up, down;
     std::jthread up_thread, down_thread;
     std::atomic<int> open_directions{2};
@@ -552,9 +561,11 @@ struct WanProxy::Impl {
                            *server,
                            &requests,
                            &faults};
+      c->bodies = std::make_unique<ReplyBodies>(&bodies_to_client);
       c->up = std::make_unique<Direction>(client, *server, options, &total, &to_server,
-                                          std::nullopt, &c->request_faults);
-      c->down = std::make_unique<Direction>(*server, client, options, &total, &to_client, fault);
+                                          std::nullopt, c->bodies.get(), &c->request_faults);
+      c->down = std::make_unique<Direction>(*server, client, options, &total, &to_client, fault,
+                                            c->bodies.get());
       Connection* raw = c.get();
       raw->up_thread = std::jthread([raw](std::stop_token s) {
         raw->up->Run(s);
@@ -625,8 +636,13 @@ void WanProxy::Stop() {
 }
 
 WanStats WanProxy::Stats() const {
-  WanStats stats{impl_->connections.load(), impl_->requests.load(), impl_->to_server.load(),
-                 impl_->to_client.load(),   impl_->active.load(),   {}};
+  WanStats stats{impl_->connections.load(),
+                 impl_->requests.load(),
+                 impl_->to_server.load(),
+                 impl_->to_client.load(),
+                 impl_->bodies_to_client.load(),
+                 impl_->active.load(),
+                 {}};
   for (int k = 0; k < kFaultKinds; ++k) stats.faults[k] = impl_->faults[k].load();
   return stats;
 }

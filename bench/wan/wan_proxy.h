@@ -42,7 +42,8 @@
 // while every so often, as a store does when other tenants share the prefix.
 // A request is a client chunk that begins with an HTTP method and a space (a request body that
 // begins so would be taken for one; ferry's reads send no bodies). Stats counts the requests
-// and the faults that fired, by kind.
+// and the faults that fired, by kind, and the bytes to the client: in all, and the replies'
+// bodies alone (reply_bodies.h).
 //
 // Each direction of each connection is a reader thread (timestamps chunks into a bounded queue)
 // and a writer thread (sends each chunk when its time comes, at the allowed rate). The queue
@@ -132,6 +133,9 @@ struct WanStats {
   uint64_t requests = 0;
   uint64_t bytes_to_server = 0;
   uint64_t bytes_to_client = 0;
+  /// Of those, the content of the server's replies: bodies without headers or chunk framing
+  /// (reply_bodies.h), what a client counts as bytes received.
+  uint64_t body_bytes_to_client = 0;
   uint32_t active = 0;
   std::array<uint64_t, kFaultKinds> faults{};  // fired, by FaultKind
 };

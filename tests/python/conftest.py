@@ -126,15 +126,15 @@ def databricks(monkeypatch):
 
 
 @pytest.fixture
-def wan(s3rver, tmp_path, monkeypatch):
-    """wan(*args): starts ferry-wan in front of s3rver with those options ("--delay-ms", "50")
-    and points AWS_ENDPOINT_URL through it; returns stop(), which stops it and returns what went
-    through ({"bytes_to_client", "requests", ...}). Every one started is stopped at the end."""
+def wan_proxy(tmp_path):
+    """wan_proxy(target, *args): starts ferry-wan in front of ``target`` ("HOST:PORT") with
+    those options ("--delay-ms", "50"); returns (port, stop), where stop() stops it and returns
+    what went through ({"bytes_to_client", "body_bytes_to_client", "requests", ...}). Every one
+    started is stopped at the end."""
     binary = ROOT / os.environ.get("FERRY_PYTHON_BUILD", "build/release") / "bench" / "ferry-wan"
-    target = s3rver["endpoint"].rsplit("/", 1)[-1]
     started = []
 
-    def start(*args):
+    def start(target, *args):
         port_file = tmp_path / f"wan{len(started)}.port"
         proc = subprocess.Popen([str(binary), "--target", target, "--port-file", str(port_file),
                                  *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -144,21 +144,33 @@ def wan(s3rver, tmp_path, monkeypatch):
         while not (port_file.exists() and port_file.read_text().strip()):
             assert proc.poll() is None and time.monotonic() < deadline, "ferry-wan did not start"
             time.sleep(0.02)
-        monkeypatch.setenv("AWS_ENDPOINT_URL",
-                           f"http://127.0.0.1:{port_file.read_text().strip()}")
 
         def stop():
             proc.send_signal(signal.SIGTERM)
             out, _ = proc.communicate(timeout=10)
             return json.loads(out.strip().splitlines()[-1])
 
-        return stop
+        return int(port_file.read_text().strip()), stop
 
     yield start
     for proc in started:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture
+def wan(s3rver, wan_proxy, monkeypatch):
+    """wan(*args): starts ferry-wan in front of s3rver with those options ("--delay-ms", "50")
+    and points AWS_ENDPOINT_URL through it; returns stop(), which stops it and returns what went
+    through ({"bytes_to_client", "requests", ...}). Every one started is stopped at the end."""
+
+    def start(*args):
+        port, stop = wan_proxy(s3rver["endpoint"].rsplit("/", 1)[-1], *args)
+        monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{port}")
+        return stop
+
+    return start
 
 
 @pytest.fixture

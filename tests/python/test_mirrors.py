@@ -86,6 +86,73 @@ def test_three_mirrors_one_killed_one_partial_deliver_every_sample_once(
     assert delta["/ferry/mirror/2/bytes_read"] > 0, delta
 
 
+def test_local_moto_and_azurite_mirrors_miss_stall_and_fail_and_each_byte_is_counted(
+        tmp_path, moto, azurite, wan_proxy, monkeypatch):
+    # A local staged copy lacking the odd shards, first; Azurite, whose first connection stalls;
+    # moto, whose every connection is cut within 60 KB. Every sample comes once with its bytes,
+    # and each server's mirror counter equals the reply bodies its proxy sent, less index.json
+    # (read at the open, before the mirrors' counters).
+    source = tmp_path / "source"
+    names = write_samples(source, 600, _blob, 1 << 16)
+    shards = [n for n in names if n.startswith("shard.")]
+    run = uuid.uuid4().hex[:12]
+    staged = tmp_path / "staged"
+    staged.mkdir()
+    for name in names:
+        if name == "index.json" or int(name.split(".")[1]) % 2 == 0:
+            os.link(source / name, staged / name)
+    s3_url = upload_dataset(source, f"s3://{moto['bucket']}/python/three-mirrors/{run}")
+    az_url = upload_dataset(source, f"az://{azurite}/python/three-mirrors/{run}")
+    index_bytes = (source / "index.json").stat().st_size
+
+    moto_port, stop_moto = wan_proxy(
+        moto["endpoint"].rsplit("/", 1)[-1], "--fault-kinds", "truncate", "--fault-rate", "1",
+        "--fault-max-offset", "60000", "--fault-seed", "3")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{moto_port}")
+    az_endpoint = os.environ["FERRY_TEST_AZURITE_ENDPOINT"]  # http://127.0.0.1:PORT/account
+    az_target = az_endpoint.split("/")[2]
+    # The open reads index.json through a proxy that does not stall; then every connection to
+    # the same port goes through one whose first connection stalls for 2 minutes.
+    az_port, stop_clean = wan_proxy(az_target)
+    monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING",
+                       os.environ["FERRY_TEST_AZURITE_CONNECTION_STRING"].replace(
+                           az_target, f"127.0.0.1:{az_port}"))
+    watched = [f"/ferry/mirror/{i}/{what}" for i in range(3)
+               for what in ("bytes_read", "failovers", "missing")]
+    before = _counters(watched)
+    dataset = ferry.StreamingDataset(remote=[str(staged), az_url, s3_url],
+                                     local=str(tmp_path / "cache"), shuffle=False, batch_size=8)
+    at_open = stop_clean()
+    _, stop_stalling = wan_proxy(az_target, "--listen", str(az_port), "--fault-kinds", "stall",
+                                 "--fault-rate", "0.000001", "--fault-stall-ms", "120000",
+                                 "--fault-max-offset", "20000")
+    started = time.monotonic()
+    seen = []
+    for sample in dataset:
+        assert sample["blob"] == _blob(sample["id"]), sample["id"]
+        seen.append(sample["id"])
+    elapsed = time.monotonic() - started
+    assert sorted(seen) == list(range(600))
+    assert elapsed < 60, elapsed
+    delta = {name: value - before[name] for name, value in _counters(watched).items()}
+    az_wire, moto_wire = stop_stalling(), stop_moto()
+    assert at_open["body_bytes_to_client"] == index_bytes, at_open
+    assert delta["/ferry/mirror/1/bytes_read"] == az_wire["body_bytes_to_client"], (delta, az_wire)
+    assert delta["/ferry/mirror/2/bytes_read"] + index_bytes == moto_wire["body_bytes_to_client"], (
+        delta, moto_wire)
+    # The staged copy lacked the odd shards; Azurite's stall was left after 5 s; moto cut
+    # replies mid-body, and its reads went on from the byte reached.
+    assert delta["/ferry/mirror/0/missing"] >= 1, delta
+    assert az_wire["faults"]["stall"] == 1, az_wire
+    assert delta["/ferry/mirror/1/failovers"] >= 1, delta
+    assert moto_wire["faults"]["truncate"] >= 1, moto_wire
+    assert delta["/ferry/mirror/2/bytes_read"] > 0, delta
+    # Each byte of the shards once, besides the first batch's samples read by range.
+    total = sum((source / n).stat().st_size for n in shards) + index_bytes
+    from_mirrors = sum(delta[f"/ferry/mirror/{i}/bytes_read"] for i in range(3))
+    assert total <= from_mirrors <= total + 8 * 1300, delta
+
+
 def test_a_mirrors_copy_of_another_size_is_passed_over(tmp_path):
     # A staged copy whose shards were cut short, or replaced by files of another size: the
     # reads go to the mirror whose copies match the index, and every sample is right.
