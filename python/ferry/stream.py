@@ -31,22 +31,25 @@ def _size(value: Union[int, str, None], name: str) -> Optional[int]:
 def _egress(egress: Optional[Dict[str, Dict[str, Any]]],
             sources: List[Optional[str]]) -> Dict[str, Dict[str, Any]]:
     """``egress`` checked: each key a source of the stream, each value {"label", "usd_per_gb",
-    "budget"} (all optional; a budget in bytes or "500gb")."""
+    "budget", "epoch_budget"} (all optional; a budget in bytes or "500gb")."""
     out: Dict[str, Dict[str, Any]] = {}
     for url, given in (egress or {}).items():
         url = _path(url, "egress")
         if url not in sources:
             raise InvalidArgumentError(
                 f"egress for {url}, which is not the stream's remote or one of its mirrors")
-        unknown = set(given) - {"label", "usd_per_gb", "budget"}
+        unknown = set(given) - {"label", "usd_per_gb", "budget", "epoch_budget"}
         if unknown:
             raise InvalidArgumentError(
-                f"egress for {url}: unknown keys {sorted(unknown)} (label, usd_per_gb, budget)")
+                f"egress for {url}: unknown keys {sorted(unknown)} "
+                "(label, usd_per_gb, budget, epoch_budget)")
         price = float(given.get("usd_per_gb") or 0)
         if price < 0:
             raise InvalidArgumentError(f"egress for {url}: a negative price")
         out[url] = {"label": str(given.get("label") or ""), "usd_per_gb": price,
-                    "budget": _size(given.get("budget"), f"egress budget of {url}")}
+                    "budget": _size(given.get("budget"), f"egress budget of {url}"),
+                    "epoch_budget": _size(given.get("epoch_budget"),
+                                          f"egress epoch_budget of {url}")}
     return out
 
 
@@ -127,7 +130,8 @@ class Stream:
     remote or a mirror), ``{"label": "aws-us-east-1", "usd_per_gb": 0.09, "budget": "500gb"}``:
     its name in the counters (``/ferry/source/<label>/bytes_read``), its egress price, and the
     bytes it may deliver into the node's cache from the open on (then reads go to the other
-    mirrors, and with none left raise ``ResourceExhaustedError`` rather than spend more).
+    mirrors, and with none left raise ``ResourceExhaustedError`` rather than spend more);
+    ``"epoch_budget"`` the same for each epoch.
     ``local``: its cache folder
     (or, without ``remote``, the dataset's folder); unset, Mosaic's folder for the remote,
     ``<tempdir>/<blake2s of remote>/<split>``, so that a cache Mosaic filled there is read
@@ -175,7 +179,8 @@ class Stream:
         self.mirrors: List[str] = [_path(m, "mirrors") for m in mirrors]
         if self.mirrors and remote is None:
             raise InvalidArgumentError("`mirrors` need a `remote`: the first place to read from")
-        #: Egress accounting per source, by URL: {"label", "usd_per_gb", "budget"} each.
+        #: Egress accounting per source, by URL: {"label", "usd_per_gb", "budget",
+        #: "epoch_budget"} each.
         self.egress: Dict[str, Dict[str, Any]] = _egress(egress, [remote, *self.mirrors])
         self._local = local
         self.split = split or ""

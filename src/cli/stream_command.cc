@@ -42,7 +42,7 @@ struct StreamCommandOptions {
   std::string local;
   std::string split;
   std::vector<std::string> mirrors;
-  std::vector<std::string> egress;  // URL=LABEL[,USD_PER_GB[,BUDGET]]
+  std::vector<std::string> egress;  // URL=LABEL[,USD_PER_GB[,BUDGET[,EPOCH_BUDGET]]]
   std::vector<std::string> peers;
   std::string peer_self;
   uint64_t epochs = 1;
@@ -80,13 +80,13 @@ Result<std::optional<uint64_t>> Auto(std::string_view what, const std::string& t
   }
 }
 
-// --egress URL=LABEL[,USD_PER_GB[,BUDGET]] -> spec.egress[URL].
+// --egress URL=LABEL[,USD_PER_GB[,BUDGET[,EPOCH_BUDGET]]] -> spec.egress[URL].
 Status ParseEgress(const std::vector<std::string>& given, StreamSpec& spec) {
   for (const std::string& text : given) {
     const size_t eq = text.rfind('=');
     if (eq == std::string::npos || eq == 0) {
       return InvalidArgumentError(
-          fmt::format("--egress {}: expected URL=LABEL[,USD_PER_GB[,BUDGET]] (e.g. "
+          fmt::format("--egress {}: expected URL=LABEL[,USD_PER_GB[,BUDGET[,EPOCH_BUDGET]]] (e.g. "
                       "s3://source/train=aws-us-east-1,0.09,500gb)",
                       text));
     }
@@ -99,7 +99,7 @@ Status ParseEgress(const std::vector<std::string>& given, StreamSpec& spec) {
       if (comma == std::string_view::npos) break;
       rest.remove_prefix(comma + 1);
     }
-    if (fields.size() > 3)
+    if (fields.size() > 4)
       return InvalidArgumentError(fmt::format("--egress {}: too many fields", text));
     egress.label = fields[0];
     if (fields.size() > 1 && !fields[1].empty()) {
@@ -113,6 +113,10 @@ Status ParseEgress(const std::vector<std::string>& given, StreamSpec& spec) {
     if (fields.size() > 2 && !fields[2].empty()) {
       FERRY_ASSIGN_OR_RETURN(const uint64_t budget, ParseHumanSize(fields[2]));
       egress.budget = budget;
+    }
+    if (fields.size() > 3 && !fields[3].empty()) {
+      FERRY_ASSIGN_OR_RETURN(const uint64_t budget, ParseHumanSize(fields[3]));
+      egress.epoch_budget = budget;
     }
     spec.egress[text.substr(0, eq)] = std::move(egress);
   }
@@ -398,10 +402,11 @@ Command AddStreamCommand(CLI::App& parent) {
                   "Another place holding the same dataset, tried after URL (repeatable, in "
                   "preference order): a failed read goes on from the next at the byte it reached");
   app->add_option("--egress", o->egress,
-                  "URL=LABEL[,USD_PER_GB[,BUDGET]] for the remote or a --mirror (repeatable): "
+                  "URL=LABEL[,USD_PER_GB[,BUDGET[,EPOCH_BUDGET]]] for the remote or a --mirror (repeatable): "
                   "its name in the report, its egress price (the report estimates the cost), "
-                  "and the bytes it may deliver (then reads go to the other mirrors, or stop "
-                  "with an error), e.g. s3://source/train=aws-us-east-1,0.09,500gb");
+                  "and the bytes it may deliver in all and per epoch (then reads go to the "
+                  "other mirrors, or stop with an error), e.g. "
+                  "s3://source/train=aws-us-east-1,0.09,500gb,50gb");
   app->add_option("--peer", o->peers,
                   "host:port of a node's peer server, this node's included (repeatable; default "
                   "FERRY_PEERS, comma-separated): each shard is fetched from the remote by one "

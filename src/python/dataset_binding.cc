@@ -57,9 +57,11 @@ StreamingOptions ParseOptions(const py::dict& d) {
     if (s.contains("egress") && !s["egress"].is_none()) {
       for (const auto& [url, given] : s["egress"].cast<py::dict>()) {
         const auto e = py::reinterpret_borrow<py::dict>(given);
-        egress[url.cast<std::string>()] = {.label = Get<std::string>(e, "label", ""),
-                                           .usd_per_gb = Get<double>(e, "usd_per_gb", 0),
-                                           .budget = GetOptional<uint64_t>(e, "budget")};
+        egress[url.cast<std::string>()] = {
+            .label = Get<std::string>(e, "label", ""),
+            .usd_per_gb = Get<double>(e, "usd_per_gb", 0),
+            .budget = GetOptional<uint64_t>(e, "budget"),
+            .epoch_budget = GetOptional<uint64_t>(e, "epoch_budget")};
       }
     }
     o.streams.push_back({.remote = Get<std::string>(s, "remote", ""),

@@ -31,12 +31,17 @@ class InstrumentedStore : public ObjectStore {
   }
 
   Result<ObjectInfo> Read(std::string_view key, ByteRange range, const ByteSink& sink) override {
-    return Count([&] {
-      return store_->Read(key, range, [&](std::string_view chunk) {
-        bytes_read_.Add(chunk.size());
-        return sink(chunk);
-      });
-    });
+    bool refused = false;  // by the caller's sink: its word, not the store's error
+    return Count(
+        [&] {
+          return store_->Read(key, range, [&](std::string_view chunk) {
+            bytes_read_.Add(chunk.size());
+            Status status = sink(chunk);
+            refused = !status.ok();
+            return status;
+          });
+        },
+        &refused);
   }
 
   Status Write(std::string_view key, const ByteSource& source) override {
@@ -55,12 +60,14 @@ class InstrumentedStore : public ObjectStore {
 
  private:
   template <typename Call>
-  std::invoke_result_t<Call> Count(Call call) {
+  std::invoke_result_t<Call> Count(Call call, const bool* refused = nullptr) {
     requests_.Add();
     in_flight_.Add(1);
     auto result = call();
     in_flight_.Add(-1);
-    if (!internal_status::ToStatus(result).ok()) errors_.Add();
+    if (!internal_status::ToStatus(result).ok() && !(refused != nullptr && *refused)) {
+      errors_.Add();
+    }
     return result;
   }
 

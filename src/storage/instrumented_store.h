@@ -3,7 +3,7 @@
 //                                         remove; a read's internal retries count once)
 //   /ferry/storage/<scheme>/bytes_read    bytes delivered by reads
 //   /ferry/storage/<scheme>/bytes_written bytes of writes
-//   /ferry/storage/<scheme>/errors        calls that failed
+//   /ferry/storage/<scheme>/errors        calls that failed (not a read its caller broke off)
 //   /ferry/storage/<scheme>/in_flight     calls under way now (a gauge)
 // The streaming engine wraps every remote in one, so that "zero remote requests in epoch 2" is a
 // number, not a belief.

@@ -59,6 +59,7 @@ struct SourceAccount {
   std::string label;
   double usd_per_gb = 0;
   std::optional<uint64_t> budget;
+  std::optional<uint64_t> epoch_budget;
   metrics::Counter* bytes_read = nullptr;
   metrics::Counter* over_budget = nullptr;
   // The node's count at the open, and the last one read (with this process's own then).
@@ -66,6 +67,15 @@ struct SourceAccount {
   int64_t node_seen = 0;
   int64_t local_seen = 0;
   std::chrono::steady_clock::time_point seen_at{};
+  // The epoch last read, and what the source had spent since the open when it began.
+  uint64_t epoch = 0;
+  uint64_t spent_before_epoch = 0;
+};
+
+// What one source has delivered: since the open, and in the epoch being read.
+struct Spending {
+  uint64_t since_open = 0;
+  uint64_t in_epoch = 0;
 };
 
 class MirrorStore final : public ObjectStore {
@@ -75,6 +85,7 @@ class MirrorStore final : public ObjectStore {
         health_(mirrors_.size(), options.demotion),
         speeds_(mirrors_.size()),
         node_total_(std::move(options.node_total)),
+        epoch_(std::move(options.epoch)),
         sizes_(std::move(options.sizes)) {
     for (size_t i = 0; i < mirrors_.size(); ++i) counters_.push_back(CountersOf(i));
     MutexLock lock(budget_mu_);
@@ -92,13 +103,12 @@ class MirrorStore final : public ObjectStore {
         account.node_at_open = NodeCount(account);
         account.node_seen = account.node_at_open;
         account.seen_at = Clock::now();
+        account.epoch = epoch_ ? epoch_() : 0;
         same = std::prev(sources_.end());
       }
       // Mirrors of one source share its budget: the least any of them sets.
-      if (mirror.egress.budget) {
-        same->budget =
-            same->budget ? std::min(*same->budget, *mirror.egress.budget) : *mirror.egress.budget;
-      }
+      same->budget = Least(same->budget, mirror.egress.budget);
+      same->epoch_budget = Least(same->epoch_budget, mirror.egress.epoch_budget);
       same->usd_per_gb = std::max(same->usd_per_gb, mirror.egress.usd_per_gb);
       source_of_.push_back(static_cast<size_t>(same - sources_.begin()));
     }
@@ -154,7 +164,7 @@ class MirrorStore final : public ObjectStore {
             delivered += chunk.size();
             counters_[i].bytes_read.Add(chunk.size());
             source.bytes_read->Add(chunk.size());
-            if (source.budget && OverBudget(i)) {
+            if ((source.budget || source.epoch_budget) && OverBudget(i)) {
               flags.over_budget = true;
               return BudgetSpent(i);
             }
@@ -246,7 +256,7 @@ class MirrorStore final : public ObjectStore {
       const double price = sources_[source_of_[healthy.front()]].usd_per_gb;
       const auto probe = speeds_.Probe(healthy, [&](size_t i) {
         const SourceAccount& source = sources_[source_of_[i]];
-        return !source.budget && source.usd_per_gb <= price;
+        return !source.budget && !source.epoch_budget && source.usd_per_gb <= price;
       });
       if (probe) {
         std::erase(healthy, *probe);
@@ -385,17 +395,25 @@ class MirrorStore final : public ObjectStore {
                        : source.bytes_read->value();
   }
 
-  // Bytes source `s` delivered since the open, by the node: its count as last read (at most
-  // kBudgetRecheck ago), and what this process delivered since. One caller at a time reads the
-  // node's count, outside budget_mu_: it reads every process's metrics file, and each chunk of
-  // every read checks the budget.
-  uint64_t Spent(size_t s) {
+  static std::optional<uint64_t> Least(std::optional<uint64_t> a, std::optional<uint64_t> b) {
+    if (!a) return b;
+    if (!b) return a;
+    return std::min(*a, *b);
+  }
+
+  // Bytes source `s` delivered by the node, since the open and in this epoch: its count as last
+  // read (at most kBudgetRecheck ago, and at the epoch's start), and what this process
+  // delivered since. One caller at a time reads the node's count, outside budget_mu_: it reads
+  // every process's metrics file, and each chunk of every read checks the budget.
+  Spending Spent(size_t s) {
     SourceAccount& source = sources_[s];
     const Clock::time_point now = Clock::now();
+    const uint64_t epoch = epoch_ ? epoch_() : 0;
     bool refresh = false;
     {
       MutexLock lock(budget_mu_);
-      if (node_total_ && now - source.seen_at > kBudgetRecheck) {
+      // A new epoch starts from a fresh count: the last may be kBudgetRecheck old.
+      if (node_total_ && (now - source.seen_at > kBudgetRecheck || epoch != source.epoch)) {
         source.seen_at = now;  // claimed: others go on with the last count meanwhile
         refresh = true;
       }
@@ -413,20 +431,35 @@ class MirrorStore final : public ObjectStore {
     MutexLock lock(budget_mu_);
     const int64_t spent =
         source.node_seen - source.node_at_open + (source.bytes_read->value() - source.local_seen);
-    return static_cast<uint64_t>(std::max<int64_t>(0, spent));
+    const uint64_t since_open = static_cast<uint64_t>(std::max<int64_t>(0, spent));
+    if (epoch != source.epoch) {
+      source.epoch = epoch;
+      source.spent_before_epoch = since_open;
+    }
+    return {.since_open = since_open,
+            .in_epoch = since_open - std::min(since_open, source.spent_before_epoch)};
   }
 
   bool OverBudget(size_t i) {
-    const size_t s = source_of_[i];
-    const std::optional<uint64_t> budget = sources_[s].budget;
-    return budget && Spent(s) >= *budget;
+    const SourceAccount& source = sources_[source_of_[i]];
+    if (!source.budget && !source.epoch_budget) return false;
+    const Spending spent = Spent(source_of_[i]);
+    return (source.budget && spent.since_open >= *source.budget) ||
+           (source.epoch_budget && spent.in_epoch >= *source.epoch_budget);
   }
 
   Status BudgetSpent(size_t i) {
     const size_t s = source_of_[i];
+    const SourceAccount& source = sources_[s];
+    const Spending spent = Spent(s);
+    if (source.budget && spent.since_open >= *source.budget) {
+      return ResourceExhaustedError(
+          fmt::format("{} has delivered {} bytes of its egress budget of {}", source.label,
+                      spent.since_open, *source.budget));
+    }
     return ResourceExhaustedError(
-        fmt::format("{} has delivered {} bytes of its egress budget of {}", sources_[s].label,
-                    Spent(s), *sources_[s].budget));
+        fmt::format("{} has delivered {} bytes this epoch, of its egress budget of {} per epoch",
+                    source.label, spent.in_epoch, source.epoch_budget.value_or(0)));
   }
 
   const std::vector<Mirror> mirrors_;
@@ -434,6 +467,7 @@ class MirrorStore final : public ObjectStore {
   SourceHealth health_;
   SourceSpeeds speeds_;
   const std::function<int64_t(const std::string&)> node_total_;
+  const std::function<uint64_t()> epoch_;
   const std::unordered_map<std::string, uint64_t> sizes_;
   std::vector<size_t> source_of_;  // per mirror: its source in sources_
   Mutex copies_mu_;

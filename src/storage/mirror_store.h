@@ -31,11 +31,11 @@
 //   /ferry/source/<label>/bytes_read   bytes it delivered (what egress is paid on)
 //   /ferry/source/<label>/over_budget  reads it passed on, or broke off, at its budget
 //
-// Egress budgets (SourceEgress::budget) are checked before a read goes to a mirror and as its
-// bytes arrive: a mirror whose source has spent its budget passes the read on - from the byte
-// reached, like a failure, but without demotion - and when no mirror is left the read fails
-// with kResourceExhausted naming the budgets. The bytes a source delivers past its budget are
-// at most what the reads in flight at that moment had received in their current chunk.
+// Egress budgets (SourceEgress::budget, and epoch_budget per epoch) are checked before a read goes
+// to a mirror and as its bytes arrive: a mirror whose source has spent its budget passes the read
+// on - from the byte reached, like a failure, but without demotion - and when no mirror is left the
+// read fails with kResourceExhausted naming the budgets. The bytes a source delivers past its
+// budget are at most what the reads in flight at that moment had received in their current chunk.
 //
 // Thread-safety: every method may be called concurrently.
 #pragma once
@@ -64,6 +64,9 @@ struct SourceEgress {
   /// (MirrorOptions::node_total); then reads prefer the other mirrors, and with none left fail
   /// with kResourceExhausted instead of spending more.
   std::optional<uint64_t> budget;
+  /// The same for each epoch (MirrorOptions::epoch): bytes delivered since this process began
+  /// reading the epoch, by every process of the node.
+  std::optional<uint64_t> epoch_budget;
 };
 
 struct Mirror {
@@ -81,6 +84,8 @@ struct MirrorOptions {
   /// The node-wide value of a counter (summed over the processes that read the cache folder:
   /// ferry/metrics/node_metrics.h), against which budgets are kept. Null: this process's own.
   std::function<int64_t(const std::string& counter)> node_total;
+  /// The epoch this process reads now, for SourceEgress::epoch_budget. Null: one epoch.
+  std::function<uint64_t()> epoch;
   /// The size of each object the dataset's index names (keyed as reads are: paths inside the
   /// dataset). A mirror whose copy of one has another size is passed over for that object from
   /// then on; without this, the caller's retries of the download could go back to it forever.

@@ -200,6 +200,40 @@ TEST_F(MirrorStoreTest, ASourceStopsAtItsEgressBudget) {
   EXPECT_THAT(failed.message(), HasSubstr("budgeted has delivered"));
 }
 
+// A budget per epoch starts again with each epoch; the reads of one epoch past it go to the
+// other mirror, and with it alone fail naming the epoch's budget.
+TEST_F(MirrorStoreTest, AnEpochBudgetStartsAgainEachEpoch) {
+  constexpr uint64_t kPerEpoch = 400'000;  // a shard and a third
+  auto epoch = std::make_shared<std::atomic<uint64_t>>(0);
+  std::vector<Mirror> mirrors = {
+      {.store = folders_[0].store,
+       .prefix = folders_[0].key,
+       .egress = {.label = "per-epoch", .epoch_budget = kPerEpoch}},
+      {.store = folders_[1].store, .prefix = folders_[1].key, .egress = {.label = "other"}}};
+  auto store = MakeMirrorStore(mirrors, {.epoch = [epoch] { return epoch->load(); }});
+  ASSERT_TRUE(store.has_value());
+  for (uint64_t e = 0; e < 3; ++e) {
+    epoch->store(e);
+    const uint64_t before = Counter(SourceCounterName("per-epoch", "bytes_read"));
+    for (int k = 0; k < 3; ++k) {
+      auto got = (*store)->Get("shard.0");
+      ASSERT_TRUE(got.has_value()) << got.status().ToString();
+      EXPECT_TRUE(*got == data_) << e << " " << k;
+    }
+    const uint64_t spent = Counter(SourceCounterName("per-epoch", "bytes_read")) - before;
+    EXPECT_GE(spent, kPerEpoch) << "epoch " << e;
+    EXPECT_LT(spent, kPerEpoch + (uint64_t{1} << 20)) << "epoch " << e;
+  }
+  auto alone = MakeMirrorStore({mirrors[0]}, {.epoch = [epoch] { return epoch->load(); }});
+  ASSERT_TRUE(alone.has_value());
+  Status failed;
+  for (int k = 0; k < 4 && failed.ok(); ++k) failed = (*alone)->Get("shard.0").status();
+  EXPECT_EQ(failed.code(), StatusCode::kResourceExhausted);
+  EXPECT_THAT(failed.message(), HasSubstr("this epoch, of its egress budget of 400000 per epoch"));
+  epoch->store(3);
+  EXPECT_TRUE((*alone)->Get("shard.0").ok()) << "a new epoch, a new budget";
+}
+
 // A mirror that delivers slowly (a pause per chunk).
 class SlowStore : public testing::ForwardingStore {
  public:

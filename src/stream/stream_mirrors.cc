@@ -30,7 +30,8 @@ bool IsTheLocalFolder(const ObjectStore& store, const std::string& prefix,
 }
 
 Result<std::shared_ptr<ObjectStore>> OpenMirrors(const StreamSpec& spec,
-                                                 const std::filesystem::path& local, bool offline) {
+                                                 const std::filesystem::path& local, bool offline,
+                                                 std::function<uint64_t()> epoch) {
   std::vector<std::string> urls = {spec.remote};
   urls.insert(urls.end(), spec.mirrors.begin(), spec.mirrors.end());
   for (const auto& [url, egress] : spec.egress) {
@@ -55,7 +56,8 @@ Result<std::shared_ptr<ObjectStore>> OpenMirrors(const StreamSpec& spec,
     if (auto it = spec.egress.find(url); it != spec.egress.end()) {
       egress = {.label = it->second.label,
                 .usd_per_gb = it->second.usd_per_gb,
-                .budget = it->second.budget};
+                .budget = it->second.budget,
+                .epoch_budget = it->second.epoch_budget};
     }
     mirrors.push_back({.store = Instrument(opened.store),
                        .prefix = std::move(prefix),
@@ -83,6 +85,7 @@ Result<std::shared_ptr<ObjectStore>> OpenMirrors(const StreamSpec& spec,
     return it == node->values.end() ? 0 : it->second;
   };
   options.node_total = std::move(node_total);
+  options.epoch = std::move(epoch);
   return MakeMirrorStore(std::move(mirrors), std::move(options));
 }
 

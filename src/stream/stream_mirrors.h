@@ -7,6 +7,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -28,8 +29,9 @@ bool IsTheLocalFolder(const ObjectStore& store, const std::string& prefix,
 /// The mirrors of `spec` (its remote first). Unless `offline`, those whose index.json cannot be
 /// read now are left out, and the rest must have the same bytes (MirrorsOfOneDataset).
 /// kInvalidArgument when one of them is the cache folder `local` itself, whose shards a cache
-/// would evict.
+/// would evict. `epoch` says which epoch the process reads now, for per-epoch egress budgets.
 Result<std::shared_ptr<ObjectStore>> OpenMirrors(const StreamSpec& spec,
-                                                 const std::filesystem::path& local, bool offline);
+                                                 const std::filesystem::path& local, bool offline,
+                                                 std::function<uint64_t()> epoch = nullptr);
 
 }  // namespace ferry::internal_stream

@@ -99,7 +99,9 @@ Status StreamingDatasetImpl::Init() {
             "(not a shard pattern)",
             s));
       }
-      FERRY_ASSIGN_OR_RETURN(st.remote, OpenMirrors(spec, local, options_.offline));
+      FERRY_ASSIGN_OR_RETURN(st.remote,
+                             OpenMirrors(spec, local, options_.offline,
+                                         [epoch = reading_epoch_] { return epoch->load(); }));
     } else if (!spec.remote.empty()) {
       FERRY_ASSIGN_OR_RETURN(StoreAndKey opened, OpenUrl(remote_url));
       std::string prefix = DatasetFolder(std::move(opened.key), spec.split);
@@ -529,6 +531,7 @@ Result<Sample> StreamingDatasetImpl::Get(uint64_t id, std::stop_token stop) {
 }
 
 Result<std::unique_ptr<SampleIterator>> StreamingDatasetImpl::Iterate(const IterateOptions& o) {
+  reading_epoch_->store(o.epoch);
   FERRY_ASSIGN_OR_RETURN(auto mix, Mix(o.epoch));
   FERRY_ASSIGN_OR_RETURN(const internal_order::WorkingSetFit fit, FitOrder(*mix, o.world));
   FERRY_ASSIGN_OR_RETURN(auto plan, EpochPlan::Create(mix->Counts(), fit.order, o.world, o.epoch,

@@ -173,6 +173,10 @@ class StreamingDatasetImpl : public StreamingDataset,
   std::atomic<bool> warned_fit_{false};
   uint64_t num_samples_ = 0;
   uint64_t epoch_samples_ = 0;
+  // The epoch last asked for (Iterate), which per-epoch egress budgets go by; shared with the
+  // mirrors' stores.
+  std::shared_ptr<std::atomic<uint64_t>> reading_epoch_ =
+      std::make_shared<std::atomic<uint64_t>>(0);
   Mutex mu_;
   std::map<uint64_t, std::shared_ptr<const EpochMix>> mixes_ GUARDED_BY(mu_);
   // The spans read so far (within kMaxSpanBytes) and the samples GetByRange read per shard.

@@ -66,6 +66,8 @@ struct EgressOptions {
   /// processes; then reads go to the other mirrors, and with none left fail
   /// (kResourceExhausted) rather than spend more.
   std::optional<uint64_t> budget;
+  /// The same for each epoch: bytes delivered since the process began reading the epoch.
+  std::optional<uint64_t> epoch_budget;
 };
 
 struct StreamSpec {
