@@ -330,7 +330,11 @@ class SocketPeerServer final : public PeerServer {
       std::tie(begin, end) = *range;
     }
     const fs::path whole = served->layout.FilePath(basename);
-    const bool have = IsRegularFile(whole);
+    bool have = IsRegularFile(whole);
+    if (!have && !file.raw && served->dataset.fetch && served->dataset.keeps_compressed &&
+        served->dataset.keeps_compressed(basename)) {
+      have = FetchWhole(*served, file, whole, stop);
+    }
     const bool can_fetch = file.raw && served->dataset.fetch;
     if (!have && !can_fetch && !(file.raw && Landing(*served, basename))) {
       return SendAll(fd, Reply(404, "Not Found", "not in this node's cache\n"));
@@ -349,6 +353,31 @@ class SocketPeerServer final : public PeerServer {
     if (request.method == "HEAD") return true;
     Counters().served.Add();
     return SendBody(fd, *served, basename, file, begin, end, stop);
+  }
+
+  // Fetches the shard of `file`, a file that is published whole (a compressed form this node
+  // keeps), and waits for it; false when it does not come within `stall`, or the shard turns out
+  // local without it (cached before this node kept such files).
+  bool FetchWhole(Served& served, const NamedFile& file, const fs::path& whole,
+                  std::stop_token stop) {
+    const fs::path raw =
+        served.layout.FilePath(served.dataset.index->shards[file.shard].raw_data.basename);
+    for (const auto until = Clock::now() + options_.stall;
+         Clock::now() < until && !stop.stop_requested() && !served.stop.stop_requested();) {
+      if (IsRegularFile(whole)) return true;
+      const Status status = served.dataset.fetch(file.shard, served.stop.get_token());
+      if (!status.ok()) {
+        Log().info("peers: fetching shard {} of {} for a peer failed: {}", file.shard,
+                   served.layout.root().string(), status.message());
+        return false;
+      }
+      // The compressed file is published before the raw one.
+      if (IsRegularFile(whole)) return true;
+      if (IsRegularFile(raw)) return false;
+      // Another process downloads it.
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return IsRegularFile(whole);
   }
 
   static std::optional<std::unique_ptr<DownloadProgressReader>> Landing(

@@ -11,7 +11,10 @@
 // being downloaded into the folder (by any process of the node) is streamed as its bytes land
 // (src/cache/download_progress.h). A raw shard that is neither is fetched first when the dataset
 // was registered with a `fetch` (an open dataset: its own download from the remote, which every
-// other asker then shares), and otherwise is 404, which sends the asker to the remote.
+// other asker then shares), and otherwise is 404, which sends the asker to the remote. A
+// compressed file the folder lacks is fetched the same way when the node keeps it once fetched
+// (PeerDataset::keeps_compressed: the owner of it among the peers does), and sent when it is
+// whole; else 404.
 //
 // A download that fails under a reply cuts the reply short (the connection closes before its
 // Content-Length): the asker takes the rest from elsewhere. Connections are kept alive between
@@ -31,6 +34,7 @@
 #include <memory>
 #include <stop_token>
 #include <string>
+#include <string_view>
 
 #include "ferry/format/dataset_description.h"
 #include "ferry/result.h"
@@ -43,6 +47,10 @@ struct PeerDataset {
   /// Makes shard k local, not waiting for a download another process runs (ShardCache::
   /// Prepare(k, false)); null: serve only what the folder holds.
   std::function<Status(size_t shard, std::stop_token stop)> fetch;
+  /// The compressed files this node keeps once fetched (ShardCacheOptions::keep_zip_of): one of
+  /// these is fetched for an asker, and sent once whole. Others are not (they would be gone
+  /// again): 404. Null: none.
+  std::function<bool(std::string_view basename)> keeps_compressed;
 };
 
 struct PeerServerOptions {

@@ -254,7 +254,11 @@ TEST_F(PeerServerTest, AReplyCutShortGoesOnFromTheRemoteAtTheByteReached) {
   const fs::path root = tmp_ / "b";
   const CacheLayout layout(root);
   ASSERT_TRUE(layout.CreateLocksDir().ok());
-  const size_t k = 0;
+  auto server = StartServer();
+  const std::vector<std::string> peers = {"127.0.0.1:9",
+                                          fmt::format("127.0.0.1:{}", server->port())};
+  // A shard the server's node owns: ownership goes by address, whatever the list's order.
+  const size_t k = OwnedBy(peers, 1);
   const int tmp_fd =
       ::open(layout.TemporaryPath(Name(k)).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   ASSERT_GE(tmp_fd, 0);
@@ -265,11 +269,7 @@ TEST_F(PeerServerTest, AReplyCutShortGoesOnFromTheRemoteAtTheByteReached) {
   ASSERT_EQ(::pwrite(tmp_fd, contents_[k].data(), kLanded, 0), static_cast<ssize_t>(kLanded));
   (*writer)->Landed(0, kLanded);
 
-  auto server = StartServer();
   auto registration = server->Serve("d1", {.root = root, .index = index_, .fetch = nullptr});
-  std::vector<std::string> peers = {"127.0.0.1:9", fmt::format("127.0.0.1:{}", server->port())};
-  // Whichever node owns shard 0, ask the server's.
-  if (RendezvousOrder(peers, Name(k)).front() != 1) std::swap(peers[0], peers[1]);
   auto store = MakePeerFetchStore(
       remote_, prefix_, {.peers = peers, .self = "127.0.0.1:9", .token = kToken, .dataset = "d1"});
   ASSERT_TRUE(store.ok());

@@ -141,6 +141,7 @@ class ShardCacheImpl final : public ShardCache {
         tuner_(options_.download_parts ? nullptr : std::make_unique<internal_cache::PartTuner>()),
         downloader_(std::move(remote), std::move(remote_prefix), layout_,
                     {.keep_zip = options_.keep_zip,
+                     .keep_zip_of = options_.keep_zip_of,
                      .validate_hash = options_.validate_hash,
                      .parts = {.parallel_part_threshold = options_.parallel_part_threshold,
                                .download_parts = options_.download_parts.value_or(1),

@@ -547,7 +547,7 @@ Status ShardDownloader::DownloadOnce(const ShardDescription& shard, const ShardF
   TemporaryGuard raw_guard(raw_tmp);
   // The zip goes first: a crash between the two renames leaves it and no raw file, which the next
   // Acquire decompresses - a temporary is never left beside a published raw file.
-  if (options_.keep_zip) {
+  if (KeepZip(fetched.basename)) {
     FERRY_RETURN_IF_ERROR(Publish(tmp, layout_.FilePath(fetched.basename)));
     guard.Dismiss();
   } else {
@@ -581,7 +581,7 @@ Status ShardDownloader::FetchFile(const ShardDescription& shard, const ShardFile
       if (remote_) FERRY_RETURN_IF_ERROR(make_room(file.raw->bytes));
       Status local = DecompressLocalZip(shard, file);
       if (local.ok()) {
-        if (remote_ && !options_.keep_zip) {
+        if (remote_ && !KeepZip(file.zip->basename)) {
           if (Status s = RemoveIfExists(zip_path); !s.ok()) Log().warn("cache: {}", s.message());
         }
         return Status::Ok();

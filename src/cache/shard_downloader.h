@@ -104,6 +104,7 @@ Result<DownloadedFile> DownloadToFile(ObjectStore& store, std::string_view key,
 
 struct ShardDownloaderOptions {
   bool keep_zip = false;
+  std::function<bool(std::string_view basename)> keep_zip_of;  // and these compressed files
   std::optional<std::string> validate_hash;
   PartOptions parts;
   /// Writes a digest record (digest_record.h) for every raw file it publishes.
@@ -137,6 +138,9 @@ class ShardDownloader {
                    const MakeRoomFn& make_room, std::stop_token stop) const;
   // Decompresses the local compressed file into the raw file. kDataLoss on a digest mismatch.
   Status DecompressLocalZip(const ShardDescription& shard, const ShardFile& file) const;
+  bool KeepZip(std::string_view basename) const {
+    return options_.keep_zip || (options_.keep_zip_of && options_.keep_zip_of(basename));
+  }
   // What the attempts at one file learn for the next (XXH3s of their bytes).
   struct Attempts {
     std::optional<uint64_t> mismatched;  // bytes that disagreed with the store's checksum

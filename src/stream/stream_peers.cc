@@ -185,6 +185,14 @@ Result<std::shared_ptr<internal_cache::PeerServer>> ProcessPeerServer(const Peer
   return server;
 }
 
+std::function<bool(std::string_view basename)> OwnedByThisNode(const PeerOptions& peers) {
+  const auto self = std::find(peers.addresses.begin(), peers.addresses.end(), peers.self);
+  const size_t index = static_cast<size_t>(self - peers.addresses.begin());
+  return [addresses = peers.addresses, index](std::string_view basename) {
+    return RendezvousOrder(addresses, basename).front() == index;
+  };
+}
+
 Result<std::optional<std::string>> ReadThroughPeers(std::shared_ptr<ObjectStore>& remote,
                                                     const std::string& remote_prefix,
                                                     const std::filesystem::path& local,

@@ -10,9 +10,11 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "cache/peer_server.h"
 #include "ferry/result.h"
@@ -31,6 +33,10 @@ Result<PeerOptions> ResolvePeers(PeerOptions options);
 /// that asks and shared by the rest; nullptr (logged) when another process of the node listens
 /// on the port already.
 Result<std::shared_ptr<internal_cache::PeerServer>> ProcessPeerServer(const PeerOptions& options);
+
+/// Whether this node (peers.self) owns the file of that basename among `peers`: the one the
+/// others ask for it (RendezvousOrder).
+std::function<bool(std::string_view basename)> OwnedByThisNode(const PeerOptions& peers);
 
 /// Makes `remote` (the dataset at `remote_prefix`, cached in `local`) read through the peers
 /// named in resolved `peers`, and returns the id its cache folder is served under (that of its

@@ -144,7 +144,7 @@ Status StreamingDatasetImpl::Init() {
     const StreamSpec& spec = options_.streams[s];
     StreamState& st = prepared[s].st;
     const std::filesystem::path& local = st.local;
-    const ShardCacheOptions& cache_options = prepared[s].cache_options;
+    ShardCacheOptions& cache_options = prepared[s].cache_options;
     FERRY_ASSIGN_OR_RETURN(DatasetDescription index, std::move(*loaded[s]));
     for (size_t k = 0; k < index.shards.size(); ++k) {
       auto format = FindShardFormat(index.shards[k].format);
@@ -181,13 +181,17 @@ Status StreamingDatasetImpl::Init() {
     const size_t shards = index.shards.size();
     // One copy per process, shared with the cache: an index of 100,000 shards is some 30 MB.
     indexes_.push_back(std::make_shared<const DatasetDescription>(std::move(index)));
-    for (size_t k = 0; k < shards; ++k) {
-      st.disk_bytes += DiskBytes(static_cast<uint32_t>(s), static_cast<uint32_t>(k));
-    }
     std::optional<std::string> peer_id;
     if (!peers.addresses.empty() && st.remote) {
       FERRY_ASSIGN_OR_RETURN(peer_id,
                              ReadThroughPeers(st.remote, st.remote_prefix, st.local, peers));
+    }
+    // The other nodes ask a compressed shard's owner for its compressed form: the owner keeps
+    // it beside the raw file, which is all a node keeps otherwise.
+    if (peer_id && !options_.keep_zip) cache_options.keep_zip_of = OwnedByThisNode(peers);
+    keep_zip_of_.push_back(cache_options.keep_zip_of);
+    for (size_t k = 0; k < shards; ++k) {
+      st.disk_bytes += DiskBytes(static_cast<uint32_t>(s), static_cast<uint32_t>(k));
     }
     FERRY_ASSIGN_OR_RETURN(
         st.cache, ShardCache::Open(st.remote, st.remote_prefix, indexes_.back(), cache_options));
@@ -195,9 +199,11 @@ Status StreamingDatasetImpl::Init() {
       st.peer_registration = peer_server_->Serve(
           *peer_id, {.root = st.local,
                      .index = indexes_.back(),
-                     .fetch = [cache = st.cache.get()](size_t k, std::stop_token stop) {
-                       return cache->Prepare(k, /*blocking=*/false, stop);
-                     }});
+                     .fetch =
+                         [cache = st.cache.get()](size_t k, std::stop_token stop) {
+                           return cache->Prepare(k, /*blocking=*/false, stop);
+                         },
+                     .keeps_compressed = KeptCompressed(cache_options)});
     }
     // The folder holds its index.json (and ferry's records) beside the shards: counted as the
     // plan counts them, the same in every process (PlannedOtherBytes), not as they are now.
@@ -268,9 +274,22 @@ std::vector<StreamShards> StreamingDatasetImpl::StreamLayout(const EpochMix& mix
   return out;
 }
 
+std::function<bool(std::string_view)> StreamingDatasetImpl::KeptCompressed(
+    const ShardCacheOptions& cache) {
+  if (cache.keep_zip) return [](std::string_view) { return true; };
+  return cache.keep_zip_of;
+}
+
 uint64_t StreamingDatasetImpl::DiskBytes(uint32_t stream, uint32_t shard) const {
   const ShardDescription& e = indexes_[stream]->shards[shard];
-  return e.raw_bytes() + (options_.keep_zip && e.zip_data ? e.stored_bytes() : 0);
+  if (options_.keep_zip) return e.raw_bytes() + (e.zip_data ? e.stored_bytes() : 0);
+  uint64_t bytes = e.raw_bytes();
+  if (const auto& keep = keep_zip_of_[stream]) {
+    for (const ShardFile& file : e.files()) {
+      if (file.zip != nullptr && keep(file.zip->basename)) bytes += file.zip->bytes;
+    }
+  }
+  return bytes;
 }
 
 Result<internal_order::WorkingSetFit> StreamingDatasetImpl::FitOrder(const EpochMix& mix,

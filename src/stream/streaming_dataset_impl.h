@@ -81,6 +81,8 @@ class StreamingDatasetImpl : public StreamingDataset,
 
   // Bytes a shard takes in its cache folder once fetched.
   uint64_t DiskBytes(uint32_t stream, uint32_t shard) const;
+  // The compressed files a cache with these options keeps.
+  static std::function<bool(std::string_view)> KeptCompressed(const ShardCacheOptions& cache);
 
   // The order to read for `world`: the one asked for, or - under a cache_limit that cannot hold
   // its working set - the widest that fits (src/order/working_set.h), said once; with
@@ -173,6 +175,8 @@ class StreamingDatasetImpl : public StreamingDataset,
   std::atomic<bool> warned_fit_{false};
   uint64_t num_samples_ = 0;
   uint64_t epoch_samples_ = 0;
+  // Per stream: the compressed files its cache keeps (ShardCacheOptions::keep_zip_of), or null.
+  std::vector<std::function<bool(std::string_view)>> keep_zip_of_;
   // The epoch last asked for (Iterate), which per-epoch egress budgets go by; shared with the
   // mirrors' stores.
   std::shared_ptr<std::atomic<uint64_t>> reading_epoch_ =

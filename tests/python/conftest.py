@@ -34,13 +34,14 @@ def upload_dataset(folder, url):
     return url
 
 
-def write_samples(folder, count, blob_of, size_limit):
+def write_samples(folder, count, blob_of, size_limit, compression=None):
     """Writes an MDS dataset of `count` samples {"id": i, "blob": blob_of(i)} into ``folder``
-    (shards of at most ``size_limit`` bytes); returns its file names, sorted."""
+    (shards of at most ``size_limit`` bytes, compressed so if given); returns its file names,
+    sorted."""
     import ferry
 
     with ferry.MDSWriter(out=str(folder), columns={"id": "int", "blob": "bytes"},
-                         size_limit=size_limit) as writer:
+                         size_limit=size_limit, compression=compression) as writer:
         for i in range(count):
             writer.write({"id": i, "blob": blob_of(i)})
     return sorted(os.listdir(folder))

@@ -130,6 +130,31 @@ def test_four_nodes_fetch_each_shard_across_the_wan_once(tmp_path, dataset_on_s3
     assert crossed["bytes_to_client"] < 1.2 * shard_bytes
 
 
+def test_compressed_shards_cross_the_wan_once_too(tmp_path, s3rver, wan):
+    # Each node keeps the compressed form of the shards it owns, which the others ask it for.
+    source = tmp_path / "source"
+    names = write_samples(source, SAMPLES, _blob, 1 << 17, compression="zstd")
+    zips = [n for n in names if n.endswith(".zstd")]
+    assert len(zips) >= 16, names
+    url = upload_dataset(source, f"s3://{s3rver['bucket']}/python/peers/{uuid.uuid4().hex[:12]}")
+    zip_bytes = sum((source / n).stat().st_size for n in zips)
+    index_bytes = (source / "index.json").stat().st_size
+    stop_wan = wan("--delay-ms", "10")
+    peers = [f"127.0.0.1:{p}" for p in _free_ports(NODES)]
+    results = _finish(tmp_path, _start_nodes(tmp_path, url, peers))
+    crossed = stop_wan()
+    assert sorted(i for r in results for i in r["ids"]) == list(range(SAMPLES))
+    assert all(r["failovers"] == 0 for r in results), results
+    assert sum(r["peer_bytes"] for r in results) > zip_bytes // 2, results
+    # Every compressed shard once (a shuffled quarter of the samples touches most shards: each
+    # node would fetch most of them itself), and each node's index.json.
+    shards = crossed["body_bytes_to_client"] - NODES * index_bytes
+    assert zip_bytes <= shards <= 1.1 * zip_bytes, (crossed, zip_bytes)
+    for node in range(NODES):
+        kept = [n for n in zips if (tmp_path / f"node{node}" / n).exists()]
+        assert 0 < len(kept) < len(zips), (node, kept)
+
+
 def test_a_node_killed_mid_epoch_costs_the_others_nothing(tmp_path, dataset_on_s3, wan):
     url, shard_bytes, _ = dataset_on_s3
     # 2 MB/s: the epoch's ~3.5 MB take a couple of seconds, so the kill lands mid-epoch.

@@ -40,10 +40,12 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -64,7 +66,10 @@ struct ShardCacheOptions {
   /// a cache of many small files at its limit scans its folder once per batch of downloads
   /// rather than once per download (src/cache/eviction.h).
   uint64_t eviction_headroom = 0;
-  bool keep_zip = false;                     // keep compressed files after decompressing
+  bool keep_zip = false;  // keep compressed files after decompressing
+  /// Keeps these compressed files too (by basename): a peer-fetch owner's, which the other
+  /// nodes ask it for (src/storage/peer_store.h).
+  std::function<bool(std::string_view basename)> keep_zip_of;
   std::optional<std::string> validate_hash;  // e.g. "xxh64": check downloads against the index
   /// Shards at least this big are fetched as several ranged parts at once: `download_parts` of
   /// them, or (nullopt) as many as the rates of past downloads say pay off, 1 to
