@@ -267,7 +267,7 @@ Result<ObjectInfo> DownloadParts(ObjectStore& store, std::string_view key, int f
   // One version, parts that say different checksums (a proxy that drops a header on some
   // replies): believe none of them.
   if (mixed_checksums) out.checksum = {};
-  if (mixed_sources) out.source = "several";
+  if (mixed_sources) out.source = kSeveralSources;
   return out;
 }
 
@@ -515,7 +515,7 @@ Status ShardDownloader::DownloadOnce(const ShardDescription& shard, const ShardF
       .store(got.store_checksum.kind, std::memory_order_relaxed);
   // Whether replies of this one's shape and source have carried a checksum. Not of one that
   // came from several mirrors: its checksum is dropped whatever they sent.
-  bool seen = got.source != "several";
+  bool seen = got.source != kSeveralSources;
   if (seen) {
     const std::string shape = fmt::format("{} {}", got.ranged ? "ranged" : "whole", got.source);
     MutexLock lock(seen_mu_);

@@ -30,20 +30,16 @@ struct ServeCacheOptions {
 };
 
 Result<int> RunServeCache(const ServeCacheOptions& o) {
-  FERRY_RETURN_IF_ERROR(CheckPeerAddress(o.listen));
+  FERRY_ASSIGN_OR_RETURN(const PeerAddress listen, ParsePeerAddress(o.listen));
   const std::string token = ProcessEnv("FERRY_PEER_TOKEN").value_or("");
   if (token.empty()) {
     return InvalidArgumentError(
         "set FERRY_PEER_TOKEN to the secret the nodes share: the server answers no request "
         "without it");
   }
-  const size_t colon = o.listen.rfind(':');
-  FERRY_ASSIGN_OR_RETURN(
-      auto server,
-      internal_cache::PeerServer::Start(
-          {.host = o.listen.substr(0, colon),
-           .port = static_cast<uint16_t>(*ParseUint(std::string_view(o.listen).substr(colon + 1))),
-           .token = token}));
+  FERRY_ASSIGN_OR_RETURN(auto server,
+                         internal_cache::PeerServer::Start(
+                             {.host = listen.host, .port = listen.port, .token = token}));
   std::vector<std::unique_ptr<internal_cache::PeerServer::Registration>> registrations;
   for (const std::string& folder : o.folders) {
     FERRY_ASSIGN_OR_RETURN(auto datasets, internal_cache::FindPeerDatasets(folder));
@@ -57,8 +53,7 @@ Result<int> RunServeCache(const ServeCacheOptions& o) {
       registrations.push_back(server->Serve(id, std::move(dataset)));
     }
   }
-  std::fprintf(stderr, "listening on %s:%u; Ctrl+C ends it\n", o.listen.substr(0, colon).c_str(),
-               server->port());
+  std::fprintf(stderr, "listening on %s:%u; Ctrl+C ends it\n", listen.host.c_str(), server->port());
   InterruptWatch interrupt;
   while (SleepUnlessStopped(std::chrono::seconds(3600), interrupt.token())) {
   }

@@ -187,7 +187,7 @@ class MirrorStore final : public ObjectStore {
     if (!info) return info;
     info->key = std::string(key);
     Unversioned(*info);
-    info->source = served_by ? std::to_string(*served_by) : "several";
+    info->source = served_by ? std::to_string(*served_by) : std::string(kSeveralSources);
     if (!served_by) info->checksum = {};
     return info;
   }

@@ -90,7 +90,7 @@ class PeerFetchStore final : public ObjectStore {
       if (got) {
         health_.Succeeded(peer, started);
         got->key = std::string(key);
-        if (several) got->source = "several";
+        if (several) got->source = kSeveralSources;
         return got;
       }
       const Status& status = got.status();
@@ -115,7 +115,7 @@ class PeerFetchStore final : public ObjectStore {
     if (!got) return got;
     Unversioned(*got);
     if (delivered > 0) {
-      got->source = "several";
+      got->source = kSeveralSources;
       got->checksum = {};
     }
     return got;
@@ -196,7 +196,7 @@ std::vector<size_t> RendezvousOrder(const std::vector<std::string>& peers, std::
   return order;
 }
 
-Status CheckPeerAddress(std::string_view address) {
+Result<PeerAddress> ParsePeerAddress(std::string_view address) {
   const size_t colon = address.rfind(':');
   const auto port =
       colon == std::string_view::npos ? std::nullopt : ParseUint(address.substr(colon + 1));
@@ -206,7 +206,8 @@ Status CheckPeerAddress(std::string_view address) {
         fmt::format("peer {:?} is not host:port (a node's peer server, e.g. node3:7791)",
                     std::string(address)));
   }
-  return Status::Ok();
+  return PeerAddress{.host = std::string(address.substr(0, colon)),
+                     .port = static_cast<uint16_t>(*port)};
 }
 
 Result<std::shared_ptr<ObjectStore>> MakePeerFetchStore(

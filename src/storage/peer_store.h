@@ -55,8 +55,18 @@ std::string PeerDatasetId(std::string_view index_json);
 /// order.
 std::vector<size_t> RendezvousOrder(const std::vector<std::string>& peers, std::string_view name);
 
+struct PeerAddress {
+  std::string host;
+  uint16_t port = 0;
+};
+
+/// `address`, "host:port" with a port of 1 to 65535, split; kInvalidArgument for anything else.
+Result<PeerAddress> ParsePeerAddress(std::string_view address);
+
 /// kInvalidArgument unless `address` is "host:port" with a port of 1 to 65535.
-Status CheckPeerAddress(std::string_view address);
+inline Status CheckPeerAddress(std::string_view address) {
+  return ParsePeerAddress(address).status();
+}
 
 struct PeerFetchOptions {
   std::vector<std::string> peers;  // "host:port" of every node's peer server, this node's too

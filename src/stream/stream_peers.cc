@@ -152,8 +152,8 @@ Result<PeerOptions> ResolvePeers(PeerOptions options) {
 }
 
 Result<std::shared_ptr<internal_cache::PeerServer>> ProcessPeerServer(const PeerOptions& options) {
-  const uint16_t port = static_cast<uint16_t>(
-      *ParseUint(std::string_view(options.self).substr(options.self.rfind(':') + 1)));
+  FERRY_ASSIGN_OR_RETURN(const PeerAddress self, ParsePeerAddress(options.self));
+  const uint16_t port = self.port;
   std::shared_ptr<internal_cache::PeerServer> server;
   {
     ProcessServers& s = Servers();

@@ -58,10 +58,13 @@ struct ObjectInfo {
   /// What a Read's response says the whole object's checksum is: an S3 ETag that is its MD5,
   /// x-amz-checksum-*, GCS's x-goog-hash, Azure's Content-MD5; empty when the store gives none.
   ObjectChecksum checksum;
-  /// Which of several places served a Read (a MirrorStore's: the mirror's position, "several"
-  /// when the read went on from another); empty for a store that is one place.
+  /// Which of several places served a Read (a MirrorStore's: the mirror's position,
+  /// kSeveralSources when the read went on from another); empty for a store that is one place.
   std::string source;
 };
+
+/// ObjectInfo::source of a read whose bytes came from more than one place.
+inline constexpr std::string_view kSeveralSources = "several";
 
 /// What tells one version of an object from another, for change detection: its etag, or for
 /// stores without one (local files) its modification time; empty when the store gives neither.
