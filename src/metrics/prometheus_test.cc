@@ -10,7 +10,13 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
 #include <string>
+#include <thread>
 
 namespace ferry::metrics {
 namespace {
@@ -87,8 +93,41 @@ TEST(MetricsServer, APortInUseIsAnErrorNamingIt) {
 namespace ferry::metrics {
 namespace {
 
-// A forked child (a DataLoader worker) does not keep the port: once the parent closes its server
-// the port is free again, while the child still lives.
+// The inodes of the sockets listening on `port` (/proc/net/tcp, state 0A).
+std::set<std::string> ListeningSockets(uint16_t port) {
+  std::set<std::string> inodes;
+  std::ifstream table("/proc/net/tcp");
+  std::string line;
+  std::getline(table, line);  // the header
+  while (std::getline(table, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+    fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >>
+        timeout >> inode;
+    const size_t colon = local.find(':');
+    if (colon == std::string::npos || state != "0A") continue;
+    if (std::stoul(local.substr(colon + 1), nullptr, 16) == port) inodes.insert(inode);
+  }
+  return inodes;
+}
+
+// Whether process `pid` holds one of the sockets `inodes`.
+bool Holds(pid_t pid, const std::set<std::string>& inodes) {
+  std::error_code ec;
+  for (const auto& fd : std::filesystem::directory_iterator(
+           std::filesystem::path("/proc") / std::to_string(pid) / "fd", ec)) {
+    const auto target = std::filesystem::read_symlink(fd.path(), ec).string();
+    if (target.starts_with("socket:[") && inodes.contains(target.substr(8, target.size() - 9))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// A forked child (a DataLoader worker) does not keep the port: its server's listening socket is
+// closed in the child, so once the parent closes its server nothing listens on the port. Checked
+// on the child's own descriptors: a connection to the port could reach another process that
+// took it since, under a parallel test run.
 TEST(MetricsServer, AForkedChildDoesNotKeepThePort) {
   auto server = MetricsServer::Start([] { return std::string("x 1\n"); }, 0);
   ASSERT_TRUE(server.ok());
@@ -104,17 +143,17 @@ TEST(MetricsServer, AForkedChildDoesNotKeepThePort) {
     ::_exit(0);
   }
   ::close(release[0]);
+  const std::set<std::string> listening = ListeningSockets(port);
+  ASSERT_FALSE(listening.empty()) << "the server listens on " << port;
+  EXPECT_TRUE(Holds(::getpid(), listening)) << "the parent's socket is seen";
+  // The child closes it in its fork handler, which may run after the parent's fork returned.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (Holds(pid, listening) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_FALSE(Holds(pid, listening)) << "the child kept the listening socket";
   server->reset();
-  // Nobody listens on the port any more: a connection is refused. (Not a second server on the
-  // port: under a parallel test run, another process's outgoing connection may take it.)
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_NE(::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
-  EXPECT_EQ(errno, ECONNREFUSED);
-  ::close(fd);
+  EXPECT_FALSE(Holds(::getpid(), listening));
   ::close(release[1]);
   int status = 0;
   ::waitpid(pid, &status, 0);
