@@ -314,9 +314,11 @@ class MirrorStore final : public ObjectStore {
         continue;
       }
       if (flags.wrong_size) {
-        MarkWrongCopy(i, key);
-        counters_[i].wrong_size.Add();
-        Log().warn("storage: {}; that mirror is passed over for it from now on", status.message());
+        if (MarkWrongCopy(i, key)) {  // once, however many reads find it at the same time
+          counters_[i].wrong_size.Add();
+          Log().warn("storage: {}; that mirror is passed over for it from now on",
+                     status.message());
+        }
         // Bytes of it reached the caller: only the caller can start over (its retry comes back
         // here, and goes to the next mirror).
         if (flags.tainted) return status;
@@ -385,9 +387,10 @@ class MirrorStore final : public ObjectStore {
     return wrong_copies_.contains({i, std::string(key)});
   }
 
-  void MarkWrongCopy(size_t i, std::string_view key) {
+  // False when another read had found it already.
+  bool MarkWrongCopy(size_t i, std::string_view key) {
     MutexLock lock(copies_mu_);
-    wrong_copies_.insert({i, std::string(key)});
+    return wrong_copies_.insert({i, std::string(key)}).second;
   }
 
   int64_t NodeCount(const SourceAccount& source) const {
