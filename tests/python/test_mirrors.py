@@ -29,6 +29,18 @@ def azurite(monkeypatch):
     return os.environ["FERRY_TEST_AZURITE_CONTAINER"]
 
 
+def _read_every_sample(dataset, count):
+    """Iterates ``dataset``, checking each sample's bytes and that the ids are 0..count-1, each
+    once; returns the seconds it took."""
+    started = time.monotonic()
+    seen = []
+    for sample in dataset:
+        assert sample["blob"] == _blob(sample["id"]), sample["id"]
+        seen.append(sample["id"])
+    assert sorted(seen) == list(range(count))
+    return time.monotonic() - started
+
+
 def _counters(names):
     values = ferry.metrics()
     return {name: values.get(name, 0) for name in names}
@@ -60,14 +72,9 @@ def test_three_mirrors_one_killed_one_partial_deliver_every_sample_once(
     assert dataset.streams[0].mirrors == [az_url, str(source)]
     killer = threading.Timer(1.0, stop_wan)
     killer.start()
-    seen = []
-    started = time.monotonic()
-    for sample in dataset:
-        assert sample["blob"] == _blob(sample["id"]), sample["id"]
-        seen.append(sample["id"])
+    elapsed = _read_every_sample(dataset, SAMPLES)
     killer.join()
-    assert sorted(seen) == list(range(SAMPLES))
-    assert time.monotonic() - started < 120
+    assert elapsed < 120, elapsed
     after = _counters(watched)
     delta = {name: after[name] - before[name] for name in watched}
     # Each shard was downloaded once, whole, from one mirror or another (a download cut by the
@@ -126,13 +133,7 @@ def test_local_moto_and_azurite_mirrors_miss_stall_and_fail_and_each_byte_is_cou
     _, stop_stalling = wan_proxy(az_target, "--listen", str(az_port), "--fault-kinds", "stall",
                                  "--fault-rate", "0.000001", "--fault-stall-ms", "120000",
                                  "--fault-max-offset", "20000")
-    started = time.monotonic()
-    seen = []
-    for sample in dataset:
-        assert sample["blob"] == _blob(sample["id"]), sample["id"]
-        seen.append(sample["id"])
-    elapsed = time.monotonic() - started
-    assert sorted(seen) == list(range(600))
+    elapsed = _read_every_sample(dataset, 600)
     assert elapsed < 60, elapsed
     delta = {name: value - before[name] for name, value in _counters(watched).items()}
     az_wire, moto_wire = stop_stalling(), stop_moto()
@@ -173,11 +174,7 @@ def test_a_mirrors_copy_of_another_size_is_passed_over(tmp_path):
     before = _counters(watched)
     dataset = ferry.StreamingDataset(remote=[str(staged), str(source)],
                                      local=str(tmp_path / "cache"), shuffle=False, batch_size=8)
-    seen = []
-    for sample in dataset:
-        assert sample["blob"] == _blob(sample["id"]), sample["id"]
-        seen.append(sample["id"])
-    assert sorted(seen) == list(range(300))
+    _read_every_sample(dataset, 300)
     delta = {name: value - before[name] for name, value in _counters(watched).items()}
     assert delta["/ferry/mirror/0/wrong_size"] == 2, delta
     # The two shards came from the second mirror; the staged copy served most of the rest (the
@@ -214,13 +211,7 @@ def test_a_stalled_mirror_is_left_within_seconds(tmp_path, s3rver, wan):
         "--fault-stall-ms", "120000", "--fault-max-offset", "20000")
     watched = ["/ferry/mirror/0/failovers", "/ferry/mirror/1/bytes_read"]
     before = _counters(watched)
-    started = time.monotonic()
-    seen = []
-    for sample in dataset:
-        assert sample["blob"] == _blob(sample["id"]), sample["id"]
-        seen.append(sample["id"])
-    elapsed = time.monotonic() - started
-    assert sorted(seen) == list(range(300))
+    elapsed = _read_every_sample(dataset, 300)
     after = _counters(watched)
     assert after["/ferry/mirror/0/failovers"] > before["/ferry/mirror/0/failovers"]
     assert after["/ferry/mirror/1/bytes_read"] > before["/ferry/mirror/1/bytes_read"]
