@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <optional>
 #include <set>
@@ -130,9 +131,7 @@ class MirrorStore final : public ObjectStore {
   Result<ObjectInfo> Read(std::string_view key, ByteRange range, const ByteSink& sink) override {
     uint64_t delivered = 0;
     std::optional<size_t> served_by;  // the one mirror that sent every byte, if one did
-    const auto size = sizes_.find(std::string(key));
-    const std::optional<uint64_t> expected =
-        size == sizes_.end() ? std::nullopt : std::optional(size->second);
+    const std::optional<uint64_t> expected = ExpectedSize(key);
     auto info = OnEachMirror(
         key,
         [&](size_t i, CallFlags& flags) -> Result<ObjectInfo> {
@@ -154,7 +153,8 @@ class MirrorStore final : public ObjectStore {
             if (expected && range.offset + delivered + chunk.size() > *expected) {
               flags.wrong_size = true;
               flags.tainted = delivered > before;
-              return CheckSize(i, key, range.offset + delivered + chunk.size(), "at least ");
+              return CheckSize(i, key, range.offset + delivered + chunk.size(), expected,
+                               "at least ");
             }
             Status status = sink(chunk);
             if (!status.ok()) {
@@ -171,7 +171,7 @@ class MirrorStore final : public ObjectStore {
             return status;
           });
           if (got) {  // a ranged read reports the whole object's size too
-            if (Status s = CheckSize(i, key, got->size); !s.ok()) {
+            if (Status s = CheckSize(i, key, got->size, expected); !s.ok()) {
               flags.wrong_size = true;
               flags.tainted = delivered > before;
               return s;
@@ -347,7 +347,7 @@ class MirrorStore final : public ObjectStore {
       for (size_t i : wrong) urls += (urls.empty() ? "" : ", ") + UrlOf(i, key);
       return DataLossError(fmt::format(
           "{}: no mirror has a copy of the size the index gives ({} bytes): {} differ{}",
-          UrlOf(0, key), sizes_.at(std::string(key)), urls,
+          UrlOf(0, key), ExpectedSize(key).value_or(0), urls,
           lacking.empty() ? "" : ", the rest lack it"));
     }
     if (!spent.empty()) {
@@ -366,23 +366,31 @@ class MirrorStore final : public ObjectStore {
   Result<ObjectInfo> CheckedHead(size_t i, std::string_view key, CallFlags& flags) const {
     auto got = Store(i).Head(Key(i, key));
     if (!got) return got;
-    if (Status s = CheckSize(i, key, got->size); !s.ok()) {
+    if (Status s = CheckSize(i, key, got->size, ExpectedSize(key)); !s.ok()) {
       flags.wrong_size = true;
       return s;
     }
     return got;
   }
 
-  // OK when `size` is the size the index gives `key` (or it gives none).
-  Status CheckSize(size_t i, std::string_view key, uint64_t size,
-                   std::string_view at_least = "") const {
+  // The size the index gives `key`, if it names it.
+  std::optional<uint64_t> ExpectedSize(std::string_view key) const {
+    if (sizes_.empty()) return std::nullopt;
     const auto it = sizes_.find(std::string(key));
-    if (it == sizes_.end() || it->second == size) return Status::Ok();
-    return DataLossError(fmt::format("{}: this mirror's copy has {}{} bytes, the index says {}",
-                                     UrlOf(i, key), at_least, size, it->second));
+    return it == sizes_.end() ? std::nullopt : std::optional(it->second);
   }
 
+  // OK when `size` is `expected` (the size the index gives `key`), or there is none.
+  Status CheckSize(size_t i, std::string_view key, uint64_t size, std::optional<uint64_t> expected,
+                   std::string_view at_least = "") const {
+    if (!expected || *expected == size) return Status::Ok();
+    return DataLossError(fmt::format("{}: this mirror's copy has {}{} bytes, the index says {}",
+                                     UrlOf(i, key), at_least, size, *expected));
+  }
+
+  // Every read asks, for each mirror it tries: without a wrong copy known, no lock or key copy.
   bool IsWrongCopy(size_t i, std::string_view key) {
+    if (!any_wrong_copy_.load(std::memory_order_acquire)) return false;
     MutexLock lock(copies_mu_);
     return wrong_copies_.contains({i, std::string(key)});
   }
@@ -390,6 +398,7 @@ class MirrorStore final : public ObjectStore {
   // False when another read had found it already.
   bool MarkWrongCopy(size_t i, std::string_view key) {
     MutexLock lock(copies_mu_);
+    any_wrong_copy_.store(true, std::memory_order_release);
     return wrong_copies_.insert({i, std::string(key)}).second;
   }
 
@@ -476,6 +485,7 @@ class MirrorStore final : public ObjectStore {
   Mutex copies_mu_;
   // (mirror, key) of every copy found with another size than sizes_ gives.
   std::set<std::pair<size_t, std::string>> wrong_copies_ GUARDED_BY(copies_mu_);
+  std::atomic<bool> any_wrong_copy_{false};
   Mutex budget_mu_;
   // Fixed after construction but for the counts Spent reads and keeps (under budget_mu_).
   std::vector<SourceAccount> sources_;
