@@ -35,8 +35,10 @@ build-dev: deps
 # and identity servers) under ASan+UBSan with, beside the latter on servers of their own, the
 # Python package's tests (release build of the module), then the
 # fuzz targets' seeds and fixed variants of them, in the same sanitized build; between them, the
-# wheel and the C++ library installed and used from outside the repository.
+# wheel and the C++ library installed and used from outside the repository. Formatting is
+# checked first, as CI checks it.
 test: build-dev build-python
+	@$(MAKE) --no-print-directory format-check
 	@./scripts/check-thread-safety.py
 	@./scripts/run-tests.sh dev
 	@./scripts/check-install.sh --build-dir build/release

@@ -401,12 +401,13 @@ Command AddStreamCommand(CLI::App& parent) {
   app->add_option("--mirror", o->mirrors,
                   "Another place holding the same dataset, tried after URL (repeatable, in "
                   "preference order): a failed read goes on from the next at the byte it reached");
-  app->add_option("--egress", o->egress,
-                  "URL=LABEL[,USD_PER_GB[,BUDGET[,EPOCH_BUDGET]]] for the remote or a --mirror (repeatable): "
-                  "its name in the report, its egress price (the report estimates the cost), "
-                  "and the bytes it may deliver in all and per epoch (then reads go to the "
-                  "other mirrors, or stop with an error), e.g. "
-                  "s3://source/train=aws-us-east-1,0.09,500gb,50gb");
+  app->add_option(
+      "--egress", o->egress,
+      "URL=LABEL[,USD_PER_GB[,BUDGET[,EPOCH_BUDGET]]] for the remote or a --mirror (repeatable): "
+      "its name in the report, its egress price (the report estimates the cost), "
+      "and the bytes it may deliver in all and per epoch (then reads go to the "
+      "other mirrors, or stop with an error), e.g. "
+      "s3://source/train=aws-us-east-1,0.09,500gb,50gb");
   app->add_option("--peer", o->peers,
                   "host:port of a node's peer server, this node's included (repeatable; default "
                   "FERRY_PEERS, comma-separated): each shard is fetched from the remote by one "
