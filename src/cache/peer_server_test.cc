@@ -159,6 +159,21 @@ TEST(RendezvousOrderTest, IsTheSameOnEveryNodeAndSpreadsShards) {
   }
 }
 
+TEST(RendezvousOrderTest, TheOwnerIsTheFirstOfTheOrderEvenAmongRepeatedAddresses) {
+  const std::vector<std::string> peers = {"n0:7791", "n1:7791", "n0:7791", "n2:7791", "n1:7791"};
+  for (int k = 0; k < 2000; ++k) {
+    const std::string name = fmt::format("shard.{:05}.mds", k);
+    const auto order = RendezvousOrder(peers, name);
+    EXPECT_EQ(RendezvousOwner(peers, name), order.front()) << name;
+    // A repeated address comes at its first place first.
+    for (size_t i = 0; i + 1 < order.size(); ++i) {
+      if (peers[order[i]] == peers[order[i + 1]]) {
+        EXPECT_LT(order[i], order[i + 1]) << name;
+      }
+    }
+  }
+}
+
 TEST(PeerAddressTest, MustBeHostAndPort) {
   EXPECT_TRUE(CheckPeerAddress("node3:7791").ok());
   EXPECT_TRUE(CheckPeerAddress("10.0.0.7:1").ok());

@@ -177,23 +177,50 @@ std::string PeerDatasetId(std::string_view index_json) {
   return fmt::format("{:016x}", XXH3_64bits(index_json.data(), index_json.size()));
 }
 
+namespace {
+
+// Ties (only of equal addresses) fall to the address, then the position: the same order on every
+// node.
+struct PeerScore {
+  uint64_t score;
+  size_t position;
+};
+
+PeerScore ScoreOf(const std::vector<std::string>& peers, size_t i, uint64_t seed) {
+  return {XXH3_64bits_withSeed(peers[i].data(), peers[i].size(), seed), i};
+}
+
+bool OwnsBefore(const std::vector<std::string>& peers, const PeerScore& a, const PeerScore& b) {
+  if (a.score != b.score) return a.score > b.score;
+  if (peers[a.position] != peers[b.position]) return peers[a.position] < peers[b.position];
+  return a.position < b.position;
+}
+
+uint64_t NameSeed(std::string_view name) { return XXH3_64bits(name.data(), name.size()); }
+
+}  // namespace
+
 std::vector<size_t> RendezvousOrder(const std::vector<std::string>& peers, std::string_view name) {
-  const uint64_t seed = XXH3_64bits(name.data(), name.size());
-  std::vector<std::pair<uint64_t, size_t>> scored;
+  const uint64_t seed = NameSeed(name);
+  std::vector<PeerScore> scored;
   scored.reserve(peers.size());
-  for (size_t i = 0; i < peers.size(); ++i) {
-    // Ties (only of equal addresses) fall to the address, then the position: still the same
-    // order on every node.
-    scored.emplace_back(XXH3_64bits_withSeed(peers[i].data(), peers[i].size(), seed), i);
-  }
-  std::sort(scored.begin(), scored.end(), [&](const auto& a, const auto& b) {
-    if (a.first != b.first) return a.first > b.first;
-    return peers[a.second] < peers[b.second];
-  });
+  for (size_t i = 0; i < peers.size(); ++i) scored.push_back(ScoreOf(peers, i, seed));
+  std::sort(scored.begin(), scored.end(),
+            [&](const PeerScore& a, const PeerScore& b) { return OwnsBefore(peers, a, b); });
   std::vector<size_t> order;
   order.reserve(scored.size());
-  for (const auto& [score, i] : scored) order.push_back(i);
+  for (const PeerScore& s : scored) order.push_back(s.position);
   return order;
+}
+
+size_t RendezvousOwner(const std::vector<std::string>& peers, std::string_view name) {
+  const uint64_t seed = NameSeed(name);
+  PeerScore best = ScoreOf(peers, 0, seed);
+  for (size_t i = 1; i < peers.size(); ++i) {
+    const PeerScore s = ScoreOf(peers, i, seed);
+    if (OwnsBefore(peers, s, best)) best = s;
+  }
+  return best.position;
 }
 
 Result<PeerAddress> ParsePeerAddress(std::string_view address) {

@@ -54,6 +54,9 @@ std::string PeerDatasetId(std::string_view index_json);
 /// takes over when the owner is down. The same on every node that lists the same peers, in any
 /// order.
 std::vector<size_t> RendezvousOrder(const std::vector<std::string>& peers, std::string_view name);
+/// RendezvousOrder(peers, name).front() without the sort: a scan, for the questions asked per
+/// shard ("does this node own it?"). `peers` is not empty.
+size_t RendezvousOwner(const std::vector<std::string>& peers, std::string_view name);
 
 struct PeerAddress {
   std::string host;

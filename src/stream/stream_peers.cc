@@ -12,6 +12,7 @@
 #include <chrono>
 #include <map>
 #include <thread>
+#include <unordered_set>
 
 #include "base/ascii.h"
 #include "base/file_util.h"
@@ -115,6 +116,11 @@ Result<PeerOptions> ResolvePeers(PeerOptions options) {
   for (const std::string& address : options.addresses) {
     FERRY_RETURN_IF_ERROR(CheckPeerAddress(address));
   }
+  // A node listed twice is one node: kept at its first place, so that every node, however its
+  // list repeats, scores the same peers and one of them owns each shard.
+  std::unordered_set<std::string> seen;
+  std::erase_if(options.addresses,
+                [&](const std::string& address) { return !seen.insert(address).second; });
   if (options.self.empty()) {
     if (auto self = env("FERRY_PEER_SELF")) options.self = *self;
   }
@@ -189,7 +195,7 @@ std::function<bool(std::string_view basename)> OwnedByThisNode(const PeerOptions
   const auto self = std::find(peers.addresses.begin(), peers.addresses.end(), peers.self);
   const size_t index = static_cast<size_t>(self - peers.addresses.begin());
   return [addresses = peers.addresses, index](std::string_view basename) {
-    return RendezvousOrder(addresses, basename).front() == index;
+    return RendezvousOwner(addresses, basename) == index;
   };
 }
 
