@@ -148,4 +148,8 @@ std::filesystem::path CacheLayout::BinaryIndexPath() const {
   return root_ / std::string(kBookkeepingFolder) / "index.bin";
 }
 
+std::filesystem::path CacheLayout::MirrorsPath() const {
+  return root_ / std::string(kBookkeepingFolder) / "mirrors.json";
+}
+
 }  // namespace ferry::internal_cache

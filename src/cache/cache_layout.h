@@ -19,6 +19,8 @@
 //                                       its index.json that the cached copy is (cached_index.h)
 //   <root>/.ferry/index.bin             index.json in binary form, which every process but the
 //                                       first reads instead (src/format/binary_index.h)
+//   <root>/.ferry/mirrors.json          the version of each mirror's index.json when the copies
+//                                       were last found the same (src/stream/stream_mirrors.h)
 //
 // A shard file has exactly one temporary name, and only the holder of the shard's download lock
 // writes it: whoever takes the lock next knows that a file under that name is the leftover of a
@@ -110,6 +112,9 @@ class CacheLayout {
   std::filesystem::path OriginPath() const;
   /// The binary form of index.json (src/format/binary_index.h).
   std::filesystem::path BinaryIndexPath() const;
+  /// The versions of the mirrors' copies of index.json found the same
+  /// (src/stream/stream_mirrors.h).
+  std::filesystem::path MirrorsPath() const;
 
  private:
   std::filesystem::path root_;

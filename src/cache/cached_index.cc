@@ -329,7 +329,11 @@ Result<DatasetDescription> LoadIndex(ObjectStore* remote, const std::string& rem
   };
   // A cached copy is checked with a HEAD first; without one the GET's response gives the
   // version, a round trip sooner.
-  if (cached) {
+  if (cached && !options.index_version.empty()) {
+    if (origin && origin->index_version == options.index_version) {
+      return internal_cache::ReadCachedIndex(layout);
+    }
+  } else if (cached) {
     auto head = remote->Head(key);
     if (!head) {
       if (head.error().code() == StatusCode::kNotFound) return missing(head.error());
@@ -368,8 +372,11 @@ Result<DatasetDescription> LoadIndex(ObjectStore* remote, const std::string& rem
                                  (!origin || origin->index_version != now->index_version) &&
                                  std::filesystem::exists(layout.IndexPath(), ec);
   if (fetched_meanwhile) {
-    auto head = remote->Head(key);
-    if (head && ObjectVersion(*head) == now->index_version) {
+    if (!options.index_version.empty()) {
+      if (options.index_version == now->index_version) {
+        return internal_cache::ReadCachedIndex(layout);
+      }
+    } else if (auto head = remote->Head(key); head && ObjectVersion(*head) == now->index_version) {
       return internal_cache::ReadCachedIndex(layout);
     }
   }
@@ -425,8 +432,9 @@ Result<DatasetDescription> LoadIndex(ObjectStore* remote, const std::string& rem
     undo_folder();  // not a dataset ferry reads, for any process
     return fetched_times(IndexFailure(parsed->error(), text));
   }
-  FERRY_RETURN_IF_ERROR(
-      internal_cache::Replace(layout, remote_url, text, **parsed, ObjectVersion(*read)));
+  FERRY_RETURN_IF_ERROR(internal_cache::Replace(
+      layout, remote_url, text, **parsed,
+      options.index_version.empty() ? ObjectVersion(*read) : options.index_version));
   Log().debug("cache: fetched {} into {}", url, local.string());
   return std::move(**parsed);
 }

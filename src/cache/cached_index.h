@@ -6,7 +6,9 @@
 // where the store has no etag). Opening it:
 //   - for another remote is an error naming both: the shards of one dataset must never be served
 //     as those of another (two datasets often share shard names);
-//   - asks the remote for the index's version (a HEAD); the same version reads the cached copy;
+//   - asks the remote for the index's version (a HEAD), or takes the one the caller gives
+//     (LoadIndexOptions::index_version: a mirrored stream's, src/stream/stream_mirrors.h); the
+//     same version reads the cached copy;
 //     another one (or none cached) fetches the index under the folder's cache.lock, so that the
 //     processes opening it together fetch it once (those that waited find the new copy and
 //     check it with a HEAD), drops the cached shard files the new index does not describe

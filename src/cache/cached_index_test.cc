@@ -47,6 +47,28 @@ TEST_F(CachedIndexTest, FetchedOnceThenRevalidatedWithOneHead) {
   EXPECT_EQ(local->shards.size(), index_.shards.size());
 }
 
+// A store whose reads report no version (a MirrorStore's): the caller gives it instead.
+TEST_F(CachedIndexTest, AVersionTheCallerKnowsIsUsedInsteadOfAHeadAndRecorded) {
+  WriteRemote();
+  auto store = Store();
+  ASSERT_TRUE(LoadIndex(store.get(), prefix_, Cache(), {.index_version = "v1"}).has_value());
+  EXPECT_EQ(Reads("index.json"), 1);
+  auto origin = internal_cache::ReadCacheOrigin(internal_cache::CacheLayout(Cache()));
+  ASSERT_TRUE(origin.ok() && origin->has_value());
+  EXPECT_EQ((*origin)->index_version, "v1");
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(LoadIndex(store.get(), prefix_, Cache(), {.index_version = "v1"}).has_value());
+  }
+  EXPECT_EQ(Reads("index.json"), 1) << "the same version reads the cached copy";
+  EXPECT_EQ(Heads(ReadLog(), prefix_ + "/index.json"), 0) << "without asking the store";
+  auto again = LoadIndex(store.get(), prefix_, Cache(), {.index_version = "v2"});
+  ASSERT_TRUE(again.has_value()) << again.status().ToString();
+  EXPECT_EQ(Reads("index.json"), 2) << "another version fetches it";
+  origin = internal_cache::ReadCacheOrigin(internal_cache::CacheLayout(Cache()));
+  ASSERT_TRUE(origin.ok() && origin->has_value());
+  EXPECT_EQ((*origin)->index_version, "v2");
+}
+
 TEST_F(CachedIndexTest, AFolderFilledFromAnotherRemoteRefusesNamingBoth) {
   WriteRemote();
   testing::WriteDataset(Remote() / "other", {.samples = 12});

@@ -1,6 +1,7 @@
 #include "storage/mirror_store.h"
 
 #include <fmt/format.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <atomic>
@@ -11,6 +12,7 @@
 
 #include "base/log.h"
 #include "base/mutex.h"
+#include "base/run_each.h"
 #include "ferry/metrics/metrics.h"
 #include "storage/http/http_types.h"
 #include "storage/retry_policy.h"
@@ -87,7 +89,7 @@ class MirrorStore final : public ObjectStore {
         speeds_(mirrors_.size()),
         node_total_(std::move(options.node_total)),
         epoch_(std::move(options.epoch)),
-        sizes_(std::move(options.sizes)) {
+        size_of_(std::move(options.size_of)) {
     for (size_t i = 0; i < mirrors_.size(); ++i) counters_.push_back(CountersOf(i));
     MutexLock lock(budget_mu_);
     for (const Mirror& mirror : mirrors_) {
@@ -375,9 +377,7 @@ class MirrorStore final : public ObjectStore {
 
   // The size the index gives `key`, if it names it.
   std::optional<uint64_t> ExpectedSize(std::string_view key) const {
-    if (sizes_.empty()) return std::nullopt;
-    const auto it = sizes_.find(std::string(key));
-    return it == sizes_.end() ? std::nullopt : std::optional(it->second);
+    return size_of_ ? size_of_(key) : std::nullopt;
   }
 
   // OK when `size` is `expected` (the size the index gives `key`), or there is none.
@@ -480,10 +480,10 @@ class MirrorStore final : public ObjectStore {
   SourceSpeeds speeds_;
   const std::function<int64_t(const std::string&)> node_total_;
   const std::function<uint64_t()> epoch_;
-  const std::unordered_map<std::string, uint64_t> sizes_;
+  const std::function<std::optional<uint64_t>(std::string_view)> size_of_;
   std::vector<size_t> source_of_;  // per mirror: its source in sources_
   Mutex copies_mu_;
-  // (mirror, key) of every copy found with another size than sizes_ gives.
+  // (mirror, key) of every copy found with another size than size_of_ gives.
   std::set<std::pair<size_t, std::string>> wrong_copies_ GUARDED_BY(copies_mu_);
   std::atomic<bool> any_wrong_copy_{false};
   Mutex budget_mu_;
@@ -528,40 +528,116 @@ Result<std::shared_ptr<ObjectStore>> MakeMirrorStore(std::vector<Mirror> mirrors
   return std::shared_ptr<ObjectStore>(std::make_shared<MirrorStore>(std::move(mirrors), options));
 }
 
-Result<std::vector<Mirror>> MirrorsOfOneDataset(std::vector<Mirror> mirrors, std::string_view key,
-                                                std::string* bytes_out) {
+namespace {
+
+// What a mirror's copy of the index showed: its version, and when read, its size and digest.
+struct Copy {
+  std::string url;
+  std::optional<Status> error;  // it could not show its copy
+  std::string version;
+  uint64_t size = 0;
+  XXH128_hash_t digest{};
+};
+
+// Reads the copy whole, keeping only its digest: an index of 100,000 shards is 34 MB a copy.
+void ReadCopy(const Mirror& mirror, const std::string& object, Copy& copy) {
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_128bits_reset(state);
+  uint64_t size = 0;
+  auto read = mirror.store->Read(object, {}, [&](std::string_view chunk) {
+    XXH3_128bits_update(state, chunk.data(), chunk.size());
+    size += chunk.size();
+    return Status::Ok();
+  });
+  if (read) {
+    copy.version = ObjectVersion(*read);
+    copy.size = size;
+    copy.digest = XXH3_128bits_digest(state);
+  } else {
+    copy.error = read.status();
+  }
+  XXH3_freeState(state);
+}
+
+}  // namespace
+
+Result<OneDataset> MirrorsOfOneDataset(std::vector<Mirror> mirrors, std::string_view key,
+                                       const CopyVersions& known) {
   if (mirrors.empty()) return InvalidArgumentError("mirrors: none given");
+  const size_t n = mirrors.size();
+  std::vector<std::string> objects(n);
+  std::vector<Copy> copies(n);
+  for (size_t i = 0; i < n; ++i) {
+    objects[i] = mirrors[i].prefix + std::string(key);
+    copies[i].url = http::RedactUrl(mirrors[i].store->ToUrl(objects[i]));
+  }
+  // The mirrors are asked at once: each is a round trip to another place.
+  bool confirmed = false;
+  if (!known.empty()) {
+    RunEach(n, n, [&](size_t i) {
+      auto head = mirrors[i].store->Head(objects[i]);
+      if (head) {
+        copies[i].version = ObjectVersion(*head);
+      } else {
+        copies[i].error = head.status();
+      }
+    });
+    confirmed = std::any_of(copies.begin(), copies.end(), [](const Copy& c) { return !c.error; }) &&
+                std::all_of(copies.begin(), copies.end(), [&](const Copy& c) {
+                  if (c.error) return true;
+                  const auto it = known.find(c.url);
+                  return !c.version.empty() && it != known.end() && it->second == c.version;
+                });
+  }
+  if (!confirmed) {
+    RunEach(n, n, [&](size_t i) {
+      if (!copies[i].error) ReadCopy(mirrors[i], objects[i], copies[i]);
+    });
+  }
+  OneDataset out;
+  const Copy* first = nullptr;  // the first that answered
   std::optional<Status> first_error;
-  std::optional<size_t> first;  // the first that answered
-  std::string first_url;
-  std::string first_bytes;
-  for (size_t i = 0; i < mirrors.size(); ++i) {
-    Mirror& mirror = mirrors[i];
-    const std::string object = mirror.prefix + std::string(key);
-    const std::string url = http::RedactUrl(mirror.store->ToUrl(object));
-    auto bytes = mirror.store->Get(object);
-    if (!bytes) {
+  for (size_t i = 0; i < n; ++i) {
+    const Copy& copy = copies[i];
+    if (copy.error) {
       Log().warn(
-          "storage: mirror {} is left out: it cannot show that it holds the same dataset: {}", url,
-          bytes.status().message());
-      if (!first_error) first_error = bytes.status();
-      mirror.left_out = true;
+          "storage: mirror {} is left out: it cannot show that it holds the same dataset: {}",
+          copy.url, copy.error->message());
+      if (!first_error) first_error = *copy.error;
+      mirrors[i].left_out = true;
       continue;
     }
-    if (!first) {
-      first = i;
-      first_url = url;
-      first_bytes = std::move(*bytes);
-    } else if (*bytes != first_bytes) {
+    if (confirmed) continue;
+    if (first == nullptr) {
+      first = &copy;
+    } else if (copy.size != first->size || !XXH128_isEqual(copy.digest, first->digest)) {
       return FailedPreconditionError(
           fmt::format("{} ({} bytes) is not {} ({} bytes): mirrors must hold one dataset, byte "
                       "for byte",
-                      url, bytes->size(), first_url, first_bytes.size()));
+                      copy.url, copy.size, first->url, first->size));
     }
+    if (!copy.version.empty()) out.versions[copy.url] = copy.version;
   }
-  if (!first) return first_error->WithContext("no mirror can show its copy of the dataset");
-  if (bytes_out != nullptr) *bytes_out = std::move(first_bytes);
-  return mirrors;
+  if (first == nullptr && !confirmed) {
+    return first_error->WithContext("no mirror can show its copy of the dataset");
+  }
+  // Versions are per mirror: another mirror left out, or back, is another version too.
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  for (const Copy& copy : copies) {
+    if (copy.error) continue;
+    if (copy.version.empty()) {
+      out.version.clear();
+      break;
+    }
+    for (const std::string* part : {&copy.url, &copy.version}) {
+      XXH3_64bits_update(state, part->data(), part->size() + 1);  // with its NUL: unambiguous
+    }
+    out.version = fmt::format("mirrors:{:016x}", XXH3_64bits_digest(state));
+  }
+  XXH3_freeState(state);
+  out.mirrors = std::move(mirrors);
+  return out;
 }
 
 }  // namespace ferry

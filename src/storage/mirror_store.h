@@ -10,23 +10,23 @@
 // goes on from the next mirror at the byte it had reached: a range request for the rest, so the
 // caller's sink sees every byte once, in order. A mirror that lacks the object (404: a partly
 // staged copy) passes it on to the next without being demoted, and so does one whose copy has
-// another size than the index gives (MirrorOptions::sizes) - from then on, for that object; when
+// another size than the index gives (MirrorOptions::size_of) - from then on, for that object; when
 // bytes of that copy had reached the caller already, the read fails with kDataLoss first, so
 // that the caller's retry starts over at the next mirror. A demoted mirror is asked again once
 // its demotion ends (the first read after it is the probe): 5 s after its first failure, doubling
 // with each failure in a row up to 5 minutes; a success ends it.
 //
 // Identity is the caller's to check once, at open (MirrorsOfOneDataset: every mirror's
-// index.json has the same bytes); after that a shard's size and hashes come from index.json,
-// whichever mirror serves it. So a read reports no etag or time (each mirror has its own, and a
-// shard whose parts came from two mirrors is still one object), and the store's checksum only
-// when one mirror sent every byte of the read.
+// index.json has the same bytes, or the versions of copies found the same before); after that a
+// shard's size and hashes come from index.json, whichever mirror serves it. So a read reports no
+// etag or time (each mirror has its own, and a shard whose parts came from two mirrors is still one
+// object), and the store's checksum only when one mirror sent every byte of the read.
 //
 // Counters, per mirror (its position in the list, 0 the preferred):
 //   /ferry/mirror/<i>/bytes_read  bytes it delivered
 //   /ferry/mirror/<i>/failovers   reads it failed that another mirror took over
 //   /ferry/mirror/<i>/missing     reads of objects it lacks (404) that another mirror served
-//   /ferry/mirror/<i>/wrong_size  objects it holds in another size than MirrorOptions::sizes
+//   /ferry/mirror/<i>/wrong_size  objects it holds in another size than MirrorOptions::size_of
 // and per source (SourceLabel: several mirrors may share one; SourceCounterName):
 //   /ferry/source/<label>/bytes_read   bytes it delivered (what egress is paid on)
 //   /ferry/source/<label>/over_budget  reads it passed on, or broke off, at its budget
@@ -41,10 +41,11 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
+#include <string_view>
 #include <vector>
 
 #include "ferry/result.h"
@@ -86,10 +87,11 @@ struct MirrorOptions {
   std::function<int64_t(const std::string& counter)> node_total;
   /// The epoch this process reads now, for SourceEgress::epoch_budget. Null: one epoch.
   std::function<uint64_t()> epoch;
-  /// The size of each object the dataset's index names (keyed as reads are: paths inside the
-  /// dataset). A mirror whose copy of one has another size is passed over for that object from
-  /// then on; without this, the caller's retries of the download could go back to it forever.
-  std::unordered_map<std::string, uint64_t> sizes;
+  /// The size the dataset's index gives an object (keyed as reads are: paths inside the
+  /// dataset), nullopt for one it does not name. A mirror whose copy of one has another size is
+  /// passed over for that object from then on; without this, the caller's retries of the
+  /// download could go back to it forever. Null: no sizes known.
+  std::function<std::optional<uint64_t>(std::string_view key)> size_of;
 };
 
 /// The label a mirror's egress is counted under: its own, else "<scheme>://<bucket>" of `url`
@@ -104,12 +106,29 @@ std::string SourceCounterName(std::string_view label, std::string_view what);
 Result<std::shared_ptr<ObjectStore>> MakeMirrorStore(std::vector<Mirror> mirrors,
                                                      MirrorOptions options = {});
 
+/// The version (ObjectVersion) of each mirror's copy of an object, by the copy's URL (redacted).
+using CopyVersions = std::map<std::string, std::string>;
+
+struct OneDataset {
+  std::vector<Mirror> mirrors;
+  /// The versions of the copies read and found the same now, for the caller to keep and pass
+  /// as `known` at the next open (copies without a version are left out); empty when the
+  /// HEADs showed `known` still holds.
+  CopyVersions versions;
+  /// One version for the copies together (of those not left out): another when any of them
+  /// changed. The store's reads report none (a read may come from any mirror), so this is what
+  /// tells a cached copy of `key` is still current. Empty when a copy has no version.
+  std::string version;
+};
+
 /// `mirrors`, those whose `key` (index.json) cannot be read now (down, or without a copy) marked
 /// left_out for this open, with a warning: their shards could not be trusted to be the same.
-/// kFailedPrecondition naming both URLs when two that answer differ: mirrors must hold one
-/// dataset; the first one's error when none answers. `bytes`, when given, receives `key`'s
-/// bytes.
-Result<std::vector<Mirror>> MirrorsOfOneDataset(std::vector<Mirror> mirrors, std::string_view key,
-                                                std::string* bytes = nullptr);
+/// The others must hold the same bytes. When `known` is given, each copy is asked its version
+/// first (a HEAD each, all at once): if every one answers with the version `known` gives it,
+/// they are what was found the same before, and no copy is read. Otherwise every copy is read,
+/// all at once, and compared by digest. kFailedPrecondition naming both URLs when two copies
+/// differ: mirrors must hold one dataset; the first one's error when none answers.
+Result<OneDataset> MirrorsOfOneDataset(std::vector<Mirror> mirrors, std::string_view key,
+                                       const CopyVersions& known = {});
 
 }  // namespace ferry

@@ -4,7 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
 #include <random>
+#include <string_view>
 #include <thread>
 
 #include "base/temp_dir_testutil.h"
@@ -54,6 +59,14 @@ class FlakyStore : public testing::ForwardingStore {
 };
 
 uint64_t Counter(const std::string& name) { return metrics::GetCounter(name).value(); }
+
+std::function<std::optional<uint64_t>(std::string_view)> SizesOf(
+    std::map<std::string, uint64_t, std::less<>> sizes) {
+  return [sizes = std::move(sizes)](std::string_view key) -> std::optional<uint64_t> {
+    const auto it = sizes.find(key);
+    return it == sizes.end() ? std::nullopt : std::optional(it->second);
+  };
+}
 
 // A mirror that refuses every connection, with a store's retry loop (8 attempts) around each.
 class RefusingStore : public testing::ForwardingStore {
@@ -340,7 +353,8 @@ TEST_F(MirrorStoreTest, ACopyOfAnotherSizeIsPassedOverFromThenOn) {
   }
   const uint64_t wrong = Counter("/ferry/mirror/0/wrong_size");
   const uint64_t failovers = Counter("/ferry/mirror/0/failovers");
-  auto store = Mirrors({.sizes = {{"shard.0", data_.size()}, {"shard.1", data_.size()}}});
+  auto store =
+      Mirrors({.size_of = SizesOf({{"shard.0", data_.size()}, {"shard.1", data_.size()}})});
   // A folder's read of 300 KB is one chunk, found too long before it reaches the caller: the
   // read goes on at the next mirror.
   auto longer = store->Get("shard.0");
@@ -371,14 +385,14 @@ TEST_F(MirrorStoreTest, ACopyOfAnotherSizeIsPassedOverFromThenOn) {
 
 TEST_F(MirrorStoreTest, AHeadOfACopyOfAnotherSizeGoesToTheNextMirror) {
   ASSERT_TRUE(folders_[0].store->Put(folders_[0].key + "shard.0", "short").ok());
-  auto store = Mirrors({.sizes = {{"shard.0", data_.size()}}});
+  auto store = Mirrors({.size_of = SizesOf({{"shard.0", data_.size()}})});
   auto info = store->Head("shard.0");
   ASSERT_TRUE(info.has_value()) << info.status().ToString();
   EXPECT_EQ(info->size, data_.size());
   // Every copy of another size (or none): kDataLoss naming them.
   ASSERT_TRUE(folders_[1].store->Put(folders_[1].key + "shard.0", "short").ok());
   ASSERT_TRUE(folders_[2].store->Remove(folders_[2].key + "shard.0").ok());
-  auto none = Mirrors({.sizes = {{"shard.0", data_.size()}}})->Head("shard.0");
+  auto none = Mirrors({.size_of = SizesOf({{"shard.0", data_.size()}})})->Head("shard.0");
   ASSERT_FALSE(none.has_value());
   EXPECT_EQ(none.status().code(), StatusCode::kDataLoss);
   EXPECT_THAT(none.status().message(), HasSubstr("no mirror has a copy of the size"));
@@ -438,18 +452,20 @@ TEST_F(MirrorStoreTest, MirrorsMustHoldTheSameIndexByteForByte) {
   for (const StoreAndKey& folder : folders_) mirrors.push_back({folder.store, folder.key});
   auto kept = MirrorsOfOneDataset(mirrors, "index.json");
   ASSERT_TRUE(kept.has_value()) << kept.status().ToString();
-  ASSERT_EQ(kept->size(), 3u);
-  for (const Mirror& mirror : *kept) EXPECT_FALSE(mirror.left_out);
+  ASSERT_EQ(kept->mirrors.size(), 3u);
+  for (const Mirror& mirror : kept->mirrors) EXPECT_FALSE(mirror.left_out);
+  EXPECT_EQ(kept->versions.size(), 3u) << "a local copy's version is its time";
   // One that cannot show its copy - here the first - is left out, in its place; the others
   // still agree.
   ASSERT_TRUE(folders_[0].store->Remove(folders_[0].key + "index.json").ok());
   kept = MirrorsOfOneDataset(mirrors, "index.json");
   ASSERT_TRUE(kept.has_value()) << kept.status().ToString();
-  ASSERT_EQ(kept->size(), 3u);
-  EXPECT_TRUE((*kept)[0].left_out);
-  EXPECT_FALSE((*kept)[1].left_out);
+  ASSERT_EQ(kept->mirrors.size(), 3u);
+  EXPECT_TRUE(kept->mirrors[0].left_out);
+  EXPECT_FALSE(kept->mirrors[1].left_out);
+  EXPECT_EQ(kept->versions.size(), 2u);
   // Never read, while the store keeps its first mirror's URL.
-  auto store = MakeMirrorStore(*kept).value();
+  auto store = MakeMirrorStore(kept->mirrors).value();
   EXPECT_THAT(store->ToUrl("shard.0"), HasSubstr("/a/shard.0"));
   const uint64_t first = Counter("/ferry/mirror/0/bytes_read");
   ASSERT_TRUE(store->Get("shard.0").has_value());
@@ -470,6 +486,66 @@ TEST_F(MirrorStoreTest, MirrorsMustHoldTheSameIndexByteForByte) {
   ASSERT_FALSE(none.has_value());
   EXPECT_EQ(none.status().code(), StatusCode::kNotFound);
   EXPECT_THAT(none.status().message(), HasSubstr("no mirror can show"));
+}
+
+// What the cache folder keeps between opens (src/stream/stream_mirrors.h): the copies' versions
+// when they were found the same, so that the next open asks each for its version only.
+TEST_F(MirrorStoreTest, CopiesFoundTheSameAreNotReadAgainWhileTheirVersionsHold) {
+  std::vector<std::shared_ptr<FlakyStore>> counted;  // records each read
+  std::vector<Mirror> mirrors;
+  for (const StoreAndKey& folder : folders_) {
+    counted.push_back(std::make_shared<FlakyStore>(folder.store));
+    mirrors.push_back({counted.back(), folder.key});
+  }
+  const auto reads = [&] {
+    size_t n = 0;
+    for (const auto& store : counted) n += store->ranges.size();
+    return n;
+  };
+  auto found = MirrorsOfOneDataset(mirrors, "index.json");
+  ASSERT_TRUE(found.has_value()) << found.status().ToString();
+  ASSERT_EQ(found->versions.size(), 3u);
+  EXPECT_EQ(reads(), 3u);
+  EXPECT_THAT(found->version, ::testing::StartsWith("mirrors:"));
+  const CopyVersions known = found->versions;
+
+  auto again = MirrorsOfOneDataset(mirrors, "index.json", known);
+  ASSERT_TRUE(again.has_value()) << again.status().ToString();
+  EXPECT_EQ(reads(), 3u) << "the HEADs showed the versions found the same";
+  EXPECT_TRUE(again->versions.empty()) << "nothing new to keep";
+  EXPECT_EQ(again->version, found->version);
+  for (const Mirror& mirror : again->mirrors) EXPECT_FALSE(mirror.left_out);
+
+  // One down: left out, and the others still need no read.
+  const std::filesystem::path a_index = tmp_ / "a" / "index.json";
+  std::filesystem::rename(a_index, tmp_ / "a" / "index.json.away");
+  again = MirrorsOfOneDataset(mirrors, "index.json", known);
+  ASSERT_TRUE(again.has_value()) << again.status().ToString();
+  EXPECT_TRUE(again->mirrors[0].left_out);
+  EXPECT_EQ(reads(), 3u);
+  EXPECT_NE(again->version, found->version) << "another set of copies";
+  std::filesystem::rename(tmp_ / "a" / "index.json.away", a_index);
+
+  // A copy rewritten with other bytes has another version: every copy is read, and they differ.
+  const std::filesystem::path c_index = tmp_ / "c" / "index.json";
+  ASSERT_TRUE(folders_[2].store->Put(folders_[2].key + "index.json", "{ }").ok());
+  const auto later = std::filesystem::last_write_time(c_index) + std::chrono::seconds(1);
+  std::filesystem::last_write_time(c_index, later);
+  auto differs = MirrorsOfOneDataset(mirrors, "index.json", known);
+  ASSERT_FALSE(differs.has_value());
+  EXPECT_EQ(differs.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(differs.status().message(), HasSubstr("/c/index.json (3 bytes) is not"));
+  EXPECT_EQ(reads(), 6u);
+
+  // Rewritten with the same bytes: read and found the same, with its new version to keep.
+  ASSERT_TRUE(folders_[2].store->Put(folders_[2].key + "index.json", "{}").ok());
+  std::filesystem::last_write_time(c_index, later + std::chrono::seconds(1));
+  auto same = MirrorsOfOneDataset(mirrors, "index.json", known);
+  ASSERT_TRUE(same.has_value()) << same.status().ToString();
+  EXPECT_EQ(reads(), 9u);
+  ASSERT_EQ(same->versions.size(), 3u);
+  EXPECT_NE(same->versions, known);
+  EXPECT_NE(same->version, found->version);
 }
 
 }  // namespace

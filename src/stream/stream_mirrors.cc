@@ -3,10 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <system_error>
 #include <vector>
 
+#include "base/file_util.h"
+#include "base/log.h"
+#include "cache/cache_layout.h"
 #include "ferry/cache/shard_cache.h"
 #include "ferry/format/index.h"
 #include "ferry/metrics/node_metrics.h"
@@ -29,9 +33,50 @@ bool IsTheLocalFolder(const ObjectStore& store, const std::string& prefix,
   return path && std::filesystem::equivalent(*path, local, ec);
 }
 
-Result<std::shared_ptr<ObjectStore>> OpenMirrors(const StreamSpec& spec,
-                                                 const std::filesystem::path& local, bool offline,
-                                                 std::function<uint64_t()> epoch) {
+void IndexSizes::Fill(const DatasetDescription& index) {
+  if (filled_.load(std::memory_order_relaxed)) return;
+  for (const ShardDescription& shard : index.shards) {
+    for (const FileInfo* file : shard.all_forms()) sizes_[file->basename] = file->bytes;
+  }
+  filled_.store(true, std::memory_order_release);
+}
+
+std::optional<uint64_t> IndexSizes::Of(std::string_view basename) const {
+  if (!filled_.load(std::memory_order_acquire)) return std::nullopt;
+  const auto it = sizes_.find(basename);
+  return it == sizes_.end() ? std::nullopt : std::optional(it->second);
+}
+
+namespace {
+
+// The versions in .ferry/mirrors.json; none when it is missing or unreadable (the copies are
+// then read and compared, as at a first open).
+CopyVersions ReadMirrorVersions(const internal_cache::CacheLayout& layout) {
+  auto text = ReadFileToString(layout.MirrorsPath());
+  if (!text) return {};
+  try {
+    return nlohmann::json::parse(*text).at("index_versions").get<CopyVersions>();
+  } catch (const nlohmann::json::exception& e) {
+    Log().debug("mirrors: {}: not read: {}", layout.MirrorsPath().string(), e.what());
+    return {};
+  }
+}
+
+// Best effort: a folder that cannot be written has the copies compared at every open.
+void WriteMirrorVersions(const internal_cache::CacheLayout& layout, const CopyVersions& versions) {
+  const std::filesystem::path path = layout.MirrorsPath();
+  Status written = internal_cache::CreateCacheFolders(path.parent_path());
+  if (written.ok()) {
+    const nlohmann::json json = {{"index_versions", versions}};
+    written = WriteFileAtomically(path, json.dump() + "\n", internal_cache::Modes().file);
+  }
+  if (!written.ok()) Log().debug("mirrors: not recorded: {}", written.ToString());
+}
+
+}  // namespace
+
+Result<OpenedMirrors> OpenMirrors(const StreamSpec& spec, const std::filesystem::path& local,
+                                  bool offline, std::function<uint64_t()> epoch) {
   std::vector<std::string> urls = {spec.remote};
   urls.insert(urls.end(), spec.mirrors.begin(), spec.mirrors.end());
   for (const auto& [url, egress] : spec.egress) {
@@ -63,18 +108,19 @@ Result<std::shared_ptr<ObjectStore>> OpenMirrors(const StreamSpec& spec,
                        .prefix = std::move(prefix),
                        .egress = std::move(egress)});
   }
-  MirrorOptions options;
+  std::string index_version;
   if (!offline) {
-    std::string index;
-    FERRY_ASSIGN_OR_RETURN(mirrors, MirrorsOfOneDataset(std::move(mirrors), "index.json", &index));
-    // The sizes the index gives, so that a mirror holding a copy of another size is passed
-    // over. An index that does not parse fails the open later, with its own error.
-    if (auto dataset = ParseIndexFile(index, "index.json"); dataset.ok()) {
-      for (const ShardDescription& shard : dataset->shards) {
-        for (const FileInfo* file : shard.all_forms()) options.sizes[file->basename] = file->bytes;
-      }
-    }
+    const internal_cache::CacheLayout layout(local);
+    FERRY_ASSIGN_OR_RETURN(OneDataset one, MirrorsOfOneDataset(std::move(mirrors), "index.json",
+                                                               ReadMirrorVersions(layout)));
+    mirrors = std::move(one.mirrors);
+    index_version = std::move(one.version);
+    if (!one.versions.empty()) WriteMirrorVersions(layout, one.versions);
   }
+  MirrorOptions options;
+  // So that a mirror holding a copy of another size than the index gives is passed over.
+  auto sizes = std::make_shared<IndexSizes>();
+  options.size_of = [sizes](std::string_view key) { return sizes->Of(key); };
   // Budgets are kept against what every process of the node delivered into the folder.
   auto node_total = [local](const std::string& counter) -> int64_t {
     // This process's own count as it is now, not as its last publication had it.
@@ -86,7 +132,10 @@ Result<std::shared_ptr<ObjectStore>> OpenMirrors(const StreamSpec& spec,
   };
   options.node_total = std::move(node_total);
   options.epoch = std::move(epoch);
-  return MakeMirrorStore(std::move(mirrors), std::move(options));
+  FERRY_ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store,
+                         MakeMirrorStore(std::move(mirrors), std::move(options)));
+  return OpenedMirrors{
+      .store = std::move(store), .sizes = std::move(sizes), .index_version = index_version};
 }
 
 }  // namespace ferry::internal_stream

@@ -66,6 +66,8 @@ Status StreamingDatasetImpl::Init() {
     StreamState st;
     std::vector<std::string> tar_names;  // a shard pattern's tars, in its order
     ShardCacheOptions cache_options;
+    std::shared_ptr<IndexSizes> mirror_sizes;  // of a stream with mirrors: filled once loaded
+    std::string index_version;                 // of a stream with mirrors (OpenedMirrors)
   };
   std::vector<PreparedStream> prepared;
   for (size_t s = 0; s < options_.streams.size(); ++s) {
@@ -75,6 +77,8 @@ Status StreamingDatasetImpl::Init() {
     }
     StreamState st;
     st.spec = spec;
+    std::shared_ptr<IndexSizes> mirror_sizes;
+    std::string index_version;
     std::filesystem::path local = spec.local;
     if (!spec.split.empty()) local /= spec.split;
     st.local = local;
@@ -99,9 +103,12 @@ Status StreamingDatasetImpl::Init() {
             "(not a shard pattern)",
             s));
       }
-      FERRY_ASSIGN_OR_RETURN(st.remote,
+      FERRY_ASSIGN_OR_RETURN(OpenedMirrors opened,
                              OpenMirrors(spec, local, options_.offline,
                                          [epoch = reading_epoch_] { return epoch->load(); }));
+      st.remote = std::move(opened.store);
+      mirror_sizes = std::move(opened.sizes);
+      index_version = std::move(opened.index_version);
     } else if (!spec.remote.empty()) {
       FERRY_ASSIGN_OR_RETURN(StoreAndKey opened, OpenUrl(remote_url));
       std::string prefix = DatasetFolder(std::move(opened.key), spec.split);
@@ -123,7 +130,9 @@ Status StreamingDatasetImpl::Init() {
     cache_options.store_checksums = options_.store_checksums;
     prepared.push_back({.st = std::move(st),
                         .tar_names = std::move(tar_names),
-                        .cache_options = std::move(cache_options)});
+                        .cache_options = std::move(cache_options),
+                        .mirror_sizes = std::move(mirror_sizes),
+                        .index_version = std::move(index_version)});
   }
   std::vector<std::optional<Result<DatasetDescription>>> loaded(prepared.size());
   RunEach(prepared.size(), kIndexLoadsAtOnce, [&](size_t s) {
@@ -131,7 +140,8 @@ Status StreamingDatasetImpl::Init() {
     loaded[s] = LoadIndex(p.st.remote.get(), p.st.remote_prefix, p.st.local,
                           {.offline = options_.offline,
                            .tar_scan = p.cache_options,
-                           .tar_names = std::move(p.tar_names)});
+                           .tar_names = std::move(p.tar_names),
+                           .index_version = p.index_version});
   });
 
   FERRY_ASSIGN_OR_RETURN(const PeerOptions peers, ResolvePeers(options_.peers));
@@ -179,6 +189,7 @@ Status StreamingDatasetImpl::Init() {
     }
     first_id += n;
     const size_t shards = index.shards.size();
+    if (prepared[s].mirror_sizes) prepared[s].mirror_sizes->Fill(index);
     // One copy per process, shared with the cache: an index of 100,000 shards is some 30 MB.
     indexes_.push_back(std::make_shared<const DatasetDescription>(std::move(index)));
     std::optional<std::string> peer_id;

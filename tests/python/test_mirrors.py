@@ -3,6 +3,7 @@ ferry-wan (killed mid-epoch, as a region going away), Azurite holding part of th
 copy still being staged) and a local folder. Every sample comes once with its bytes, and the
 mirrors' counters add up to each byte delivered once."""
 
+import json
 import os
 import threading
 import time
@@ -182,6 +183,48 @@ def test_a_mirrors_copy_of_another_size_is_passed_over(tmp_path):
     sizes = {name: (source / name).stat().st_size for name in shards}
     assert delta["/ferry/mirror/1/bytes_read"] >= sizes[shards[0]] + sizes[shards[1]], delta
     assert delta["/ferry/mirror/0/bytes_read"] >= sum(sizes.values()) // 2, delta
+
+
+def test_mirrors_found_the_same_are_asked_only_their_versions_at_the_next_open(tmp_path):
+    source = tmp_path / "source"
+    names = write_samples(source, 100, _blob, 1 << 15)
+    staged = tmp_path / "staged"
+    staged.mkdir()
+    for name in names:
+        (staged / name).write_bytes((source / name).read_bytes())
+    cache = tmp_path / "cache"
+
+    def open_it():
+        return ferry.StreamingDataset(remote=[str(staged), str(source)], local=str(cache),
+                                      shuffle=False, batch_size=8)
+
+    _read_every_sample(open_it(), 100)
+    kept = json.loads((cache / ".ferry" / "mirrors.json").read_text())["index_versions"]
+    assert len(kept) == 2 and all(url.endswith("/index.json") for url in kept), kept
+    assert any(str(staged) in url for url in kept) and any(str(source) in url for url in kept)
+    # The cached index.json is current while the copies' versions are: it is not fetched again.
+    origin = json.loads((cache / ".ferry" / "origin.json").read_text())["index_version"]
+    assert origin.startswith("mirrors:"), origin
+    fetched = (cache / "index.json").stat().st_mtime_ns
+    # The staged copy's index gets other bytes but keeps its time (its version): the next open
+    # asks only for the versions, so it reads no copy, and cannot tell - as the cache trusts an
+    # index.json whose version is unchanged.
+    index = staged / "index.json"
+    before = index.stat()
+    index.write_text(index.read_text() + " ")
+    os.utime(index, ns=(before.st_atime_ns, before.st_mtime_ns))
+    _read_every_sample(open_it(), 100)
+    assert (cache / "index.json").stat().st_mtime_ns == fetched
+    # A new version: the copies are read again, and differ.
+    os.utime(index, ns=(before.st_atime_ns, before.st_mtime_ns + 10**9))
+    with pytest.raises(ferry.FailedPreconditionError, match="mirrors must hold one dataset"):
+        open_it()
+    # Put right (the same bytes, another time): read, found the same, and kept again.
+    index.write_bytes((source / "index.json").read_bytes())
+    _read_every_sample(open_it(), 100)
+    again = json.loads((cache / ".ferry" / "mirrors.json").read_text())["index_versions"]
+    assert again.keys() == kept.keys() and again != kept
+    assert json.loads((cache / ".ferry" / "origin.json").read_text())["index_version"] != origin
 
 
 def test_a_list_of_remotes_is_a_remote_and_its_mirrors(tmp_path):

@@ -194,6 +194,10 @@ struct LoadIndexOptions {
   /// src/format/shard_pattern.h), listed and read as above; the folder's index.json, if any, is
   /// not read.
   std::vector<std::string> tar_names;
+  /// The version of the remote's index.json when the caller knows it and the store would not
+  /// tell: a MirrorStore's reads report none, and the mirrors' copies are checked at open
+  /// (src/stream/stream_mirrors.h). Used instead of a HEAD, and recorded with a fetched copy.
+  std::string index_version;
 };
 
 /// The index.json of the dataset at `remote_prefix` in `remote`, kept in step in the cache folder
