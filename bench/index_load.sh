@@ -5,7 +5,8 @@
 # by ferry (the node's first process, then the others through the binary form), by a bare
 # parse of the JSON, and - with --mosaic-src, a checkout of Mosaic Streaming's source passed by
 # path, never committed - by Mosaic Streaming; and 8 processes opening an empty cache folder at
-# once (with --base, also an older checkout's build/release module).
+# once (with --base, also an older checkout's build/release module); and the next process's open
+# with a copy of the index as the dataset's mirror.
 #   bench/index_load.sh [--shards 100000] [--samples 100] [--parts 2000] [--rounds 3]
 #                       [--mosaic-src PATH] [--base DIR]
 set -euo pipefail
@@ -33,10 +34,13 @@ for layout in one merged; do
   dir=$work/index-$layout-$shards
   [ "$layout" = one ] && with_parts=1 || with_parts=$parts
   "$tool" generate "$dir" --shards "$shards" --samples "$samples" --parts "$with_parts"
+  # The same index in a second place: opened as the dataset's mirror.
+  rm -rf "$dir-mirror"
+  cp -r "$dir" "$dir-mirror"
   echo "### $([ "$layout" = one ] && echo "one dataset" || echo "merged from $parts sub-datasets")"
   echo
   PYTHONPATH=$bin/python /usr/bin/python3 bench/python/index_load.py "$dir" --bench "$tool" \
-    --rounds "$rounds" "${mosaic[@]}" "${base[@]}"
+    --rounds "$rounds" --mirror "$dir-mirror" "${mosaic[@]}" "${base[@]}"
   echo
-  rm -rf "$dir"
+  rm -rf "$dir" "$dir-mirror"
 done

@@ -7,6 +7,10 @@ its own, after `import torch` (which every such process pays anyway, and which i
                              folder: fetches index.json, parses it, writes .ferry/index.bin
   ferry, each other process  the same with the folder filled: one stat of the remote index,
                              then the binary form
+  ferry + mirror, each other the same with --mirror (a copy of DIR) as a second remote: the
+  process                    mirrors' copies of index.json shown the same once per node, then
+                             asked only their versions (src/stream/stream_mirrors.h); with
+                             --base, the older module too
   ferry, JSON per process    ferry-index-load-bench json: the index.json parsed alone, no
                              dataset around it: what every process paid without the binary
                              form
@@ -52,7 +56,7 @@ def _peak_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def one(method, remote, cache, mosaic_src):
+def one(method, remote, cache, mosaic_src, mirror=None):
     """Opens the dataset once in this process; prints {"seconds", "rss_added_mb",
     "peak_added_mb", "samples"}."""
     import torch  # noqa: F401  (paid by every training process; not what is measured)
@@ -68,15 +72,17 @@ def one(method, remote, cache, mosaic_src):
     if method == "mosaic":
         ds = streaming.StreamingDataset(local=remote, batch_size=64, shuffle=True)
     else:
-        ds = ferry.StreamingDataset(remote=f"file://{remote}", local=cache, batch_size=64,
-                                    shuffle=True)
+        remotes = [f"file://{remote}"] + ([f"file://{mirror}"] if mirror else [])
+        ds = ferry.StreamingDataset(remote=remotes if mirror else remotes[0], local=cache,
+                                    batch_size=64, shuffle=True)
     seconds = time.perf_counter() - start
     print(json.dumps({"seconds": seconds, "rss_added_mb": _rss_mb() - before,
                       "peak_added_mb": max(0.0, _peak_mb() - before), "samples": len(ds)}))
 
 
-def _run(cmd):
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+def _run(cmd, pythonpath=None):
+    env = {**os.environ, "PYTHONPATH": pythonpath} if pythonpath else None
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -107,12 +113,13 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--together", type=int, default=8)
     parser.add_argument("--base", help="an older ferry module's folder (build/release/python)")
+    parser.add_argument("--mirror", help="a copy of DIR, opened as DIR's mirror")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--cache", help=argparse.SUPPRESS)
     args = parser.parse_args()
     remote = os.path.abspath(args.dir)
     if args.one:
-        one(args.one, remote, args.cache, args.mosaic_src)
+        one(args.one, remote, args.cache, args.mosaic_src, args.mirror)
         return
 
     work = tempfile.mkdtemp(prefix="ferry-index-load-")
@@ -131,6 +138,16 @@ def main():
     if args.base:
         methods.append((f"ferry base build, {args.together} at once, empty folder",
                         lambda: _together(one_ferry, args.together, cache, args.base)))
+    if args.mirror:
+        mirrored = one_ferry + ["--mirror", os.path.abspath(args.mirror)]
+        builds = [("ferry", None)] + ([("ferry base build", args.base)] if args.base else [])
+        for build, path in builds:
+            # The first open fills the folder (and keeps the versions); the one measured is the
+            # next, as every other rank and worker opens.
+            methods.append((f"{build} + mirror, each other process",
+                            lambda path=path: (shutil.rmtree(cache, ignore_errors=True),
+                                               _run(mirrored, path),
+                                               _run(mirrored, path))[2]))
     if args.mosaic_src:
         methods.append(("Mosaic Streaming", lambda: _run(
             me + ["--one", "mosaic", "--cache", cache, "--mosaic-src", args.mosaic_src])))
