@@ -124,7 +124,7 @@ uint64_t MetricsBytes(const CacheLayout& layout) {
 
 uint64_t MeasureOtherBytes(const CacheLayout& layout) {
   return StatFile(layout.IndexPath()).bytes + StatFile(layout.BinaryIndexPath()).bytes +
-         StatFile(layout.OriginPath()).bytes +
+         StatFile(layout.OriginPath()).bytes + StatFile(layout.MirrorsPath()).bytes +
          std::max(kLedgerBytes, StatFile(layout.CacheLockPath()).bytes) + MetricsBytes(layout);
 }
 

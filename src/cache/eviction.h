@@ -80,20 +80,20 @@ inline constexpr uint64_t kLedgerBytes = 64;
 inline constexpr uint64_t kMetricsTotalsBytes = 4096;
 
 /// Bytes of the files besides shards that a cache_limit holds too: index.json and its binary
-/// form (.ferry/index.bin), the record of the folder's remote (.ferry/origin.json), the usage
-/// ledger (kLedgerBytes, counted whether or not it is written yet) and the node-wide metrics'
-/// files (.ferry/metrics: 8 KiB per process reading now, and the totals at kMetricsTotalsBytes
-/// at least). The lock files are empty.
+/// form (.ferry/index.bin), the records of the folder's remote and its mirrors
+/// (.ferry/origin.json, .ferry/mirrors.json), the usage ledger (kLedgerBytes, counted whether or
+/// not it is written yet) and the node-wide metrics' files (.ferry/metrics: 8 KiB per process
+/// reading now, and the totals at kMetricsTotalsBytes at least). The lock files are empty.
 uint64_t MeasureOtherBytes(const CacheLayout& layout);
 
 /// What the plan of a cache_limit (the order that fits it, and whether a dataset fits whole:
 /// src/stream/streaming_dataset.cc) counts for those files: index.json twice (its binary form is
-/// smaller), kPlannedRecordsBytes for the remote's record, and the ledger, the metrics' totals
-/// and one process's metrics file. A function of index.json alone, so that every worker, rank
-/// and node - and a resumption - plans the same order: what the files take now
-/// (MeasureOtherBytes) changes as processes come and go and as the binary form is written, and
-/// two workers of one job that narrowed their shuffles differently would read some samples twice
-/// and others never.
+/// smaller), kPlannedRecordsBytes for the records of the remote and its mirrors, and the ledger,
+/// the metrics' totals and one process's metrics file. A function of index.json alone, so that
+/// every worker, rank and node - and a resumption - plans the same order: what the files take
+/// now (MeasureOtherBytes) changes as processes come and go and as the binary form is written,
+/// and two workers of one job that narrowed their shuffles differently would read some samples
+/// twice and others never.
 uint64_t PlannedOtherBytes(const CacheLayout& layout);
 inline constexpr uint64_t kPlannedRecordsBytes = 4096;
 

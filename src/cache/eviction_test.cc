@@ -158,7 +158,7 @@ TEST(MakeRoom, CountsDownloadsBeingWrittenAndSweepsWhatKilledOnesLeft) {
   EXPECT_TRUE(room.fits);
 }
 
-TEST(MeasureOtherBytes, CountsTheIndexTheOriginRecordAndTheLedger) {
+TEST(MeasureOtherBytes, CountsTheIndexTheRecordsAndTheLedger) {
   ferry::testing::TempDir tmp;
   const CacheLayout layout(tmp.path());
   ASSERT_TRUE(layout.CreateLocksDir().ok());
@@ -167,6 +167,8 @@ TEST(MeasureOtherBytes, CountsTheIndexTheOriginRecordAndTheLedger) {
   std::ofstream(layout.IndexPath()) << std::string(1000, 'i');
   std::ofstream(layout.OriginPath()) << std::string(30, 'o');
   EXPECT_EQ(MeasureOtherBytes(layout), 1000 + 30 + kLedgerBytes);
+  std::ofstream(layout.MirrorsPath()) << std::string(70, 'm');
+  EXPECT_EQ(MeasureOtherBytes(layout), 1000 + 30 + 70 + kLedgerBytes);
 }
 
 TEST(MeasureOtherBytes, CountsTheMetricsFilesAndRoomForTheirTotals) {
