@@ -73,6 +73,8 @@ struct SourceAccount {
   // The epoch last read, and what the source had spent since the open when it began.
   uint64_t epoch = 0;
   uint64_t spent_before_epoch = 0;
+  // Bytes of chunks this process is delivering now, not counted in bytes_read yet.
+  uint64_t reserved = 0;
 };
 
 // What one source has delivered: since the open, and in the epoch being read.
@@ -158,15 +160,25 @@ class MirrorStore final : public ObjectStore {
               return CheckSize(i, key, range.offset + delivered + chunk.size(), expected,
                                "at least ");
             }
+            // A chunk is delivered only while the budget is not spent, counting the chunks the
+            // other reads are delivering: concurrent reads cannot all cross it at once.
+            const bool budgeted = source.budget || source.epoch_budget;
+            if (budgeted && !Reserve(i, chunk.size())) {
+              flags.over_budget = true;
+              return BudgetSpent(i);
+            }
             Status status = sink(chunk);
+            if (status.ok()) {
+              delivered += chunk.size();
+              counters_[i].bytes_read.Add(chunk.size());
+              source.bytes_read->Add(chunk.size());
+            }
+            if (budgeted) Unreserve(i, chunk.size());  // counted above first: never in neither
             if (!status.ok()) {
               flags.stop = true;  // the caller's word, not the mirror's fault
               return status;
             }
-            delivered += chunk.size();
-            counters_[i].bytes_read.Add(chunk.size());
-            source.bytes_read->Add(chunk.size());
-            if ((source.budget || source.epoch_budget) && OverBudget(i)) {
+            if (budgeted && OverBudget(i)) {
               flags.over_budget = true;
               return BudgetSpent(i);
             }
@@ -418,6 +430,14 @@ class MirrorStore final : public ObjectStore {
   // delivered since. One caller at a time reads the node's count, outside budget_mu_: it reads
   // every process's metrics file, and each chunk of every read checks the budget.
   Spending Spent(size_t s) {
+    const uint64_t epoch = Refresh(s);
+    MutexLock lock(budget_mu_);
+    return SpentLocked(s, epoch);
+  }
+
+  // Reads the node's count of source `s` when its last is due, outside budget_mu_; returns the
+  // epoch being read.
+  uint64_t Refresh(size_t s) {
     SourceAccount& source = sources_[s];
     const Clock::time_point now = Clock::now();
     const uint64_t epoch = epoch_ ? epoch_() : 0;
@@ -440,7 +460,11 @@ class MirrorStore final : public ObjectStore {
         source.node_seen = node;
       }
     }
-    MutexLock lock(budget_mu_);
+    return epoch;
+  }
+
+  Spending SpentLocked(size_t s, uint64_t epoch) REQUIRES(budget_mu_) {
+    SourceAccount& source = sources_[s];
     const int64_t spent =
         source.node_seen - source.node_at_open + (source.bytes_read->value() - source.local_seen);
     const uint64_t since_open = static_cast<uint64_t>(std::max<int64_t>(0, spent));
@@ -450,6 +474,28 @@ class MirrorStore final : public ObjectStore {
     }
     return {.since_open = since_open,
             .in_epoch = since_open - std::min(since_open, source.spent_before_epoch)};
+  }
+
+  // Claims `bytes` of source i's budget for a chunk about to be delivered: false when what it
+  // has spent, with the chunks being delivered, reaches a budget. So the source ends at most
+  // one chunk past it, however many reads deliver at once.
+  bool Reserve(size_t i, uint64_t bytes) {
+    const size_t s = source_of_[i];
+    SourceAccount& source = sources_[s];
+    const uint64_t epoch = Refresh(s);
+    MutexLock lock(budget_mu_);
+    const Spending spent = SpentLocked(s, epoch);
+    if ((source.budget && spent.since_open + source.reserved >= *source.budget) ||
+        (source.epoch_budget && spent.in_epoch + source.reserved >= *source.epoch_budget)) {
+      return false;
+    }
+    source.reserved += bytes;
+    return true;
+  }
+
+  void Unreserve(size_t i, uint64_t bytes) {
+    MutexLock lock(budget_mu_);
+    sources_[source_of_[i]].reserved -= bytes;
   }
 
   bool OverBudget(size_t i) {

@@ -34,8 +34,9 @@
 // Egress budgets (SourceEgress::budget, and epoch_budget per epoch) are checked before a read goes
 // to a mirror and as its bytes arrive: a mirror whose source has spent its budget passes the read
 // on - from the byte reached, like a failure, but without demotion - and when no mirror is left the
-// read fails with kResourceExhausted naming the budgets. The bytes a source delivers past its
-// budget are at most what the reads in flight at that moment had received in their current chunk.
+// read fails with kResourceExhausted naming the budgets. A chunk is delivered only while the
+// source's spend, with the chunks this process's other reads are delivering, is under its budget:
+// the process ends at most one chunk past it (others' counts are read every 200 ms).
 //
 // Thread-safety: every method may be called concurrently.
 #pragma once

@@ -213,6 +213,42 @@ TEST_F(MirrorStoreTest, ASourceStopsAtItsEgressBudget) {
   EXPECT_THAT(failed.message(), HasSubstr("budgeted has delivered"));
 }
 
+// Reads delivering at once cannot all cross the budget: each chunk is claimed against it first,
+// with the chunks the other reads are delivering.
+TEST_F(MirrorStoreTest, ConcurrentReadsEndOneChunkPastTheBudgetAtMost) {
+  constexpr int kReads = 8;
+  for (int k = 1; k < kReads; ++k) {
+    for (const StoreAndKey& folder : folders_) {
+      ASSERT_TRUE(folder.store->Put(folder.key + "shard." + std::to_string(k), data_).ok());
+    }
+  }
+  constexpr uint64_t kBudget = 500'000;
+  auto store = MakeMirrorStore(
+      {{.store = folders_[0].store,
+        .prefix = folders_[0].key,
+        .egress = {.label = "contended", .budget = kBudget}},
+       {.store = folders_[1].store, .prefix = folders_[1].key, .egress = {.label = "spare"}}});
+  ASSERT_TRUE(store.has_value());
+  const uint64_t before = Counter(SourceCounterName("contended", "bytes_read"));
+  std::atomic<int> ready{0};
+  std::vector<std::string> got(kReads);
+  {
+    std::vector<std::jthread> readers;
+    for (int k = 0; k < kReads; ++k) {
+      readers.emplace_back([&, k] {
+        ++ready;
+        while (ready.load() < kReads) std::this_thread::yield();
+        got[k] = (*store)->Get("shard." + std::to_string(k)).value_or("");
+      });
+    }
+  }
+  for (int k = 0; k < kReads; ++k) EXPECT_TRUE(got[k] == data_) << k;
+  const uint64_t spent = Counter(SourceCounterName("contended", "bytes_read")) - before;
+  EXPECT_GE(spent, kBudget);
+  // A local read is one chunk of 300 KB: two fit under the budget, the others go to the spare.
+  EXPECT_LT(spent, kBudget + data_.size()) << "one chunk past the budget at most";
+}
+
 // A budget per epoch starts again with each epoch; the reads of one epoch past it go to the
 // other mirror, and with it alone fail naming the epoch's budget.
 TEST_F(MirrorStoreTest, AnEpochBudgetStartsAgainEachEpoch) {
