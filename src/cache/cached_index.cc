@@ -125,16 +125,16 @@ std::vector<std::string> FilesNoLongerDescribed(const DatasetDescription& before
   return out;
 }
 
+Result<FileLock> LockCacheFolder(const CacheLayout& layout) {
+  FERRY_RETURN_IF_ERROR(layout.CreateLocksDir());
+  return FileLock::Lock(layout.CacheLockPath(), LockMode::kExclusive);
+}
+
 namespace {
 
 // Where the error does not already name the URL, it is added.
 Status NamingUrl(const Status& error, const std::string& url) {
   return error.message().find(url) == std::string::npos ? error.WithContext(url) : error;
-}
-
-Result<FileLock> LockCacheFolder(const CacheLayout& layout) {
-  FERRY_RETURN_IF_ERROR(layout.CreateLocksDir());
-  return FileLock::Lock(layout.CacheLockPath(), LockMode::kExclusive);
 }
 
 // Deletes the cached files named `names` (those there), logging `why` with the count; the caller

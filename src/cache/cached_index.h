@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "cache/cache_layout.h"
+#include "cache/file_lock.h"
 #include "ferry/format/index.h"
 #include "ferry/result.h"
 #include "ferry/storage/object_store.h"
@@ -53,6 +54,10 @@ struct CacheOrigin {
   /// version in it, which tells the shards that changed since. Empty otherwise.
   std::map<std::string, std::string> shard_versions;
 };
+
+/// The folder's cache.lock, held exclusive (its folder made first): what the processes of a node
+/// fetch a new index under, one at a time, and eviction takes.
+Result<FileLock> LockCacheFolder(const CacheLayout& layout);
 
 /// The record, nullopt when the folder has none; kDataLoss for one that is not ours.
 Result<std::optional<CacheOrigin>> ReadCacheOrigin(const CacheLayout& layout);

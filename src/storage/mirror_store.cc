@@ -608,7 +608,7 @@ void ReadCopy(const Mirror& mirror, const std::string& object, Copy& copy) {
 }  // namespace
 
 Result<OneDataset> MirrorsOfOneDataset(std::vector<Mirror> mirrors, std::string_view key,
-                                       const CopyVersions& known) {
+                                       const CopyVersions& known, bool read_copies) {
   if (mirrors.empty()) return InvalidArgumentError("mirrors: none given");
   const size_t n = mirrors.size();
   std::vector<std::string> objects(n);
@@ -635,12 +635,14 @@ Result<OneDataset> MirrorsOfOneDataset(std::vector<Mirror> mirrors, std::string_
                   return !c.version.empty() && it != known.end() && it->second == c.version;
                 });
   }
+  if (!confirmed && !read_copies) return OneDataset{.mirrors = std::move(mirrors)};
   if (!confirmed) {
     RunEach(n, n, [&](size_t i) {
       if (!copies[i].error) ReadCopy(mirrors[i], objects[i], copies[i]);
     });
   }
   OneDataset out;
+  out.confirmed = confirmed;
   const Copy* first = nullptr;  // the first that answered
   std::optional<Status> first_error;
   for (size_t i = 0; i < n; ++i) {

@@ -120,6 +120,8 @@ struct OneDataset {
   /// changed. The store's reads report none (a read may come from any mirror), so this is what
   /// tells a cached copy of `key` is still current. Empty when a copy has no version.
   std::string version;
+  /// The HEADs showed every copy at the version `known` gives it: none was read.
+  bool confirmed = false;
 };
 
 /// `mirrors`, those whose `key` (index.json) cannot be read now (down, or without a copy) marked
@@ -127,9 +129,10 @@ struct OneDataset {
 /// The others must hold the same bytes. When `known` is given, each copy is asked its version
 /// first (a HEAD each, all at once): if every one answers with the version `known` gives it,
 /// they are what was found the same before, and no copy is read. Otherwise every copy is read,
-/// all at once, and compared by digest. kFailedPrecondition naming both URLs when two copies
+/// all at once, and compared by digest - unless `read_copies` is false: then the result is not
+/// `confirmed`, and says nothing more. kFailedPrecondition naming both URLs when two copies
 /// differ: mirrors must hold one dataset; the first one's error when none answers.
 Result<OneDataset> MirrorsOfOneDataset(std::vector<Mirror> mirrors, std::string_view key,
-                                       const CopyVersions& known = {});
+                                       const CopyVersions& known = {}, bool read_copies = true);
 
 }  // namespace ferry

@@ -543,12 +543,14 @@ TEST_F(MirrorStoreTest, CopiesFoundTheSameAreNotReadAgainWhileTheirVersionsHold)
   ASSERT_EQ(found->versions.size(), 3u);
   EXPECT_EQ(reads(), 3u);
   EXPECT_THAT(found->version, ::testing::StartsWith("mirrors:"));
+  EXPECT_FALSE(found->confirmed);
   const CopyVersions known = found->versions;
 
   auto again = MirrorsOfOneDataset(mirrors, "index.json", known);
   ASSERT_TRUE(again.has_value()) << again.status().ToString();
   EXPECT_EQ(reads(), 3u) << "the HEADs showed the versions found the same";
   EXPECT_TRUE(again->versions.empty()) << "nothing new to keep";
+  EXPECT_TRUE(again->confirmed);
   EXPECT_EQ(again->version, found->version);
   for (const Mirror& mirror : again->mirrors) EXPECT_FALSE(mirror.left_out);
 
@@ -567,6 +569,10 @@ TEST_F(MirrorStoreTest, CopiesFoundTheSameAreNotReadAgainWhileTheirVersionsHold)
   ASSERT_TRUE(folders_[2].store->Put(folders_[2].key + "index.json", "{ }").ok());
   const auto later = std::filesystem::last_write_time(c_index) + std::chrono::seconds(1);
   std::filesystem::last_write_time(c_index, later);
+  auto unread = MirrorsOfOneDataset(mirrors, "index.json", known, /*read_copies=*/false);
+  ASSERT_TRUE(unread.has_value()) << unread.status().ToString();
+  EXPECT_FALSE(unread->confirmed);
+  EXPECT_EQ(reads(), 3u) << "asked not to read the copies";
   auto differs = MirrorsOfOneDataset(mirrors, "index.json", known);
   ASSERT_FALSE(differs.has_value());
   EXPECT_EQ(differs.status().code(), StatusCode::kFailedPrecondition);

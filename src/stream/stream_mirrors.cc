@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "base/file_util.h"
 #include "base/log.h"
 #include "cache/cache_layout.h"
+#include "cache/cached_index.h"
 #include "ferry/cache/shard_cache.h"
 #include "ferry/format/index.h"
 #include "ferry/metrics/node_metrics.h"
@@ -73,6 +75,36 @@ void WriteMirrorVersions(const internal_cache::CacheLayout& layout, const CopyVe
   if (!written.ok()) Log().debug("mirrors: not recorded: {}", written.ToString());
 }
 
+// The mirrors, shown to hold one dataset (MirrorsOfOneDataset): by their versions alone when
+// they are those kept, else by reading the copies under the folder's cache.lock, so that the
+// processes of a node opening at once read them once - those that waited find the versions
+// kept. A folder made only for the lock goes again when the mirrors show no dataset.
+Result<OneDataset> ShowOneDataset(std::vector<Mirror> mirrors,
+                                  const internal_cache::CacheLayout& layout) {
+  constexpr std::string_view kIndex = "index.json";
+  if (CopyVersions known = ReadMirrorVersions(layout); !known.empty()) {
+    FERRY_ASSIGN_OR_RETURN(OneDataset one, MirrorsOfOneDataset(mirrors, kIndex, known, false));
+    if (one.confirmed) return one;
+  }
+  std::error_code ec;
+  const bool folder_existed = std::filesystem::exists(layout.root(), ec);
+  std::optional<internal_cache::FileLock> lock;
+  if (internal_cache::CreateCacheFolders(layout.root()).ok()) {
+    auto locked = internal_cache::LockCacheFolder(layout);
+    if (locked) {
+      lock.emplace(std::move(*locked));
+    } else {
+      Log().debug("mirrors: showing them without {}: {}", layout.CacheLockPath().string(),
+                  locked.status().ToString());
+    }
+  }
+  auto one = MirrorsOfOneDataset(std::move(mirrors), kIndex, ReadMirrorVersions(layout));
+  if (one && !one->versions.empty()) WriteMirrorVersions(layout, one->versions);
+  lock.reset();
+  if (!one && !folder_existed) std::filesystem::remove_all(layout.root(), ec);
+  return one;
+}
+
 }  // namespace
 
 Result<OpenedMirrors> OpenMirrors(const StreamSpec& spec, const std::filesystem::path& local,
@@ -110,12 +142,10 @@ Result<OpenedMirrors> OpenMirrors(const StreamSpec& spec, const std::filesystem:
   }
   std::string index_version;
   if (!offline) {
-    const internal_cache::CacheLayout layout(local);
-    FERRY_ASSIGN_OR_RETURN(OneDataset one, MirrorsOfOneDataset(std::move(mirrors), "index.json",
-                                                               ReadMirrorVersions(layout)));
+    FERRY_ASSIGN_OR_RETURN(OneDataset one,
+                           ShowOneDataset(std::move(mirrors), internal_cache::CacheLayout(local)));
     mirrors = std::move(one.mirrors);
     index_version = std::move(one.version);
-    if (!one.versions.empty()) WriteMirrorVersions(layout, one.versions);
   }
   MirrorOptions options;
   // So that a mirror holding a copy of another size than the index gives is passed over.

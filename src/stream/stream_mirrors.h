@@ -7,7 +7,8 @@
 // worker: the cache folder keeps, in .ferry/mirrors.json, the version of each mirror's
 // index.json when their copies were last read and found the same, and an open whose HEADs show
 // those versions reads no copy. A mirror whose copy changed (or was never seen) has every copy
-// read and compared again.
+// read and compared again, under the folder's cache.lock: the processes of a node that open it
+// together read the copies once, and those that waited find the versions kept.
 //
 // Thread-safety: OpenMirrors is a free function; IndexSizes may be read from any thread.
 #pragma once

@@ -5,6 +5,8 @@ mirrors' counters add up to each byte delivered once."""
 
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -225,6 +227,47 @@ def test_mirrors_found_the_same_are_asked_only_their_versions_at_the_next_open(t
     again = json.loads((cache / ".ferry" / "mirrors.json").read_text())["index_versions"]
     assert again.keys() == kept.keys() and again != kept
     assert json.loads((cache / ".ferry" / "origin.json").read_text())["index_version"] != origin
+
+
+# Each process opens when every one is ready, and prints the bytes its stores read.
+_OPEN_AT_ONCE = """
+import os, sys, time, ferry
+remote, mirror, local, go, ready = sys.argv[1:6]
+open(ready, "w").close()
+while not os.path.exists(go):
+    time.sleep(0.002)
+ferry.StreamingDataset(remote=[remote, mirror], local=local)
+print(sum(v for k, v in ferry.metrics().items()
+          if k.startswith("/ferry/storage/") and k.endswith("/bytes_read")))
+"""
+
+
+def test_processes_opening_an_empty_folder_at_once_read_the_copies_once(tmp_path, s3rver, wan):
+    # The ranks of a node starting together: one reads the mirrors' copies (under cache.lock)
+    # and fetches index.json; the others find the versions kept and the cached copy current.
+    source = tmp_path / "source"
+    write_samples(source, 100, _blob, 1 << 15)
+    url = upload_dataset(source, f"s3://{s3rver['bucket']}/python/mirrors/{uuid.uuid4().hex[:12]}")
+    wan("--delay-ms", "100")  # a read of a copy takes round trips: without the lock, all overlap
+    cache, go = tmp_path / "cache", tmp_path / "go"
+    procs = [subprocess.Popen([sys.executable, "-c", _OPEN_AT_ONCE, url, str(source), str(cache),
+                               str(go), str(tmp_path / f"ready{i}")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for i in range(4)]
+    deadline = time.monotonic() + 60
+    while not all((tmp_path / f"ready{i}").exists() for i in range(4)):
+        assert time.monotonic() < deadline and all(p.poll() is None for p in procs)
+        time.sleep(0.01)
+    go.touch()
+    read = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err[-2000:]
+        read.append(int(out.split()[-1]))
+    index = (source / "index.json").stat().st_size
+    # Two copies, read by one process, and the fetch into the folder, by one (the first to take
+    # cache.lock after them); without the lock each process read both copies.
+    assert sum(read) == 3 * index and read.count(0) >= 2, (read, index)
 
 
 def test_a_list_of_remotes_is_a_remote_and_its_mirrors(tmp_path):
