@@ -605,6 +605,20 @@ void ReadCopy(const Mirror& mirror, const std::string& object, Copy& copy) {
   XXH3_freeState(state);
 }
 
+// One version for the copies that answered, from each one's URL and version: another mirror
+// left out, or back, is another version too. Empty when one of them has no version.
+std::string VersionOfCopies(const std::vector<Copy>& copies) {
+  std::string named;
+  for (const Copy& copy : copies) {
+    if (copy.error) continue;
+    if (copy.version.empty()) return {};
+    // Each with its NUL, so that no two lists run together alike.
+    named.append(copy.url).push_back('\0');
+    named.append(copy.version).push_back('\0');
+  }
+  return fmt::format("mirrors:{:016x}", XXH3_64bits(named.data(), named.size()));
+}
+
 }  // namespace
 
 Result<OneDataset> MirrorsOfOneDataset(std::vector<Mirror> mirrors, std::string_view key,
@@ -669,21 +683,7 @@ Result<OneDataset> MirrorsOfOneDataset(std::vector<Mirror> mirrors, std::string_
   if (first == nullptr && !confirmed) {
     return first_error->WithContext("no mirror can show its copy of the dataset");
   }
-  // Versions are per mirror: another mirror left out, or back, is another version too.
-  XXH3_state_t* state = XXH3_createState();
-  XXH3_64bits_reset(state);
-  for (const Copy& copy : copies) {
-    if (copy.error) continue;
-    if (copy.version.empty()) {
-      out.version.clear();
-      break;
-    }
-    for (const std::string* part : {&copy.url, &copy.version}) {
-      XXH3_64bits_update(state, part->data(), part->size() + 1);  // with its NUL: unambiguous
-    }
-    out.version = fmt::format("mirrors:{:016x}", XXH3_64bits_digest(state));
-  }
-  XXH3_freeState(state);
+  out.version = VersionOfCopies(copies);
   out.mirrors = std::move(mirrors);
   return out;
 }

@@ -164,8 +164,9 @@ Result<OpenedMirrors> OpenMirrors(const StreamSpec& spec, const std::filesystem:
   options.epoch = std::move(epoch);
   FERRY_ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store,
                          MakeMirrorStore(std::move(mirrors), std::move(options)));
-  return OpenedMirrors{
-      .store = std::move(store), .sizes = std::move(sizes), .index_version = index_version};
+  return OpenedMirrors{.store = std::move(store),
+                       .sizes = std::move(sizes),
+                       .index_version = std::move(index_version)};
 }
 
 }  // namespace ferry::internal_stream
